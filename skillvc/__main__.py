@@ -1,0 +1,3 @@
+from skillvc.cli import main
+
+main()

@@ -1,0 +1,78 @@
+"""The model backend contract.
+
+A backend turns one ``CallRequest`` (model, messages, parameters) into one ``CallResult``. It
+knows nothing about caching, events or retries: ``skillvc.calls.ModelClient`` does those for
+every backend alike. A backend signals failures with exceptions only:
+
+- ``TransientError`` — worth retrying (429, 5xx, timeouts, dropped connections); may carry the
+  server's ``Retry-After`` in seconds;
+- ``AuthenticationFailed`` — stops the run at the first call;
+- ``BackendError`` — anything else that retrying cannot fix.
+
+Error messages never contain API keys (use ``skillvc.errors.redact``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from skillvc.errors import BackendError
+from skillvc.hashing import content_id
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    role: str  # target | optimizer | judge | doctor
+    model: str  # full model string, e.g. "openai:gpt-4o-mini"
+    messages: tuple[Mapping[str, str], ...]  # [{"role": "system"|"user"|"assistant", "content"}]
+    params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, seed, ...
+    sample: int = 0  # index of a repeated sample of the same prompt
+
+    @property
+    def key(self) -> str:
+        """The cache key: same (model, params, messages, sample) -> same answer from the log."""
+        return content_id(
+            {
+                "model": self.model,
+                "params": dict(self.params),
+                "messages": [dict(m) for m in self.messages],
+                "sample": self.sample,
+            },
+            length=32,
+        )
+
+    @property
+    def system(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages if m["role"] == "system")
+
+    @property
+    def user(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages if m["role"] == "user")
+
+
+@dataclass(frozen=True)
+class CallResult:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    meta: Mapping[str, Any] = field(default_factory=dict)  # finish_reason, exit code, stderr...
+
+
+class TransientError(BackendError):
+    """A failure worth retrying (rate limit, server error, timeout, dropped connection)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """One configured model. ``complete`` must be safe to call from several threads."""
+
+    model: str
+
+    def complete(self, request: CallRequest) -> CallResult: ...

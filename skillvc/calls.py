@@ -1,0 +1,218 @@
+"""Model calls through the event log: the cache, the record and the retries.
+
+Invariant: a call with the same (model, parameters, messages, sample index) is answered from the
+log, so a resumed run pays no model call twice and re-evaluating an unchanged skill is free.
+Every call that reached a model is a ``model.call`` event (prompt and response stored as blobs,
+tokens, latency, cost); a call that failed after its last retry is a ``model.error`` event and
+raises ``CallFailed``: it is never turned into an answer or a score.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
+from skillvc.backends.pricing import cost_usd
+from skillvc.backends.retry import RateLimiter, RetryPolicy, call_with_retries
+from skillvc.config import ModelConfig
+from skillvc.errors import AuthenticationFailed, BackendError, redact
+from skillvc.hashing import canonical_json
+from skillvc.store import EventStore
+
+
+class CallFailed(BackendError):
+    """A model call failed after its last retry (recorded as a model.error event)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    key: str
+    cached: bool
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RoleStats:
+    calls: int = 0  # calls that reached a model
+    cached: int = 0  # calls answered from the log
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def model_params(config: ModelConfig) -> dict[str, Any]:
+    """The parameters that change a model's answer (and so belong in the cache key)."""
+    params: dict[str, Any] = {"temperature": config.temperature}
+    for name in ("max_tokens", "seed", "reasoning_effort"):
+        value = getattr(config, name)
+        if value is not None:
+            params[name] = value
+    return params
+
+
+class ModelClient:
+    """Calls models for one process: cache lookup, retries, recording, per-role statistics."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        backends: Mapping[str, Backend],
+        configs: Mapping[str, ModelConfig],
+        *,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
+        run_id: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        self.store = store
+        self.backends = dict(backends)
+        self.configs = dict(configs)
+        self.prices = prices or {}
+        self.run_id = run_id
+        self.sleep = sleep
+        self.secrets = tuple(secrets)
+        self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+        self._limiters = {
+            role: RateLimiter(c.requests_per_minute, c.tokens_per_minute)
+            for role, c in self.configs.items()
+        }
+
+    def request(
+        self, role: str, messages: Sequence[Mapping[str, str]], *, sample: int = 0
+    ) -> CallRequest:
+        config = self.configs[role]
+        return CallRequest(
+            role=role,
+            model=config.model,
+            messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
+            params=model_params(config),
+            sample=sample,
+        )
+
+    def call(
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        sample: int = 0,
+        step: int | None = None,
+    ) -> Reply:
+        req = self.request(role, messages, sample=sample)
+        key = req.key
+        found = self.store.find("model.call", key)
+        if found is not None:
+            p = found.payload
+            reply = Reply(
+                text=self.store.get_blob(p["response"]),
+                key=key,
+                cached=True,
+                prompt_tokens=p.get("prompt_tokens", 0),
+                completion_tokens=p.get("completion_tokens", 0),
+                cost_usd=p.get("cost_usd"),
+                meta=p.get("meta", {}),
+            )
+            with self._lock:
+                self.stats[role].cached += 1
+            return reply
+        return self._call_backend(req, step)
+
+    def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
+        config = self.configs[req.role]
+        backend = self.backends[req.role]
+        self._limiters[req.role].acquire()
+
+        def once() -> CallResult:
+            return backend.complete(req)
+
+        policy = RetryPolicy(max_retries=config.max_retries)
+        try:
+            result = call_with_retries(once, policy, sleep=self.sleep)
+        except (BackendError, OSError) as exc:
+            message = redact(str(exc), self.secrets)
+            self.store.append(
+                "model.error",
+                {
+                    "role": req.role,
+                    "model": req.model,
+                    "cache_key": req.key,
+                    "error": message,
+                    "kind": type(exc).__name__,
+                    "transient": isinstance(exc, TransientError),
+                },
+                run_id=self.run_id,
+                step=step,
+            )
+            with self._lock:
+                self.stats[req.role].errors += 1
+                self.last_error = message
+            if isinstance(exc, AuthenticationFailed):
+                raise
+            raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
+        cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        self.store.append(
+            "model.call",
+            {
+                "role": req.role,
+                "model": req.model,
+                "params": dict(req.params),
+                "sample": req.sample,
+                "prompt": self.store.put_blob(canonical_json([dict(m) for m in req.messages])),
+                "response": self.store.put_blob(result.text),
+                "prompt_tokens": result.prompt_tokens,
+                "completion_tokens": result.completion_tokens,
+                "latency_ms": round(result.latency_ms, 1),
+                "cost_usd": cost,
+                "meta": dict(result.meta),
+            },
+            run_id=self.run_id,
+            step=step,
+            key=req.key,
+        )
+        with self._lock:
+            s = self.stats[req.role]
+            s.calls += 1
+            s.prompt_tokens += result.prompt_tokens
+            s.completion_tokens += result.completion_tokens
+            if cost is None:
+                s.unpriced_calls += 1
+            else:
+                s.cost_usd += cost
+        return Reply(
+            text=result.text,
+            key=req.key,
+            cached=False,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost_usd=cost,
+            meta=result.meta,
+        )
+
+    def totals(self) -> RoleStats:
+        total = RoleStats()
+        with self._lock:
+            for s in self.stats.values():
+                total.calls += s.calls
+                total.cached += s.cached
+                total.errors += s.errors
+                total.prompt_tokens += s.prompt_tokens
+                total.completion_tokens += s.completion_tokens
+                total.cost_usd += s.cost_usd
+                total.unpriced_calls += s.unpriced_calls
+        return total

@@ -1,0 +1,226 @@
+"""``skillvc.toml``: the committed configuration of a skills repository.
+
+Every hyperparameter has a paper default here (SkillOpt: 4 epochs, batch 40, minibatch 8,
+learning rate 4 -> 2 with cosine decay) and can be overridden on the command line. Unknown keys
+are errors, because a typo such as ``learning_rte`` silently ignored would train the wrong thing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillvc.errors import ConfigError, NotInitialised
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_FILE = "skillvc.toml"
+
+
+@dataclass
+class SkillConfig:
+    path: str = "SKILL.md"
+
+
+@dataclass
+class TasksConfig:
+    train: str | None = None
+    val: str | None = None
+    test: str | None = None
+    path: str | None = None  # one file with a split field (or split by ratio)
+    skillopt_dir: str | None = None  # <dir>/{train,val,test}/items.json
+    split_field: str = "split"
+    split_ratio: list[float] = field(default_factory=lambda: [0.6, 0.2, 0.2])
+    split_seed: int = 0
+    scorer: str = "exact"
+    scorer_options: dict[str, Any] = field(default_factory=dict)
+    input_template: str = "{input}"
+    allow_overlap: bool = False
+
+
+@dataclass
+class ModelConfig:
+    model: str = "sim:support"
+    harness: str = "chat"  # chat | command
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the variable holding the key, never the key
+    azure: bool = False
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    deployment: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    # command harness
+    command: list[str] = field(default_factory=list)
+    skill_install_path: str = ".claude/skills/{name}/SKILL.md"
+    input_mode: str = "stdin"  # stdin | arg
+    task_timeout_s: float = 300.0
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 4
+    batch_size: int = 40
+    minibatch_size: int = 8
+    learning_rate: int = 4
+    min_learning_rate: int = 2
+    lr_schedule: str = "cosine"  # cosine | linear | constant
+    gate_metric: str = "hard"  # hard | soft | mixed
+    workers: int = 16
+    seed: int = 42
+    buffer: bool = True
+    slow_update: bool = True
+    slow_update_gate: bool = True
+    meta_skill: bool = True
+    early_stop: bool = True
+    branch: str | None = None  # train on this branch (created from HEAD) instead of the current one
+    budget_usd: float | None = None
+    max_failure_rate: float = 0.25
+    rejected_buffer_size: int = 20
+
+
+@dataclass
+class Config:
+    root: Path
+    skill: SkillConfig = field(default_factory=SkillConfig)
+    tasks: TasksConfig = field(default_factory=TasksConfig)
+    target: ModelConfig = field(default_factory=ModelConfig)
+    optimizer: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def skill_path(self) -> Path:
+        return self.root / self.skill.path
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able snapshot (recorded in ``run.started``); holds no secrets by design."""
+        return {
+            name: dataclasses.asdict(getattr(self, name))
+            for name in ("skill", "tasks", "target", "optimizer", "train")
+        } | {"prices": self.prices}
+
+
+_SECTIONS = {
+    "skill": SkillConfig,
+    "tasks": TasksConfig,
+    "target": ModelConfig,
+    "optimizer": ModelConfig,
+    "train": TrainConfig,
+}
+
+
+def _coerce(section: str, key: str, value: Any, default: Any, typ: Any) -> Any:
+    """Check a TOML value against the dataclass field; ints are accepted where floats are."""
+    expected = str(typ)
+    ok = True
+    if isinstance(default, bool) or expected == "bool":
+        ok = isinstance(value, bool)
+    elif expected.startswith("int"):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif expected.startswith("float"):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif expected.startswith("str"):
+        ok = isinstance(value, str)
+    elif expected.startswith("list"):
+        ok = isinstance(value, list)
+    elif expected.startswith("dict"):
+        ok = isinstance(value, dict)
+    if value is None and "None" in expected:
+        ok = True
+    if not ok:
+        raise ConfigError(
+            f"[{section}] {key} = {value!r} in {CONFIG_FILE} has the wrong type (expected {typ})."
+        )
+    return value
+
+
+def _build(section: str, cls: type, values: dict[str, Any]) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    obj = cls()
+    for key, value in values.items():
+        if key not in fields:
+            known = ", ".join(sorted(fields))
+            raise ConfigError(
+                f"Unknown key '{key}' in [{section}] of {CONFIG_FILE} (known keys: {known})."
+            )
+        setattr(obj, key, _coerce(section, key, value, getattr(obj, key), fields[key].type))
+    return obj
+
+
+def parse_config(text: str, root: Path) -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{CONFIG_FILE} is not valid TOML ({exc}).") from None
+    config = Config(root=root)
+    for section, values in data.items():
+        if section == "prices":
+            config.prices = values
+            continue
+        if section not in _SECTIONS:
+            raise ConfigError(
+                f"Unknown section [{section}] in {CONFIG_FILE} "
+                f"(known: {', '.join([*_SECTIONS, 'prices'])})."
+            )
+        if not isinstance(values, dict):
+            raise ConfigError(f"'{section}' in {CONFIG_FILE} must be a table ([{section}]).")
+        setattr(config, section, _build(section, _SECTIONS[section], values))
+    validate(config)
+    return config
+
+
+def load_config(root: Path) -> Config:
+    path = root / CONFIG_FILE
+    if not path.exists():
+        raise NotInitialised(f"No {CONFIG_FILE} in {root}.")
+    return parse_config(path.read_text(encoding="utf-8"), root)
+
+
+def override(config: Config, section: str, **values: Any) -> Config:
+    """Apply command-line overrides (``None`` means "not given") to one section."""
+    given = {k: v for k, v in values.items() if v is not None}
+    if not given:
+        return config
+    current = dataclasses.asdict(getattr(config, section))
+    merged = _build(section, _SECTIONS[section], current | given)
+    config = dataclasses.replace(config, **{section: merged})
+    validate(config)
+    return config
+
+
+def validate(config: Config) -> None:
+    t = config.train
+    if t.lr_schedule not in ("cosine", "linear", "constant"):
+        raise ConfigError(f"lr_schedule '{t.lr_schedule}' is not one of cosine, linear, constant.")
+    if t.gate_metric not in ("hard", "soft", "mixed"):
+        raise ConfigError(f"gate_metric '{t.gate_metric}' is not one of hard, soft, mixed.")
+    for name in ("epochs", "batch_size", "minibatch_size", "workers"):
+        if getattr(t, name) < 1:
+            raise ConfigError(f"[train] {name} must be at least 1.")
+    if t.learning_rate < 1 or t.min_learning_rate < 1:
+        raise ConfigError("[train] learning_rate and min_learning_rate must be at least 1 edit.")
+    if t.min_learning_rate > t.learning_rate:
+        raise ConfigError("[train] min_learning_rate must not exceed learning_rate.")
+    for role in ("target", "optimizer"):
+        m: ModelConfig = getattr(config, role)
+        if ":" not in m.model:
+            raise ConfigError(
+                f"[{role}] model '{m.model}' must name a backend, e.g. 'openai:gpt-4o-mini', "
+                "'anthropic:claude-sonnet-4-5' or 'sim:support'."
+            )
+        if m.harness not in ("chat", "command"):
+            raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")

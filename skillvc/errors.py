@@ -1,0 +1,219 @@
+"""The one user-facing error family.
+
+Every error a user can cause or fix is a ``SkillvcError`` subclass with a one-line docstring.
+The CLI prints ``message`` as one sentence, then ``hint`` (what to do next), and exits with
+``exit_code``. Exit codes are stable and documented in the README:
+
+    1  generic error            4  state conflict (dirty file, locked, budget)
+    2  usage error (click)      5  bad data (database, config, task set, skill document)
+    3  something not found      6  model backend failure
+    7  check found a regression 70 unexpected internal error
+
+Messages never contain secrets: backends redact keys before raising (see ``redact``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+
+class SkillvcError(Exception):
+    """Base of every error skillvc reports to a user."""
+
+    exit_code = 1
+    hint = ""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if hint is not None:
+            self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# -- 3: not found -----------------------------------------------------------------------------
+
+
+class NotFound(SkillvcError):
+    """Something the command needs does not exist."""
+
+    exit_code = 3
+
+
+class NotAGitRepo(NotFound):
+    """The directory is not inside a git repository."""
+
+    hint = "Run it inside a skills repository, or run 'skillvc init' to create one."
+
+
+class NotInitialised(NotFound):
+    """The repository has no skillvc.toml or no .skillvc/ directory."""
+
+    hint = "Run 'skillvc init' in the repository first."
+
+
+class SkillFileMissing(NotFound):
+    """The configured skill file does not exist."""
+
+    hint = "Create the file or point [skill] path in skillvc.toml at an existing one."
+
+
+class UnknownEventId(NotFound):
+    """No event, run or commit has the id the user gave."""
+
+    hint = "List ids with 'skillvc log' or 'skillvc runs'."
+
+
+class UnknownRevision(NotFound):
+    """A git revision does not name a commit."""
+
+    hint = "Use a branch, tag or commit sha that 'git rev-parse' understands."
+
+
+# -- 4: state conflict ------------------------------------------------------------------------
+
+
+class StateConflict(SkillvcError):
+    """The repository or the log is in a state the command must not overwrite."""
+
+    exit_code = 4
+
+
+class DirtySkillFile(StateConflict):
+    """The skill file has uncommitted changes."""
+
+    hint = "Commit or stash your changes to the skill file first."
+
+
+class Locked(StateConflict):
+    """Another skillvc process is writing to this repository's event log."""
+
+    hint = "Wait for it to finish, or stop it; readers such as 'skillvc log' still work."
+
+
+class BudgetExceeded(StateConflict):
+    """The run stopped at a step boundary because it reached its budget."""
+
+    hint = "Resume it with a higher --budget-usd."
+
+
+class RunFailed(StateConflict):
+    """The run stopped because too many model calls failed; it can be resumed."""
+
+    hint = "Fix the cause, then run 'skillvc train' again to resume."
+
+
+# -- 5: bad data ------------------------------------------------------------------------------
+
+
+class BadData(SkillvcError):
+    """A file skillvc reads is not in the form it needs."""
+
+    exit_code = 5
+
+
+class NotADatabase(BadData):
+    """The event log file is not a SQLite database."""
+
+    hint = "Move the file aside; 'skillvc init' creates a fresh .skillvc/events.db."
+
+
+class SchemaTooNew(BadData):
+    """The event log was written by a newer skillvc."""
+
+    hint = "Upgrade skillvc (pip install -U skillvc) to read it."
+
+
+class ConfigError(BadData):
+    """skillvc.toml or a command-line override is invalid."""
+
+    hint = "Fix skillvc.toml; 'skillvc init --help' shows every key."
+
+
+class SkillDocumentError(BadData):
+    """A skill document cannot be read or would be broken by an edit."""
+
+    hint = "Fix the skill file by hand, then commit it."
+
+
+class PatchError(BadData):
+    """A unified diff cannot be parsed or does not apply to the skill."""
+
+    hint = "Produce the diff with 'git diff' against the current skill file."
+
+
+class TaskSetError(BadData):
+    """A task file is unreadable or an item is malformed."""
+
+    hint = "Fix the named file and line, then run the command again."
+
+
+class ScorerError(BadData):
+    """A scorer is unknown, misconfigured or raised while scoring."""
+
+    hint = "Check [tasks] scorer in skillvc.toml; the README lists the scorers."
+
+
+# -- 6: model backends ------------------------------------------------------------------------
+
+
+class BackendError(SkillvcError):
+    """A model backend failed in a way retrying did not fix."""
+
+    exit_code = 6
+    hint = "Run 'skillvc doctor' to check models, credentials and reachability."
+
+
+class AuthenticationFailed(BackendError):
+    """A model backend refused the credentials."""
+
+    hint = "Check the API key environment variable named in 'skillvc doctor'."
+
+
+class OptimizerOutputError(BackendError):
+    """The optimizer's answer could not be parsed into edits, even after one repair."""
+
+
+# -- 7: regression ----------------------------------------------------------------------------
+
+
+class RegressionFound(SkillvcError):
+    """'skillvc check' found that the change scores worse than its base."""
+
+    exit_code = 7
+    hint = "Look at the flipped items, or pass --allow-drop to tolerate a small drop."
+
+
+INTERNAL_ERROR_EXIT_CODE = 70
+RAISE_ENV = "SKILLVC_RAISE_ERRORS"
+
+
+def should_reraise() -> bool:
+    """True when the user asked for full tracebacks (SKILLVC_RAISE_ERRORS=1)."""
+    return os.environ.get(RAISE_ENV, "") not in ("", "0")
+
+
+_SECRET_PATTERNS = [
+    re.compile(r"(sk-[A-Za-z0-9_\-]{6,})"),
+    re.compile(r"(sk-ant-[A-Za-z0-9_\-]{6,})"),
+    re.compile(r"((?:Bearer|bearer)\s+)[A-Za-z0-9._\-]{6,}"),
+    re.compile(
+        r"((?:api[-_]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}", re.I
+    ),
+]
+
+
+def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
+    """Remove known secret values and anything shaped like an API key from ``text``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    for pattern in _SECRET_PATTERNS:
+        if pattern.groups == 1 and pattern.pattern.startswith("(sk-"):
+            text = pattern.sub("[redacted]", text)
+        else:
+            text = pattern.sub(lambda m: m.group(1) + "[redacted]", text)
+    return text

@@ -1,0 +1,116 @@
+"""Event records, the catalogue of event types, and upcasting of old payloads.
+
+Invariants:
+- An ``Event`` is frozen: once appended it is never changed (the database refuses UPDATE and
+  DELETE). Old payloads are upcast when read, never rewritten.
+- Run events carry ``seq``, their position in the run. The training loop is deterministic, so a
+  resumed run re-emits the same events in the same order; the store answers a re-emitted
+  ``(run_id, seq)`` with the event already there instead of writing it twice.
+- Cache events (model calls, evaluations) carry ``key`` instead, a content hash unique per type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    type: str
+    payload: Mapping[str, Any]
+    run_id: str | None = None
+    seq: int | None = None
+    step: int | None = None
+    epoch: int | None = None
+    key: str | None = None
+    created_at: str = ""
+    version: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "step": self.step,
+            "epoch": self.epoch,
+            "key": self.key,
+            "created_at": self.created_at,
+            "version": self.version,
+            "payload": dict(self.payload),
+        }
+
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    version: int
+    doc: str
+    upcasters: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] = field(
+        default_factory=dict
+    )
+
+
+# The catalogue. ``doc`` is the reference users read (README "Event types").
+EVENT_TYPES: dict[str, EventType] = {
+    t.name: t
+    for t in [
+        EventType("run.started", 1, "config snapshot, models, dataset and template hashes"),
+        EventType("run.resumed", 1, "a later process picked up an unfinished run"),
+        EventType("run.finished", 1, "baseline, best and test scores, calls, tokens, cost"),
+        EventType("run.stopped", 1, "the run stopped early (budget, failures); resumable"),
+        EventType("step.started", 1, "learning rate and the batch of train items"),
+        EventType("rollout", 1, "one item run by the target with one skill version, scored"),
+        EventType("model.call", 1, "one model call: role, model, params, blobs, tokens, cost"),
+        EventType("model.error", 1, "a model call that failed after its last retry"),
+        EventType("edit.proposed", 1, "one edit proposed by a reflection (or a human patch)"),
+        EventType("edits.merged", 1, "aggregation of the step's proposals into one list"),
+        EventType("edits.selected", 1, "edits kept under the learning-rate budget"),
+        EventType("edit.unmatched", 1, "an edit whose target or anchor could not be placed"),
+        EventType("step.empty", 1, "a step that produced no usable edits"),
+        EventType("gate", 1, "candidate vs current on val: decision and per-item scores"),
+        EventType("commit.intent", 1, "a commit about to be written (crash reconciliation)"),
+        EventType("commit.done", 1, "the sha of a commit whose intent was logged"),
+        EventType("slow_update", 1, "epoch-end guidance written into the protected region"),
+        EventType("meta_update", 1, "optimizer-side meta skill notes (never shipped)"),
+        EventType("checkpoint", 1, "a tag for an epoch end or the best skill"),
+        EventType("evaluation", 1, "a skill version scored on a split (skillvc eval)"),
+    ]
+}
+
+
+def upcast(type_: str, version: int, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Bring a stored payload up to the current version of its type (read path only)."""
+    spec = EVENT_TYPES.get(type_)
+    if spec is None:
+        return version, payload
+    while version < spec.version:
+        payload = spec.upcasters[version](payload)
+        version += 1
+    return version, payload
+
+
+def current_version(type_: str) -> int:
+    spec = EVENT_TYPES.get(type_)
+    return spec.version if spec else 1
+
+
+def event_from_row(row: Mapping[str, Any]) -> Event:
+    payload = json.loads(row["payload"])
+    version, payload = upcast(row["type"], row["version"], payload)
+    return Event(
+        id=row["id"],
+        type=row["type"],
+        payload=payload,
+        run_id=row["run_id"],
+        seq=row["seq"],
+        step=row["step"],
+        epoch=row["epoch"],
+        key=row["key"],
+        created_at=row["created_at"],
+        version=version,
+    )

@@ -1,0 +1,181 @@
+"""Read models over the event log for people: ``skillvc log`` and ``skillvc show``.
+
+A log entry is one gate decision (a candidate: the edits of one step, or a slow update) with
+its evidence. JSON keys are stable; the README lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc.errors import UnknownEventId
+from skillvc.events import Event
+from skillvc.store import EventStore
+
+LOG_KEYS = (
+    "id",
+    "run",
+    "step",
+    "epoch",
+    "kind",
+    "decision",
+    "metric",
+    "val_before",
+    "val_after",
+    "n",
+    "n_evaluated",
+    "early_stopped",
+    "lr",
+    "commit",
+    "ref",
+    "created_at",
+    "edits",
+    "unmatched",
+    "flipped",
+)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    gate: Event
+    commit: str | None
+    ref: str | None
+
+    def to_dict(self, *, patch: str | None = None) -> dict[str, Any]:
+        p = self.gate.payload
+        data = {
+            "id": self.gate.id,
+            "run": self.gate.run_id,
+            "step": self.gate.step,
+            "epoch": self.gate.epoch,
+            "kind": p.get("kind", "step"),
+            "decision": p.get("decision"),
+            "metric": p.get("metric"),
+            "val_before": p.get("before", {}).get("mean"),
+            "val_after": p.get("after", {}).get("mean"),
+            "n": p.get("before", {}).get("n"),
+            "n_evaluated": p.get("after", {}).get("n"),
+            "early_stopped": bool(p.get("early_stopped", False)),
+            "lr": p.get("lr"),
+            "commit": self.commit,
+            "ref": self.ref,
+            "created_at": self.gate.created_at,
+            "edits": list(p.get("edits", [])),
+            "unmatched": list(p.get("unmatched", [])),
+            "flipped": p.get("flipped", {"gained": [], "lost": []}),
+        }
+        if patch is not None:
+            data["patch"] = patch
+        return data
+
+
+def _commit_for(store: EventStore, gate: Event) -> tuple[str | None, str | None]:
+    done = store.find("commit.done", f"gate:{gate.id}")
+    if done is None:
+        return None, None
+    return done.payload.get("sha"), done.payload.get("ref")
+
+
+def log_entries(
+    store: EventStore,
+    *,
+    decision: str | None = None,
+    run_id: str | None = None,
+    limit: int | None = None,
+) -> list[LogEntry]:
+    """Gate decisions, newest first; ``decision`` is accepted, rejected or None for both."""
+    clauses, params = ["type = 'gate'"], []
+    if decision == "accepted":
+        clauses.append("json_extract(payload, '$.decision') IN ('accepted', 'forced')")
+    elif decision == "rejected":
+        clauses.append("json_extract(payload, '$.decision') = 'rejected'")
+    if run_id is not None:
+        clauses.append("run_id = ?")
+        params.append(run_id)
+    sql = f"SELECT id FROM events WHERE {' AND '.join(clauses)} ORDER BY id DESC"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    entries = []
+    for row in store.query(sql, params):
+        gate = store.get(row["id"])
+        commit, ref = _commit_for(store, gate)
+        entries.append(LogEntry(gate=gate, commit=commit, ref=ref))
+    return entries
+
+
+def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> str:
+    """The unified diff current -> candidate of a gate, from the skill blobs it references."""
+    from skillvc.edits import unified_diff
+    from skillvc.skilldoc import SkillDocument
+
+    p = entry.gate.payload
+    if not p.get("current") or not p.get("candidate"):
+        return ""
+    before = SkillDocument.parse(store.get_blob(p["current"]))
+    after = SkillDocument.parse(store.get_blob(p["candidate"]))
+    return unified_diff(before, after, path=path)
+
+
+def resolve(store: EventStore, ident: str) -> Event:
+    """An event from an event id, an edit id prefix, a commit sha prefix or a run id."""
+    ident = ident.strip()
+    if ident.isdigit():
+        return store.get(int(ident))
+    if len(ident) >= 4:
+        like = ident.lower() + "%"
+        queries = [
+            (
+                "SELECT id FROM events WHERE type = 'edit.proposed' "
+                "AND json_extract(payload, '$.edit.id') LIKE ? ORDER BY id LIMIT 2",
+                "edit",
+            ),
+            (
+                "SELECT id FROM events WHERE type = 'commit.done' "
+                "AND json_extract(payload, '$.sha') LIKE ? ORDER BY id LIMIT 2",
+                "commit",
+            ),
+            (
+                "SELECT id FROM events WHERE type = 'run.started' AND run_id LIKE ? "
+                "ORDER BY id LIMIT 2",
+                "run",
+            ),
+        ]
+        for sql, what in queries:
+            rows = store.query(sql, [like])
+            if len(rows) > 1 and what != "edit":
+                raise UnknownEventId(
+                    f"'{ident}' is ambiguous: it is the prefix of several {what} ids.",
+                    hint="Give more characters.",
+                )
+            if rows:
+                return store.get(rows[0]["id"])
+    raise UnknownEventId(f"No event, edit, commit or run matches '{ident}'.")
+
+
+def show(store: EventStore, ident: str, *, with_patch: bool = True) -> dict[str, Any]:
+    """Everything the log knows about one event, with the evidence behind it."""
+    event = resolve(store, ident)
+    if event.type == "commit.done":
+        event = store.get(int(event.payload["gate_id"])) if "gate_id" in event.payload else event
+    data: dict[str, Any] = {"event": event.to_dict()}
+    if event.type == "gate":
+        commit, ref = _commit_for(store, event)
+        entry = LogEntry(gate=event, commit=commit, ref=ref)
+        data["entry"] = entry.to_dict(patch=entry_patch(store, entry) if with_patch else None)
+    elif event.type == "edit.proposed":
+        edit_id = event.payload.get("edit", {}).get("id")
+        data["gates"] = [
+            r["id"]
+            for r in store.query(
+                "SELECT g.id FROM events g, json_each(json_extract(g.payload, '$.edits')) j "
+                "WHERE g.type = 'gate' AND json_extract(j.value, '$.id') = ? ORDER BY g.id",
+                [edit_id],
+            )
+        ]
+    elif event.type == "model.call":
+        for name in ("prompt", "response"):
+            digest = event.payload.get(name)
+            if isinstance(digest, str) and store.has_blob(digest):
+                data[name] = store.get_blob(digest)
+    return data

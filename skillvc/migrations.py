@@ -1,0 +1,159 @@
+"""Schema migrations of the event log, applied by ``EventStore`` when it opens.
+
+Never edit a migration that has shipped: add a new one and bump ``SCHEMA_VERSION``. Views are
+read models for people (``sqlite-utils``, Datasette); they are documented in the README, and
+changing one means dropping and recreating it in a new migration.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+MIGRATIONS = Migrations("skillvc")
+SCHEMA_VERSION = 1
+
+
+@MIGRATIONS()
+def m001_events_and_blobs(db: Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            type TEXT NOT NULL,
+            payload TEXT NOT NULL,          -- canonical JSON
+            run_id TEXT,
+            seq INTEGER,                    -- position within the run (replay idempotency)
+            step INTEGER,
+            epoch INTEGER,
+            key TEXT,                       -- content hash of cache events (model calls)
+            created_at TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1
+        )
+        """
+    )
+    db.execute("CREATE INDEX events_type ON events (type, id)")
+    db.execute("CREATE UNIQUE INDEX events_run_seq ON events (run_id, seq) WHERE seq IS NOT NULL")
+    db.execute("CREATE UNIQUE INDEX events_type_key ON events (type, key) WHERE key IS NOT NULL")
+    db.execute(
+        """
+        CREATE TABLE blobs (
+            hash TEXT PRIMARY KEY,          -- sha256 of the UTF-8 content
+            size INTEGER NOT NULL,
+            content TEXT NOT NULL
+        )
+        """
+    )
+    for table in ("events", "blobs"):
+        for action in ("UPDATE", "DELETE"):
+            db.execute(
+                f"""
+                CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table}
+                BEGIN SELECT RAISE(ABORT, 'skillvc {table} are append-only'); END
+                """
+            )
+    _create_views(db)
+
+
+VIEWS = {
+    "proposed_edits": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.edit.id') AS edit_id,
+               json_extract(e.payload, '$.edit.op') AS op,
+               json_extract(e.payload, '$.edit.target') AS target,
+               json_extract(e.payload, '$.edit.content') AS content,
+               json_extract(e.payload, '$.edit.anchor') AS anchor,
+               json_extract(e.payload, '$.edit.rationale') AS rationale,
+               json_extract(e.payload, '$.source') AS source
+        FROM events e WHERE e.type = 'edit.proposed'
+    """,
+    "gates": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.kind') AS kind,
+               json_extract(e.payload, '$.decision') AS decision,
+               json_extract(e.payload, '$.metric') AS metric,
+               json_extract(e.payload, '$.before.mean') AS val_before,
+               json_extract(e.payload, '$.after.mean') AS val_after,
+               json_extract(e.payload, '$.before.n') AS n,
+               json_extract(e.payload, '$.after.n') AS n_evaluated,
+               json_extract(e.payload, '$.early_stopped') AS early_stopped,
+               json_extract(e.payload, '$.lr') AS lr,
+               json_array_length(json_extract(e.payload, '$.edits')) AS edits,
+               (SELECT json_extract(c.payload, '$.sha') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = e.run_id
+                   AND json_extract(c.payload, '$.gate_id') = e.id) AS commit_sha,
+               (SELECT json_extract(c.payload, '$.ref') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = e.run_id
+                   AND json_extract(c.payload, '$.gate_id') = e.id) AS ref
+        FROM events e WHERE e.type = 'gate'
+    """,
+    "accepted_edits": """
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               json_extract(g.payload, '$.before.mean') AS val_before,
+               json_extract(g.payload, '$.after.mean') AS val_after
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')
+    """,
+    "rejected_edits": """
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               json_extract(g.payload, '$.before.mean') AS val_before,
+               json_extract(g.payload, '$.after.mean') AS val_after
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') = 'rejected'
+    """,
+    "model_calls": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
+               json_extract(e.payload, '$.role') AS role,
+               json_extract(e.payload, '$.model') AS model,
+               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
+               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
+               json_extract(e.payload, '$.latency_ms') AS latency_ms,
+               json_extract(e.payload, '$.cost_usd') AS cost_usd,
+               json_extract(e.payload, '$.prompt') AS prompt_blob,
+               json_extract(e.payload, '$.response') AS response_blob
+        FROM events e WHERE e.type = 'model.call'
+    """,
+    "runs": """
+        SELECT s.run_id, s.created_at AS started_at,
+               CASE
+                 WHEN f.id IS NOT NULL THEN 'finished'
+                 WHEN (SELECT x.type FROM events x WHERE x.run_id = s.run_id
+                        AND x.type IN ('run.stopped', 'run.resumed')
+                        ORDER BY x.id DESC LIMIT 1) = 'run.stopped' THEN 'stopped'
+                 ELSE 'unfinished'
+               END AS status,
+               json_extract(s.payload, '$.models.target') AS target_model,
+               json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.kind') = 'step') AS steps,
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')) AS accepted,
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.decision') = 'rejected') AS rejected,
+               json_extract(f.payload, '$.baseline_val') AS baseline_val,
+               json_extract(f.payload, '$.best_val') AS best_val,
+               json_extract(f.payload, '$.baseline_test') AS baseline_test,
+               json_extract(f.payload, '$.test') AS test,
+               json_extract(f.payload, '$.best_commit') AS best_commit
+        FROM events s
+        LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
+        WHERE s.type = 'run.started'
+    """,
+}
+
+
+def _create_views(db: Database) -> None:
+    for name, sql in VIEWS.items():
+        db.execute(f"CREATE VIEW {name} AS {sql}")

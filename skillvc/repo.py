@@ -1,0 +1,556 @@
+"""Git access for skillvc: read skill files at revisions and commit edits to them.
+
+Invariants this module keeps:
+
+* A skillvc commit changes exactly one path. Its tree is the parent's tree with only that
+  path's blob replaced, built in a temporary index file inside ``.git``; the user's real
+  index and working tree are never used to build it.
+* ``commit_file`` refuses to run when the skill file has any uncommitted change (staged,
+  unstaged, untracked or ignored-but-present), so it never overwrites the user's work. After
+  the commit it rewrites only that file (atomically: temp file + ``os.replace``) and only
+  that path's index entry; every other staged or unstaged change is left as it was.
+* Branches move only by compare-and-swap (``git update-ref <ref> <new> <old>``). If anything
+  fails after the move, the ref is swapped back and the file restored, so a failure never
+  leaves a moved ref or a half-written file behind.
+* Candidate commits (for example rejected edits) live under ``refs/skillvc/`` and tags under
+  ``refs/tags/skillvc/``; neither ever moves a branch or touches the working tree.
+* Every commit may carry trailers (``Key: value`` lines in the last paragraph). The event log
+  stamps ``Skillvc-Event: <intent id>`` so that ``find_trailer`` can tell, after a crash,
+  whether an intent already produced its commit.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import git
+
+from skillvc.errors import (
+    DirtySkillFile,
+    NotAGitRepo,
+    SkillFileMissing,
+    SkillvcError,
+    StateConflict,
+    UnknownRevision,
+)
+
+SKILLVC_REF_PREFIX = "refs/skillvc/"
+TAG_PREFIX = "skillvc/"
+DEFAULT_BRANCH = "main"
+
+_TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_BLAME_HEADER = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64}) \d+ \d+(?: \d+)?$")
+# One commit record in `git log -z` output: fields separated by NUL, records by NUL too.
+_LOG_FORMAT = "%H%x00%P%x00%aI%x00%s%x00%(trailers:only,unfold)%x00%B"
+_LOG_FIELDS = 6
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What skillvc needs to know about one commit."""
+
+    sha: str
+    parents: tuple[str, ...]
+    subject: str
+    message: str
+    trailers: dict[str, str]
+    authored_at: str  # strict ISO 8601, as `git log --format=%aI` prints it
+
+
+class SkillRepo:
+    """A git repository with a working tree, holding one or more skill documents."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        try:
+            self.git_repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise NotAGitRepo(f"{path} is not inside a git repository.") from None
+        if self.git_repo.working_tree_dir is None:
+            self.git_repo.close()
+            raise NotAGitRepo(f"{path} is a bare git repository with no working tree.")
+        self.root = Path(self.git_repo.working_tree_dir)
+        self._git = self.git_repo.git
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str]) -> SkillRepo:
+        """Open the repository containing ``path``, creating one on branch main if there is none."""
+        found = cls.find(path)
+        if found is not None:
+            return found
+        Path(path).mkdir(parents=True, exist_ok=True)
+        created = git.Repo.init(path)
+        # Set the branch by hand rather than `init -b` so older gits behave the same.
+        created.git.symbolic_ref("HEAD", f"refs/heads/{DEFAULT_BRANCH}")
+        created.close()
+        return cls(path)
+
+    @staticmethod
+    def find(path: str | os.PathLike[str]) -> SkillRepo | None:
+        """The repository containing ``path``, or None when there is none."""
+        try:
+            return SkillRepo(path)
+        except NotAGitRepo:
+            return None
+
+    def close(self) -> None:
+        """Stop the helper processes GitPython may keep running."""
+        self.git_repo.close()
+
+    def __enter__(self) -> SkillRepo:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SkillRepo({str(self.root)!r})"
+
+    # -- revisions --------------------------------------------------------------------------
+
+    def head_sha(self) -> str | None:
+        """The commit HEAD points at, or None on an unborn branch."""
+        try:
+            return str(self._git.rev_parse("--verify", "-q", "HEAD^{commit}"))
+        except git.GitCommandError:
+            return None
+
+    def current_branch(self) -> str | None:
+        """The short branch name HEAD points at (even if unborn), or None when detached."""
+        try:
+            return self._git.symbolic_ref("-q", "--short", "HEAD") or None
+        except git.GitCommandError:
+            return None
+
+    def resolve(self, rev: str) -> str:
+        """The full sha of the commit ``rev`` names."""
+        # A leading dash would be read as an option, so it can never be a revision here.
+        if not rev or rev.startswith("-"):
+            raise UnknownRevision(f"'{rev}' is not a git revision.")
+        try:
+            return str(self._git.rev_parse("--verify", "-q", f"{rev}^{{commit}}"))
+        except git.GitCommandError:
+            raise UnknownRevision(f"'{rev}' does not name a commit in {self.root}.") from None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read_file(self, relpath: str, rev: str = "HEAD") -> bytes:
+        """The exact bytes of ``relpath`` as committed in ``rev``."""
+        path = self._relpath(relpath)
+        sha = self.resolve(rev)
+        try:
+            blob: bytes = self._git.cat_file(
+                "blob", f"{sha}:{path}", stdout_as_string=False, strip_newline_in_stdout=False
+            )
+            return blob
+        except git.GitCommandError:
+            raise SkillFileMissing(f"{path} does not exist in revision {rev}.") from None
+
+    def is_dirty(self, relpath: str) -> bool:
+        """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""
+        path = self._relpath(relpath)
+        # --ignored: an ignored file at that path is still user content commit_file would clobber.
+        out = self._git.status(
+            "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--", _literal(path)
+        )
+        return bool(out.strip("\0"))
+
+    def ensure_clean(self, relpath: str) -> None:
+        """Raise DirtySkillFile when ``relpath`` has uncommitted changes."""
+        if self.is_dirty(relpath):
+            raise DirtySkillFile(f"{self._relpath(relpath)} has uncommitted changes.")
+
+    def ensure_identity(self) -> None:
+        """Raise SkillvcError when git has no author or committer identity to commit with."""
+        for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+            try:
+                self._git.var(var)
+            except git.GitCommandError:
+                raise SkillvcError(
+                    "git has no author identity to commit with.",
+                    hint="Set one with: git config user.name 'Your Name' / "
+                    "git config user.email you@example.com",
+                ) from None
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def build_commit(
+        self,
+        relpath: str,
+        content: bytes,
+        message: str,
+        parent: str | None,
+        trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
+    ) -> str:
+        """Create (but do not reference) a commit: ``parent``'s tree with ``relpath`` = content.
+
+        Moves no ref and touches neither the working tree nor the real index.
+        """
+        path = self._relpath(relpath)
+        parent_sha = self.resolve(parent) if parent is not None else None
+        full_message = _with_trailers(message, trailers)
+        blob = self._git_stdin("hash-object", "-w", "--stdin", data=content)
+        with self._temp_index() as env:
+            try:
+                if parent_sha is None:
+                    self._git.read_tree("--empty", env=env)
+                else:
+                    self._git.read_tree(parent_sha, env=env)
+                mode = self._tree_mode(path, env)
+                self._git.update_index("--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+                tree = self._git.write_tree(env=env)
+            except git.GitCommandError as exc:
+                raise SkillvcError(
+                    f"Cannot place {path} in the tree of {parent_sha or 'an empty commit'}: "
+                    f"{exc.stderr.strip()}"
+                ) from None
+        parent_args = ["-p", parent_sha] if parent_sha else []
+        try:
+            return self._git_stdin("commit-tree", tree, *parent_args, data=full_message.encode())
+        except git.GitCommandError:
+            self.ensure_identity()  # the usual cause; raises a clear error with a hint
+            raise
+
+    def commit_file(
+        self,
+        relpath: str,
+        content: bytes,
+        message: str,
+        trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
+        expected_parent: str | None = None,
+    ) -> str:
+        """Commit ``content`` as ``relpath`` on the current branch (or detached HEAD).
+
+        Raises DirtySkillFile when the file has local changes and StateConflict when HEAD is
+        not (or no longer) ``expected_parent``. Returns the new commit's sha.
+        """
+        path = self._relpath(relpath)
+        self.ensure_clean(path)
+        head = self.head_sha()
+        if expected_parent is not None:
+            expected = self.resolve(expected_parent)
+            if expected != head:
+                raise StateConflict(
+                    f"HEAD is at {_short(head)}, not at the expected parent {_short(expected)}."
+                )
+        new = self.build_commit(path, content, message, head, trailers)
+        # An all-zero old value makes update-ref insist the branch does not exist yet.
+        old = head if head is not None else "0" * len(new)
+        reflog = f"skillvc: {message.splitlines()[0] if message.strip() else path}"
+        try:
+            # HEAD, not the branch name: git follows the symref, or moves HEAD when detached.
+            self._git.update_ref("-m", reflog, "HEAD", new, old)
+        except git.GitCommandError:
+            raise StateConflict(
+                f"HEAD moved away from {_short(head)} while committing {path}; nothing was changed."
+            ) from None
+        target = self.root / path
+        old_bytes = target.read_bytes() if target.exists() else None
+        try:
+            _write_atomic(target, content)
+            self._git.add("--", _literal(path))
+        except BaseException:
+            self._undo_commit(new, old, target, old_bytes)
+            raise
+        return new
+
+    def store_candidate(
+        self,
+        ref: str,
+        relpath: str,
+        content: bytes,
+        message: str,
+        parent: str,
+        trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
+    ) -> str:
+        """Keep a commit under ``ref`` (which must be in refs/skillvc/) without moving a branch."""
+        if not ref.startswith(SKILLVC_REF_PREFIX) or ref == SKILLVC_REF_PREFIX:
+            raise ValueError(f"candidate ref {ref!r} must be under {SKILLVC_REF_PREFIX}")
+        try:
+            self._git.check_ref_format(ref)
+        except git.GitCommandError:
+            raise ValueError(f"{ref!r} is not a valid git ref name") from None
+        sha = self.build_commit(relpath, content, message, parent, trailers)
+        self._git.update_ref("-m", "skillvc: store candidate", ref, sha)
+        return sha
+
+    def tag(self, name: str, sha: str, message: str | None = None, force: bool = True) -> None:
+        """Tag ``sha`` as ``skillvc/<name>``; annotated when ``message`` is given."""
+        full = name if name.startswith(TAG_PREFIX) else TAG_PREFIX + name
+        commit = self.resolve(sha)
+        args = ["-f"] if force else []
+        if message is not None:
+            args += ["-a", "-m", message]
+        try:
+            self._git.tag(*args, "--", full, commit)
+        except git.GitCommandError as exc:
+            if not force and f"refs/tags/{full}" in self.refs(f"refs/tags/{full}"):
+                raise StateConflict(f"Tag {full} already exists.") from None
+            raise SkillvcError(f"Cannot create tag {full}: {exc.stderr.strip()}") from None
+
+    # -- history ----------------------------------------------------------------------------
+
+    def refs(self, prefix: str) -> dict[str, str]:
+        """Ref name -> commit sha for every ref whose name starts with ``prefix``.
+
+        Annotated tags are peeled to the commit they point at.
+        """
+        # for-each-ref matches whole path components, so ask for the enclosing directory and
+        # filter here; that makes partial prefixes such as "refs/skillvc/rej" work too.
+        pattern = prefix[: prefix.rfind("/") + 1] if "/" in prefix else ""
+        args = ["--format=%(refname)%00%(objectname)%00%(*objectname)"]
+        out = self._git.for_each_ref(*args, *([pattern] if pattern else []))
+        result: dict[str, str] = {}
+        for line in out.splitlines():
+            refname, obj, peeled = line.split("\0")
+            if refname.startswith(prefix):
+                result[refname] = peeled or obj
+        return result
+
+    def commit_info(self, rev: str) -> CommitInfo:
+        """Sha, parents, message, trailers and author date of one commit."""
+        sha = self.resolve(rev)
+        return self._log(["-1", "--no-walk", sha])[0]
+
+    def find_trailer(
+        self, key: str, value: str, rev: str = "HEAD", max_count: int = 200
+    ) -> str | None:
+        """Newest commit on ``rev``'s first-parent line whose trailer ``key`` equals ``value``.
+
+        Used to reconcile after a crash: if the commit an intent asked for exists, it is not
+        made again. An unborn HEAD has no commits, so the answer is None.
+        """
+        if rev == "HEAD" and self.head_sha() is None:
+            return None
+        start = self.resolve(rev)
+        out = self._git.log(
+            "-z",
+            "--first-parent",
+            f"--max-count={max_count}",
+            "--format=%H%x00%(trailers:only,unfold)",
+            start,
+        )
+        parts = _split_records(out, 2)
+        for i in range(0, len(parts), 2):
+            for k, v in _parse_trailers(parts[i + 1]):
+                # git treats trailer keys case-insensitively.
+                if k.lower() == key.lower() and v == value:
+                    return parts[i]
+        return None
+
+    def log_file(
+        self, relpath: str, rev: str = "HEAD", max_count: int | None = None
+    ) -> list[CommitInfo]:
+        """Commits reachable from ``rev`` that touch ``relpath``, newest first."""
+        path = self._relpath(relpath)
+        if rev == "HEAD" and self.head_sha() is None:
+            return []
+        args = [self.resolve(rev)]
+        if max_count is not None:
+            args.insert(0, f"--max-count={max_count}")
+        return self._log([*args, "--", _literal(path)])
+
+    def diff(self, a: str, b: str, relpath: str) -> str:
+        """Unified diff of ``relpath`` between revisions ``a`` and ``b`` ("" when equal)."""
+        path = self._relpath(relpath)
+        sha_a, sha_b = self.resolve(a), self.resolve(b)
+        return str(
+            self._git.diff(
+                "--no-color",
+                "--no-ext-diff",
+                sha_a,
+                sha_b,
+                "--",
+                _literal(path),
+                strip_newline_in_stdout=False,
+            )
+        )
+
+    def blame(self, relpath: str, rev: str = "HEAD") -> list[tuple[str, str]]:
+        """(commit sha, line text without newline) for every line of ``relpath`` at ``rev``."""
+        path = self._relpath(relpath)
+        sha = self.resolve(rev)
+        self.read_file(path, sha)  # raises SkillFileMissing with a clear message
+        raw: bytes = self._git.blame(
+            "--porcelain", sha, "--", path, stdout_as_string=False, strip_newline_in_stdout=False
+        )
+        lines: list[tuple[str, str]] = []
+        current = ""
+        for line in raw.decode("utf-8", errors="replace").split("\n"):
+            if line.startswith("\t"):
+                lines.append((current, line[1:]))
+            elif _BLAME_HEADER.match(line):
+                current = line.split(" ", 1)[0]
+        return lines
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _relpath(self, relpath: str | os.PathLike[str]) -> str:
+        """``relpath`` as a normalised posix path relative to the root; never escapes it."""
+        raw = Path(relpath)
+        if raw.is_absolute():
+            try:
+                raw = raw.resolve().relative_to(self.root.resolve())
+            except ValueError:
+                raise SkillvcError(f"{relpath} is outside the repository at {self.root}.") from None
+        norm = posixpath.normpath(raw.as_posix())
+        parts = norm.split("/")
+        if norm in ("", ".") or ".." in parts or ".git" in parts:
+            raise SkillvcError(f"{relpath} is not a file path inside the repository.")
+        return norm
+
+    def _git_stdin(self, command: str, *args: str, data: bytes) -> str:
+        """Run ``git <command> <args>`` with ``data`` on stdin (GitPython wants a real file)."""
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(data)
+            stdin.seek(0)
+            run = getattr(self._git, command.replace("-", "_"))
+            return str(run(*args, istream=stdin))
+
+    @contextmanager
+    def _temp_index(self) -> Iterator[dict[str, str]]:
+        """An environment pointing GIT_INDEX_FILE at a fresh index inside .git, removed after."""
+        # Inside .git so it is on the same filesystem and never shows up as an untracked file.
+        with tempfile.TemporaryDirectory(prefix="skillvc-index-", dir=self.git_repo.git_dir) as d:
+            yield {"GIT_INDEX_FILE": os.path.join(d, "index")}
+
+    def _tree_mode(self, path: str, env: Mapping[str, str]) -> str:
+        """100755 if ``path`` is already executable in the temp index, else 100644.
+
+        Keeping the executable bit matches what `git add` records from the working tree
+        file, whose mode commit_file preserves, so HEAD and index agree afterwards.
+        """
+        out = self._git.ls_files("-s", "-z", "--", _literal(path), env=env)
+        return "100755" if out.startswith("100755 ") else "100644"
+
+    def _log(self, args: list[str]) -> list[CommitInfo]:
+        out = self._git.log("-z", f"--format={_LOG_FORMAT}", *args)
+        parts = _split_records(out, _LOG_FIELDS)
+        infos = []
+        for i in range(0, len(parts), _LOG_FIELDS):
+            sha, parents, date, subject, trailer_text, body = parts[i : i + _LOG_FIELDS]
+            infos.append(
+                CommitInfo(
+                    sha=sha,
+                    parents=tuple(parents.split()),
+                    subject=subject,
+                    message=body.rstrip("\n"),
+                    trailers=dict(_parse_trailers(trailer_text)),
+                    authored_at=date,
+                )
+            )
+        return infos
+
+    def _undo_commit(self, new: str, old: str, target: Path, old_bytes: bytes | None) -> None:
+        """Put the ref and the working-tree file back after commit_file failed midway."""
+        try:
+            if set(old) == {"0"}:
+                self._git.update_ref("-d", "HEAD", new)
+            else:
+                self._git.update_ref("-m", "skillvc: undo failed commit", "HEAD", old, new)
+        except git.GitCommandError:
+            pass  # someone else moved it since; theirs wins and there is nothing to restore
+        try:
+            if old_bytes is None:
+                target.unlink(missing_ok=True)
+            elif not target.exists() or target.read_bytes() != old_bytes:
+                _write_atomic(target, old_bytes)
+        except OSError:
+            pass  # the original error is the one worth reporting
+
+
+# -- module helpers ---------------------------------------------------------------------------
+
+
+def ensure_gitignore(root: Path, entry: str) -> bool:
+    """Append ``entry`` to ``root/.gitignore`` unless a line already says it; True if added."""
+    path = Path(root) / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if entry.strip() in (line.strip() for line in text.splitlines()):
+        return False
+    separator = "\n" if text and not text.endswith("\n") else ""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(f"{separator}{entry.strip()}\n")
+    return True
+
+
+def _literal(path: str) -> str:
+    """A pathspec that matches ``path`` exactly, even if it contains glob characters."""
+    return f":(literal){path}"
+
+
+def _short(sha: str | None) -> str:
+    return sha[:12] if sha else "an unborn branch"
+
+
+def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:
+    """``message`` plus a trailer block, always ending in one newline."""
+    body = message.rstrip("\n") + "\n"
+    if not trailers:
+        return body
+    lines = []
+    for key, value in trailers.items():
+        # A bad key or a multi-line value would silently turn the block into plain text.
+        if not _TRAILER_KEY.match(key):
+            raise ValueError(f"invalid trailer key {key!r}")
+        if "\n" in str(value) or "\r" in str(value):
+            raise ValueError(f"trailer {key!r} must be a single line")
+        lines.append(f"{key}: {value}")
+    return body + "\n" + "\n".join(lines) + "\n"
+
+
+def _parse_trailers(text: str) -> list[tuple[str, str]]:
+    """``Key: value`` lines as printed by ``%(trailers:only,unfold)``."""
+    pairs = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def _split_records(out: str, fields: int) -> list[str]:
+    """Fields of `git log -z` output whose records each have ``fields`` NUL-separated fields."""
+    if not out:
+        return []
+    parts = out.split("\0")
+    # tformat ends every record with NUL, which leaves one empty string at the end.
+    if len(parts) % fields == 1 and parts[-1] == "":
+        parts.pop()
+    if len(parts) % fields:
+        raise SkillvcError("git log printed output skillvc cannot parse.")
+    return parts
+
+
+def _write_atomic(target: Path, content: bytes) -> None:
+    """Replace ``target`` with ``content`` in one step, keeping its permission bits."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.skillvc-{uuid.uuid4().hex[:8]}.tmp")
+    # 0o666 lets the umask decide for a new file, as any editor would.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,321 @@
+"""The event store: an append-only SQLite log plus content-addressed blobs.
+
+Invariants kept here:
+- ``events`` and ``blobs`` are append-only; triggers in the database refuse UPDATE and DELETE,
+  so no code path (ours or a user's SQL) can rewrite history.
+- Migrations are applied when the store opens; a blank database and an old one take the same
+  path. A database whose schema is newer than this code is refused, never downgraded.
+- Run events are idempotent by ``(run_id, seq)`` and cache events by ``(type, key)``: appending
+  the same event again returns the stored one, which is what makes resume-by-replay exact.
+- WAL journaling lets readers (``skillvc log``) work while a run writes. One writer per repo
+  holds ``train.lock`` (an OS file lock, released even when the process is killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from skillvc.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
+from skillvc.events import Event, current_version, event_from_row
+from skillvc.hashing import canonical_json, sha256_hex
+from skillvc.migrations import MIGRATIONS, SCHEMA_VERSION
+
+try:  # POSIX file locks; Windows is not supported for training (README: Limitations).
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None  # type: ignore[assignment]
+
+_COLUMNS = "id, type, payload, run_id, seq, step, epoch, key, created_at, version"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class EventStore:
+    """An open event log. Thread-safe for appends (one connection, one write lock)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=30
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            raise NotADatabase(f"{self.path} is not a SQLite database ({exc}).") from None
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn)
+        self._write_lock = threading.RLock()
+        self._migrate()
+
+    # -- opening ----------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        found = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema version {found}, newer than this skillvc "
+                f"understands ({SCHEMA_VERSION})."
+            )
+        known = {m.name for m in MIGRATIONS._migrations}
+        unknown = [m.name for m in MIGRATIONS.applied(self.db) if m.name not in known]
+        if unknown:
+            raise SchemaTooNew(
+                f"{self.path} was migrated by a newer skillvc (unknown migration {unknown[0]})."
+            )
+        if MIGRATIONS.pending(self.db):
+            with self._write_lock:
+                MIGRATIONS.apply(self.db)
+                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- blobs ------------------------------------------------------------------------------
+
+    def put_blob(self, text: str) -> str:
+        """Store ``text`` once, addressed by its SHA-256; returns the hash."""
+        digest = sha256_hex(text)
+        with self._write_lock:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO blobs (hash, size, content) VALUES (?, ?, ?)",
+                (digest, len(text), text),
+            )
+        return digest
+
+    def get_blob(self, digest: str) -> str:
+        row = self.conn.execute("SELECT content FROM blobs WHERE hash = ?", (digest,)).fetchone()
+        if row is None:
+            raise UnknownEventId(f"No blob {digest[:12]} in {self.path}.")
+        return row[0]
+
+    def has_blob(self, digest: str) -> bool:
+        return (
+            self.conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone()
+            is not None
+        )
+
+    # -- appending --------------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        payload: Mapping[str, Any],
+        *,
+        run_id: str | None = None,
+        seq: int | None = None,
+        step: int | None = None,
+        epoch: int | None = None,
+        key: str | None = None,
+    ) -> Event:
+        """Append one event, or return the identical one already stored.
+
+        A run event re-emitted at the same ``(run_id, seq)`` must have the same type; anything
+        else means the loop was not deterministic, which is a bug worth stopping for.
+        """
+        with self._write_lock:
+            existing = self._existing(type, run_id, seq, key)
+            if existing is not None:
+                return existing
+            return self._insert(type, payload, run_id, seq, step, epoch, key)
+
+    def append_many(self, events: Iterable[Mapping[str, Any]]) -> int:
+        """Append plain (non-idempotent) events in one transaction; returns how many."""
+        rows = [
+            (
+                e["type"],
+                canonical_json(e.get("payload", {})),
+                e.get("run_id"),
+                e.get("seq"),
+                e.get("step"),
+                e.get("epoch"),
+                e.get("key"),
+                _now(),
+                current_version(e["type"]),
+            )
+            for e in events
+        ]
+        with self._write_lock, self.transaction():
+            self.conn.executemany(
+                "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
+                "version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+        return len(rows)
+
+    def _existing(
+        self, type: str, run_id: str | None, seq: int | None, key: str | None
+    ) -> Event | None:
+        if run_id is not None and seq is not None:
+            row = self._row("WHERE run_id = ? AND seq = ?", (run_id, seq))
+            if row is not None and row.type != type:
+                raise SkillvcError(
+                    f"Replay of run {run_id} diverged at event {seq}: the log has {row.type}, "
+                    f"the loop produced {type}.",
+                    hint="Start a new run with 'skillvc train --new'; please report this bug.",
+                )
+            return row
+        if key is not None:
+            return self._row("WHERE type = ? AND key = ?", (type, key))
+        return None
+
+    def _insert(
+        self,
+        type: str,
+        payload: Mapping[str, Any],
+        run_id: str | None,
+        seq: int | None,
+        step: int | None,
+        epoch: int | None,
+        key: str | None,
+    ) -> Event:
+        created = _now()
+        version = current_version(type)
+        body = canonical_json(dict(payload))
+        cur = self.conn.execute(
+            "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
+            "version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (type, body, run_id, seq, step, epoch, key, created, version),
+        )
+        return Event(
+            id=int(cur.lastrowid or 0),
+            type=type,
+            payload=json.loads(body),
+            run_id=run_id,
+            seq=seq,
+            step=step,
+            epoch=epoch,
+            key=key,
+            created_at=created,
+            version=version,
+        )
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group appends so they land together or not at all."""
+        with self._write_lock:
+            if self.conn.in_transaction:
+                yield
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _row(self, where: str, params: Sequence[Any]) -> Event | None:
+        cur = self.conn.execute(f"SELECT {_COLUMNS} FROM events {where} LIMIT 1", params)
+        cur.row_factory = sqlite3.Row  # type: ignore[assignment]
+        row = cur.fetchone()
+        return event_from_row(row) if row is not None else None
+
+    def get(self, event_id: int) -> Event:
+        event = self._row("WHERE id = ?", (event_id,))
+        if event is None:
+            raise UnknownEventId(f"No event with id {event_id} in {self.path}.")
+        return event
+
+    def find(self, type: str, key: str) -> Event | None:
+        """The cache event of ``type`` stored under ``key``, if any."""
+        return self._row("WHERE type = ? AND key = ?", (type, key))
+
+    def events(
+        self,
+        *,
+        run_id: str | None = None,
+        types: Sequence[str] | None = None,
+        after_id: int = 0,
+        newest_first: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        clauses, params = ["id > ?"], [after_id]
+        if run_id is not None:
+            clauses.append("run_id = ?")
+            params.append(run_id)
+        if types:
+            clauses.append(f"type IN ({', '.join('?' for _ in types)})")
+            params.extend(types)
+        sql = f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(clauses)} ORDER BY id"
+        sql += " DESC" if newest_first else ""
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        cur = self.conn.execute(sql, params)
+        cur.row_factory = sqlite3.Row  # type: ignore[assignment]
+        return [event_from_row(r) for r in cur.fetchall()]
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict]:
+        """Rows of a read-only SQL query (over the documented views) as dicts."""
+        cur = self.conn.execute(sql, params)
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def next_seq(self, run_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+
+    # -- the writer lock --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writer_lock(self, what: str = "train") -> Iterator[None]:
+        """Hold the one-writer lock for this repository's log, or raise ``Locked``."""
+        lock_path = self.path.with_name(f"{what}.lock")
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "unknown"
+                    raise Locked(
+                        f"Another skillvc {what} is running in this repository ({holder})."
+                    ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}")
+            handle.flush()
+            yield
+        finally:
+            handle.close()
+
+
+def open_store(path: str | Path, *, create: bool = True) -> EventStore:
+    """Open (and migrate) the event log at ``path``."""
+    path = Path(path)
+    if not create and not path.exists():
+        from skillvc.errors import NotInitialised
+
+        raise NotInitialised(f"No event log at {path}.")
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                raise NotADatabase(f"{path} is not a SQLite database.")
+    return EventStore(path)

@@ -1,0 +1,205 @@
+"""A skills repository that skillvc manages: the git repo, ``skillvc.toml`` and ``.skillvc/``.
+
+Layout of ``.skillvc/`` (local state, git-ignored):
+
+    .skillvc/events.db       the event log (SQLite, WAL; -wal and -shm files beside it)
+    .skillvc/train.lock      the one-writer lock of a training run (holds the pid)
+
+``init`` is idempotent: re-running it changes nothing that exists and says so.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillvc.config import CONFIG_FILE, Config, load_config
+from skillvc.errors import ConfigError, NotInitialised, SkillFileMissing
+from skillvc.repo import SkillRepo, ensure_gitignore
+from skillvc.resources import read_text
+from skillvc.store import EventStore, open_store
+
+STATE_DIR = ".skillvc"
+DB_NAME = "events.db"
+DEFAULT_TARGET = "openai:gpt-5.4-mini"
+DEFAULT_OPTIMIZER = "anthropic:claude-sonnet-4-5"
+_SKIP_DIRS = {".git", STATE_DIR, "node_modules", ".venv", "venv", "__pycache__"}
+
+
+@dataclass
+class Workspace:
+    root: Path
+    repo: SkillRepo
+    config: Config
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / DB_NAME
+
+    @property
+    def skill_relpath(self) -> str:
+        return Path(self.config.skill.path).as_posix()
+
+    def store(self, *, create: bool = False) -> EventStore:
+        """Open the event log; ``create`` makes ``.skillvc/`` when missing (fresh CI clones)."""
+        if not self.db_path.exists():
+            if not create:
+                raise NotInitialised(f"No event log at {STATE_DIR}/{DB_NAME} in {self.root}.")
+            self.state_dir.mkdir(exist_ok=True)
+        return open_store(self.db_path)
+
+    def require_skill(self) -> Path:
+        path = self.config.skill_path
+        if not path.is_file():
+            raise SkillFileMissing(f"The skill file {self.skill_relpath} does not exist.")
+        return path
+
+
+def open_workspace(path: str | Path = ".") -> Workspace:
+    """The workspace containing ``path``; raises NotAGitRepo or NotInitialised."""
+    repo = SkillRepo(path)
+    return Workspace(root=repo.root, repo=repo, config=load_config(repo.root))
+
+
+@dataclass
+class InitResult:
+    root: Path
+    skill_path: str
+    git_initialised: bool = False
+    config_written: bool = False
+    state_created: bool = False
+    gitignore_updated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(
+            (self.git_initialised, self.config_written, self.state_created, self.gitignore_updated)
+        )
+
+
+def find_skill(root: Path) -> str:
+    """The one ``SKILL.md`` under ``root`` (relative posix path), or a clear error."""
+    found = sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("SKILL.md")
+        if not _SKIP_DIRS.intersection(p.relative_to(root).parts)
+    )
+    if not found:
+        raise SkillFileMissing(
+            f"No SKILL.md found in {root}.", hint="Name the skill file with --skill PATH."
+        )
+    if len(found) > 1:
+        raise ConfigError(
+            f"Found {len(found)} SKILL.md files ({', '.join(found[:5])}).",
+            hint="Choose the one to train with --skill PATH.",
+        )
+    return found[0]
+
+
+def init_workspace(
+    path: str | Path = ".",
+    *,
+    skill: str | None = None,
+    target_model: str | None = None,
+    optimizer_model: str | None = None,
+    train_file: str | None = None,
+    val_file: str | None = None,
+    test_file: str | None = None,
+    scorer: str = "exact",
+    seed: int = 42,
+) -> InitResult:
+    """Set up skillvc in a skills repo (initialising git if needed). Safe to re-run."""
+    root = Path(path).resolve()
+    repo = SkillRepo.find(root)
+    git_initialised = repo is None
+    if repo is None:
+        repo = SkillRepo.init(root)
+    root = repo.root
+    config_path = root / CONFIG_FILE
+
+    if config_path.exists():
+        config = load_config(root)
+        skill_rel = config.skill.path
+        if skill and Path(skill).as_posix() != Path(skill_rel).as_posix():
+            raise ConfigError(
+                f"{CONFIG_FILE} already trains {skill_rel}, not {skill}.",
+                hint=f"Edit [skill] path in {CONFIG_FILE} to change it.",
+            )
+        result = InitResult(root=root, skill_path=skill_rel, git_initialised=git_initialised)
+        result.notes.append(f"{CONFIG_FILE} already exists; left as it is.")
+    else:
+        skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
+        config_path.write_text(
+            render_config(
+                skill_path=skill_rel,
+                target_model=target_model or DEFAULT_TARGET,
+                optimizer_model=optimizer_model or DEFAULT_OPTIMIZER,
+                train_file=train_file,
+                val_file=val_file,
+                test_file=test_file,
+                scorer=scorer,
+                seed=seed,
+            ),
+            encoding="utf-8",
+        )
+        load_config(root)  # the file we wrote must parse; fail loudly here if not
+        result = InitResult(
+            root=root, skill_path=skill_rel, git_initialised=git_initialised, config_written=True
+        )
+
+    state = root / STATE_DIR
+    if not (state / DB_NAME).exists():
+        state.mkdir(exist_ok=True)
+        open_store(state / DB_NAME).close()
+        result.state_created = True
+    result.gitignore_updated = ensure_gitignore(root, f"/{STATE_DIR}/")
+    if not result.changed:
+        result.notes.append("Already initialised; nothing changed.")
+    return result
+
+
+def _skill_relpath(root: Path, skill: str) -> str:
+    candidate = Path(skill)
+    full = candidate if candidate.is_absolute() else (Path.cwd() / candidate)
+    if not full.exists():
+        full = root / candidate
+    if not full.is_file():
+        raise SkillFileMissing(f"The skill file {skill} does not exist.")
+    try:
+        return full.resolve().relative_to(root).as_posix()
+    except ValueError:
+        raise ConfigError(
+            f"The skill file {skill} is outside the repository {root}.",
+            hint="Move it into the repository first.",
+        ) from None
+
+
+def render_config(
+    *,
+    skill_path: str,
+    target_model: str,
+    optimizer_model: str,
+    train_file: str | None = None,
+    val_file: str | None = None,
+    test_file: str | None = None,
+    scorer: str = "exact",
+    seed: int = 42,
+) -> str:
+    """The commented ``skillvc.toml`` written by ``init`` (templates/skillvc.toml)."""
+    lines = []
+    for split, value in (("train", train_file), ("val", val_file), ("test", test_file)):
+        lines.append(f'{split} = "{value}"' if value else f'# {split} = "evals/{split}.jsonl"')
+    return string.Template(read_text("templates", "skillvc.toml")).substitute(
+        skill_path=skill_path,
+        target_model=target_model,
+        optimizer_model=optimizer_model,
+        tasks_block="\n".join(lines),
+        scorer=scorer,
+        seed=seed,
+    )

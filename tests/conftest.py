@@ -1,0 +1,76 @@
+"""Shared fixtures. Tests never touch the real home directory or git identity."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "author@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.invalid")
+    for var in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "AZURE_OPENAI_ENDPOINT",
+        "AZURE_OPENAI_API_KEY",
+        "AZURE_OPENAI_API_VERSION",
+        "SKILLVC_SIM_LATENCY_MS",
+        "SKILLVC_RAISE_ERRORS",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run real git in ``cwd`` and return its stdout (stripped)."""
+    out = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """An empty git repository on branch main in a temp dir."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    return repo
+
+
+SAMPLE_SKILL = """---
+name: support
+description: Answer customer support questions for the Acme store.
+---
+# Support
+
+## Rules
+- Be polite.
+- Quote the order number.
+
+<!-- SLOW_UPDATE_START -->
+Keep answers short.
+<!-- SLOW_UPDATE_END -->
+"""
+
+
+@pytest.fixture
+def skill_repo(git_repo: Path) -> Path:
+    """A git repo with one committed skill at skills/support/SKILL.md."""
+    path = git_repo / "skills" / "support" / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(SAMPLE_SKILL)
+    git(git_repo, "add", ".")
+    git(git_repo, "commit", "-q", "-m", "seed skill")
+    return git_repo

@@ -1,0 +1,298 @@
+"""`skillvc init`, `log` and `show` on real repos, and the error family at the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import git
+
+from skillvc.cli import cli
+from skillvc.store import open_store
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch):
+    def invoke(cwd: Path, *args: str):
+        monkeypatch.chdir(cwd)
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def test_init_finds_the_one_skill_and_is_safe_to_rerun(skill_repo: Path, run) -> None:
+    result = run(skill_repo, "init")
+    assert result.exit_code == 0, result.output
+    assert "Wrote skillvc.toml (training skills/support/SKILL.md)" in result.output
+    assert "Added /.skillvc/ to .gitignore." in result.output
+    config = (skill_repo / "skillvc.toml").read_text()
+    assert 'path = "skills/support/SKILL.md"' in config
+    assert (skill_repo / ".skillvc" / "events.db").exists()
+    assert "/.skillvc/" in (skill_repo / ".gitignore").read_text().splitlines()
+
+    before = config
+    again = run(skill_repo, "init")
+    assert again.exit_code == 0
+    assert "skillvc.toml already exists; left as it is." in again.output
+    assert "Already initialised; nothing changed." in again.output
+    assert (skill_repo / "skillvc.toml").read_text() == before
+
+
+def test_init_creates_git_repo_when_needed(tmp_path: Path, run) -> None:
+    (tmp_path / "SKILL.md").write_text("# My skill\n")
+    result = run(tmp_path, "init", "--target", "sim:support", "--optimizer", "sim:support")
+    assert result.exit_code == 0, result.output
+    assert "Initialised a git repository" in result.output
+    assert (tmp_path / ".git").is_dir()
+    assert 'model = "sim:support"' in (tmp_path / "skillvc.toml").read_text()
+
+
+def test_init_with_several_skills_asks_which(git_repo: Path, run) -> None:
+    for name in ("a", "b"):
+        (git_repo / name).mkdir()
+        (git_repo / name / "SKILL.md").write_text("# x\n")
+    result = run(git_repo, "init")
+    assert result.exit_code == 5
+    assert "Error: Found 2 SKILL.md files (a/SKILL.md, b/SKILL.md)." in result.output
+    assert "Hint: Choose the one to train with --skill PATH." in result.output
+    ok = run(git_repo, "init", "--skill", "b/SKILL.md")
+    assert ok.exit_code == 0 and 'path = "b/SKILL.md"' in (git_repo / "skillvc.toml").read_text()
+
+
+def test_init_without_a_skill(git_repo: Path, run) -> None:
+    result = run(git_repo, "init")
+    assert result.exit_code == 3
+    assert "Error: No SKILL.md found in" in result.output
+    assert "Hint: Name the skill file with --skill PATH." in result.output
+    missing = run(git_repo, "init", "--skill", "nope.md")
+    assert missing.exit_code == 3 and "The skill file nope.md does not exist." in missing.output
+    assert not (git_repo / "skillvc.toml").exists()
+
+
+def test_not_a_git_repo(tmp_path: Path, run) -> None:
+    result = run(tmp_path, "log")
+    assert result.exit_code == 3
+    assert result.output.startswith("Error: ")
+    assert "not" in result.output.lower() and "git" in result.output.lower()
+    assert "Hint: Run it inside a skills repository" in result.output
+
+
+def test_not_initialised(skill_repo: Path, run) -> None:
+    result = run(skill_repo, "log")
+    assert result.exit_code == 3
+    assert "Error: No skillvc.toml in" in result.output
+    assert "Hint: Run 'skillvc init' in the repository first." in result.output
+
+
+def test_event_log_that_is_not_sqlite(skill_repo: Path, run) -> None:
+    run(skill_repo, "init")
+    (skill_repo / ".skillvc" / "events.db").write_text("garbage " * 100)
+    result = run(skill_repo, "log")
+    assert result.exit_code == 5
+    assert "is not a SQLite database." in result.output
+    assert "Hint: Move the file aside" in result.output
+
+
+def test_event_log_from_a_newer_schema(skill_repo: Path, run) -> None:
+    import sqlite3
+
+    run(skill_repo, "init")
+    raw = sqlite3.connect(skill_repo / ".skillvc" / "events.db")
+    raw.execute("PRAGMA user_version=999")
+    raw.commit()
+    raw.close()
+    result = run(skill_repo, "log")
+    assert result.exit_code == 5
+    assert "has schema version 999, newer than this skillvc understands" in result.output
+    assert "Hint: Upgrade skillvc" in result.output
+
+
+def _seed_log(repo: Path) -> dict[str, int]:
+    """Gate events as the training loop writes them (payload schema of events.py)."""
+    skill = (repo / "skills/support/SKILL.md").read_text()
+    candidate = skill.replace("- Be polite.\n", "- Be polite.\n- Offer a replacement first.\n")
+    with open_store(repo / ".skillvc/events.db") as store:
+        cur, cand = store.put_blob(skill), store.put_blob(candidate)
+        store.append(
+            "run.started",
+            {"models": {"target": "sim:s", "optimizer": "sim:s"}},
+            run_id="run-a",
+            seq=1,
+        )
+        edit = {
+            "id": "5e1f00aa11",
+            "op": "add",
+            "target": "",
+            "content": "- Offer a replacement first.",
+            "anchor": "- Be polite.",
+            "rationale": "damaged-item cases failed",
+        }
+        bad = {
+            "id": "badd00bb22",
+            "op": "replace",
+            "target": "- Be polite.",
+            "content": "- Be curt.",
+            "anchor": None,
+            "rationale": "answers were long",
+        }
+        store.append("edit.proposed", {"edit": edit, "source": "optimizer"}, run_id="run-a", seq=2)
+        g1 = store.append(
+            "gate",
+            {
+                "kind": "step",
+                "decision": "accepted",
+                "metric": "hard",
+                "before": {"mean": 0.5, "n": 20},
+                "after": {"mean": 0.6, "n": 20},
+                "edits": [edit],
+                "current": cur,
+                "candidate": cand,
+                "lr": 4,
+                "flipped": {"gained": ["v1", "v2"], "lost": []},
+            },
+            run_id="run-a",
+            seq=3,
+            step=1,
+            epoch=1,
+        )
+        store.append(
+            "commit.done",
+            {"sha": "c0ffee1234abcd", "ref": "refs/heads/main", "gate_id": g1.id},
+            run_id="run-a",
+            seq=4,
+            key=f"gate:{g1.id}",
+        )
+        g2 = store.append(
+            "gate",
+            {
+                "kind": "step",
+                "decision": "rejected",
+                "metric": "hard",
+                "before": {"mean": 0.6, "n": 20},
+                "after": {"mean": 0.6, "n": 20},
+                "edits": [bad],
+                "current": cand,
+                "candidate": cand,
+                "lr": 3,
+                "flipped": {"gained": [], "lost": []},
+            },
+            run_id="run-a",
+            seq=5,
+            step=2,
+            epoch=1,
+        )
+        store.append(
+            "commit.done",
+            {"sha": "dead00beef99", "ref": "refs/skillvc/rejected/run-a/2", "gate_id": g2.id},
+            run_id="run-a",
+            seq=6,
+            key=f"gate:{g2.id}",
+        )
+    return {"accepted": g1.id, "rejected": g2.id}
+
+
+def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
+    run(skill_repo, "init")
+    ids = _seed_log(skill_repo)
+
+    everything = json.loads(run(skill_repo, "log", "--json").output)
+    assert [e["id"] for e in everything] == [ids["rejected"], ids["accepted"]]
+    assert set(everything[0]) == {
+        "id",
+        "run",
+        "step",
+        "epoch",
+        "kind",
+        "decision",
+        "metric",
+        "val_before",
+        "val_after",
+        "n",
+        "n_evaluated",
+        "early_stopped",
+        "lr",
+        "commit",
+        "ref",
+        "created_at",
+        "edits",
+        "unmatched",
+        "flipped",
+    }
+
+    rejected = json.loads(run(skill_repo, "log", "--rejected", "--json").output)
+    assert [e["decision"] for e in rejected] == ["rejected"]
+    assert rejected[0]["ref"] == "refs/skillvc/rejected/run-a/2"
+    assert rejected[0]["edits"][0]["content"] == "- Be curt."
+
+    accepted = json.loads(run(skill_repo, "log", "--accepted", "--json").output)
+    assert [(e["decision"], e["commit"], e["val_after"]) for e in accepted] == [
+        ("accepted", "c0ffee1234abcd", 0.6)
+    ]
+    assert (
+        json.loads(run(skill_repo, "log", "-n", "1", "--json").output)[0]["decision"] == "rejected"
+    )
+    assert json.loads(run(skill_repo, "log", "--run", "other", "--json").output) == []
+
+    text = run(skill_repo, "log", "--accepted", "-p").output
+    assert "step 1 (epoch 1)" in text and "val 0.500 -> 0.600 (hard, n=20)" in text
+    assert "why: damaged-item cases failed" in text
+    assert "+- Offer a replacement first." in text
+    assert "--- a/skills/support/SKILL.md" in text
+
+
+def test_show_by_event_edit_and_commit(skill_repo: Path, run) -> None:
+    run(skill_repo, "init")
+    ids = _seed_log(skill_repo)
+    by_id = json.loads(run(skill_repo, "show", str(ids["accepted"]), "--json").output)
+    assert by_id["entry"]["decision"] == "accepted"
+    assert "+- Offer a replacement first." in by_id["entry"]["patch"]
+
+    by_commit = json.loads(run(skill_repo, "show", "c0ffee12", "--json").output)
+    assert by_commit["entry"]["id"] == ids["accepted"]
+
+    by_edit = json.loads(run(skill_repo, "show", "5e1f00", "--json").output)
+    assert by_edit["event"]["type"] == "edit.proposed"
+    assert by_edit["gates"] == [ids["accepted"]]
+
+    assert "run.started" in run(skill_repo, "show", "run-a").output
+
+
+def test_show_unknown_id(skill_repo: Path, run) -> None:
+    run(skill_repo, "init")
+    result = run(skill_repo, "show", "12345")
+    assert result.exit_code == 3
+    assert "Error: No event with id 12345 in" in result.output
+    assert "Hint: List ids with 'skillvc log' or 'skillvc runs'." in result.output
+    assert run(skill_repo, "show", "zzzzzz").output.startswith(
+        "Error: No event, edit, commit or run matches 'zzzzzz'."
+    )
+
+
+def test_unexpected_errors_get_exit_70(skill_repo: Path, run, monkeypatch) -> None:
+    run(skill_repo, "init")
+    import skillvc.history
+
+    def boom(*a, **k):
+        raise RuntimeError("kaput sk-abcdefghijklmnop")
+
+    monkeypatch.setattr(skillvc.history, "log_entries", boom)
+    result = run(skill_repo, "log")
+    assert result.exit_code == 70
+    assert "skillvc crashed: RuntimeError: kaput [redacted]" in result.output
+    assert "sk-abcdefghijklmnop" not in result.output
+    monkeypatch.setenv("SKILLVC_RAISE_ERRORS", "1")
+    with pytest.raises(RuntimeError):
+        run(skill_repo, "log")
+
+
+def test_dirty_skill_file_error_text(skill_repo: Path) -> None:
+    from skillvc.errors import DirtySkillFile
+    from skillvc.repo import SkillRepo
+
+    (skill_repo / "skills/support/SKILL.md").write_text("changed\n")
+    with pytest.raises(DirtySkillFile) as info:
+        SkillRepo(skill_repo).ensure_clean("skills/support/SKILL.md")
+    assert str(info.value) == "skills/support/SKILL.md has uncommitted changes."
+    assert git(skill_repo, "status", "--porcelain") == "M skills/support/SKILL.md"

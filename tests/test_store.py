@@ -1,0 +1,248 @@
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from skillvc.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
+from skillvc.events import EVENT_TYPES, EventType, upcast
+from skillvc.migrations import MIGRATIONS, SCHEMA_VERSION, VIEWS
+from skillvc.store import EventStore, open_store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EventStore:
+    s = open_store(tmp_path / "events.db")
+    yield s
+    s.close()
+
+
+def test_blank_database_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    open_store(path).close()
+    db = sqlite_utils.Database(path)
+    assert {"events", "blobs"} <= set(db.table_names())
+    assert set(VIEWS) <= set(db.view_names())
+    assert [m.name for m in MIGRATIONS.applied(db)] == [m.name for m in MIGRATIONS._migrations]
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # Opening again applies nothing twice.
+    open_store(path).close()
+    assert len(MIGRATIONS.applied(sqlite_utils.Database(path))) == len(MIGRATIONS._migrations)
+
+
+def test_events_are_append_only_in_the_database_itself(store: EventStore) -> None:
+    event = store.append("run.started", {"a": 1}, run_id="r1", seq=1)
+    store.put_blob("hello")
+    raw = sqlite3.connect(store.path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("UPDATE events SET payload = '{}' WHERE id = ?", (event.id,))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM events")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        raw.execute("DELETE FROM blobs")
+    assert store.get(event.id).payload == {"a": 1}
+
+
+def test_run_events_are_idempotent_by_seq(store: EventStore) -> None:
+    first = store.append("step.started", {"lr": 4}, run_id="r1", seq=1, step=1, epoch=1)
+    again = store.append("step.started", {"lr": 4}, run_id="r1", seq=1, step=1, epoch=1)
+    assert again.id == first.id
+    assert store.count() == 1
+    with pytest.raises(SkillvcError, match="diverged at event 1"):
+        store.append("gate", {}, run_id="r1", seq=1)
+    assert store.next_seq("r1") == 2
+
+
+def test_cache_events_are_idempotent_by_key(store: EventStore) -> None:
+    a = store.append("model.call", {"response": "x"}, key="k1")
+    b = store.append("model.call", {"response": "y"}, key="k1")
+    assert b.id == a.id and b.payload == {"response": "x"}
+    assert store.find("model.call", "k1").id == a.id
+    assert store.find("model.call", "nope") is None
+
+
+def test_blobs_are_content_addressed(store: EventStore) -> None:
+    h1 = store.put_blob("skill text ✓")
+    h2 = store.put_blob("skill text ✓")
+    assert h1 == h2 and len(h1) == 64
+    assert store.get_blob(h1) == "skill text ✓"
+    assert store.query("SELECT COUNT(*) AS n FROM blobs")[0]["n"] == 1
+    with pytest.raises(UnknownEventId):
+        store.get_blob("0" * 64)
+
+
+def test_unknown_event_id(store: EventStore) -> None:
+    with pytest.raises(UnknownEventId, match="No event with id 99"):
+        store.get(99)
+
+
+def test_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    path.write_text("this is a text file, not sqlite\n" * 10)
+    with pytest.raises(NotADatabase, match="is not a SQLite database"):
+        open_store(path)
+
+
+def test_schema_from_newer_skillvc_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    open_store(path).close()
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    raw.commit()
+    raw.close()
+    with pytest.raises(SchemaTooNew, match="newer than this skillvc"):
+        open_store(path)
+
+
+def test_unknown_applied_migration_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    open_store(path).close()
+    db = sqlite_utils.Database(path)
+    db["_sqlite_migrations"].insert(
+        {"migration_set": "skillvc", "name": "m999_future", "applied_at": "2030-01-01"}
+    )
+    db.close()
+    with pytest.raises(SchemaTooNew, match="m999_future"):
+        open_store(path)
+
+
+def test_upcasting_old_payloads_on_read(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = store.append("edit.proposed", {"edit": {"op": "add", "text": "x"}})
+    assert old.version == 1
+    upgraded = EventType(
+        "edit.proposed",
+        2,
+        "renamed text -> content",
+        upcasters={1: lambda p: {"edit": {"op": p["edit"]["op"], "content": p["edit"]["text"]}}},
+    )
+    monkeypatch.setitem(EVENT_TYPES, "edit.proposed", upgraded)
+    read = store.get(old.id)
+    assert read.version == 2
+    assert read.payload == {"edit": {"op": "add", "content": "x"}}
+    # Stored row is untouched.
+    raw = store.query("SELECT payload, version FROM events WHERE id = ?", [old.id])[0]
+    assert raw["version"] == 1 and '"text"' in raw["payload"]
+    assert upcast("unknown.type", 1, {"x": 1}) == (1, {"x": 1})
+
+
+def test_transaction_rolls_back_together(store: EventStore) -> None:
+    with pytest.raises(RuntimeError), store.transaction():
+        store.append("rollout", {"i": 1}, run_id="r", seq=1)
+        store.append("rollout", {"i": 2}, run_id="r", seq=2)
+        raise RuntimeError("boom")
+    assert store.count() == 0
+
+
+def test_concurrent_appends_from_threads(store: EventStore) -> None:
+    def work(n: int) -> None:
+        for i in range(50):
+            store.append("model.call", {"n": n, "i": i}, key=f"{n}-{i}")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.count() == 200
+
+
+def test_views_answer_sql_over_gate_events(store: EventStore) -> None:
+    store.append(
+        "run.started", {"models": {"target": "sim:a", "optimizer": "sim:b"}}, run_id="r1", seq=1
+    )
+    edit = {
+        "id": "e1",
+        "op": "add",
+        "target": "",
+        "content": "Be brief.",
+        "anchor": None,
+        "rationale": "answers too long",
+    }
+    store.append("edit.proposed", {"edit": edit, "source": "optimizer"}, run_id="r1", seq=2)
+    g1 = store.append(
+        "gate",
+        {
+            "kind": "step",
+            "decision": "accepted",
+            "metric": "hard",
+            "before": {"mean": 0.5, "n": 10},
+            "after": {"mean": 0.7, "n": 10},
+            "edits": [edit],
+        },
+        run_id="r1",
+        seq=3,
+        step=1,
+        epoch=1,
+    )
+    store.append(
+        "commit.done",
+        {"sha": "abc123", "ref": "refs/heads/main", "gate_id": g1.id},
+        run_id="r1",
+        seq=4,
+        key=f"gate:{g1.id}",
+    )
+    store.append(
+        "gate",
+        {
+            "kind": "step",
+            "decision": "rejected",
+            "metric": "hard",
+            "before": {"mean": 0.7, "n": 10},
+            "after": {"mean": 0.7, "n": 10},
+            "edits": [dict(edit, id="e2", content="Be rude.")],
+        },
+        run_id="r1",
+        seq=5,
+        step=2,
+        epoch=1,
+    )
+    assert store.query("SELECT edit_id, op FROM proposed_edits") == [{"edit_id": "e1", "op": "add"}]
+    assert store.query("SELECT edit_id FROM accepted_edits") == [{"edit_id": "e1"}]
+    assert store.query("SELECT edit_id, content FROM rejected_edits") == [
+        {"edit_id": "e2", "content": "Be rude."}
+    ]
+    gates = store.query("SELECT step, decision, commit_sha, val_after FROM gates ORDER BY step")
+    assert gates == [
+        {"step": 1, "decision": "accepted", "commit_sha": "abc123", "val_after": 0.7},
+        {"step": 2, "decision": "rejected", "commit_sha": None, "val_after": 0.7},
+    ]
+    runs = store.query("SELECT run_id, status, steps, accepted, rejected FROM runs")
+    assert runs == [
+        {"run_id": "r1", "status": "unfinished", "steps": 2, "accepted": 1, "rejected": 1}
+    ]
+
+
+def _hold_lock(db: str, ready: multiprocessing.Event, release: multiprocessing.Event) -> None:
+    s = EventStore(db)
+    with s.writer_lock():
+        ready.set()
+        release.wait(10)
+
+
+def test_second_writer_gets_a_clear_error_and_readers_still_work(tmp_path: Path) -> None:
+    db = tmp_path / "events.db"
+    open_store(db).close()
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(db), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(20)
+        s = open_store(db)
+        with (
+            pytest.raises(Locked, match=r"Another skillvc train is running .*pid \d+"),
+            s.writer_lock(),
+        ):
+            pass
+        assert s.count() == 0  # reading works while the writer holds the lock
+    finally:
+        release.set()
+        holder.join(20)
+    with s.writer_lock():  # released when the holder ends
+        pass
+    s.close()
