@@ -9,6 +9,7 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import defaultdict
@@ -42,17 +43,25 @@ class Reply:
 
 @dataclass
 class RoleStats:
-    calls: int = 0  # calls that reached a model
-    cached: int = 0  # calls answered from the log
-    errors: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
+    """Counts of one role. ``replies``, ``tokens`` and ``cost_usd`` cover every answer used,
+    fresh or from the log, so they are the same for a resumed run as for an uninterrupted one;
+    ``fresh`` counts the calls that reached a model in this process."""
 
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
+    replies: int = 0
+    fresh: int = 0
+    errors: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+    def add(self, reply: Reply) -> None:
+        self.replies += 1
+        self.fresh += 0 if reply.cached else 1
+        self.tokens += reply.prompt_tokens + reply.completion_tokens
+        if reply.cost_usd is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += reply.cost_usd
 
 
 def model_params(config: ModelConfig) -> dict[str, Any]:
@@ -128,10 +137,11 @@ class ModelClient:
                 cost_usd=p.get("cost_usd"),
                 meta=p.get("meta", {}),
             )
-            with self._lock:
-                self.stats[role].cached += 1
-            return reply
-        return self._call_backend(req, step)
+        else:
+            reply = self._call_backend(req, step)
+        with self._lock:
+            self.stats[role].add(reply)
+        return reply
 
     def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
         config = self.configs[req.role]
@@ -185,15 +195,6 @@ class ModelClient:
             step=step,
             key=req.key,
         )
-        with self._lock:
-            s = self.stats[req.role]
-            s.calls += 1
-            s.prompt_tokens += result.prompt_tokens
-            s.completion_tokens += result.completion_tokens
-            if cost is None:
-                s.unpriced_calls += 1
-            else:
-                s.cost_usd += cost
         return Reply(
             text=result.text,
             key=req.key,
@@ -204,15 +205,17 @@ class ModelClient:
             meta=result.meta,
         )
 
+    def snapshot(self) -> dict[str, RoleStats]:
+        with self._lock:
+            return {role: dataclasses.replace(s) for role, s in self.stats.items()}
+
     def totals(self) -> RoleStats:
         total = RoleStats()
-        with self._lock:
-            for s in self.stats.values():
-                total.calls += s.calls
-                total.cached += s.cached
-                total.errors += s.errors
-                total.prompt_tokens += s.prompt_tokens
-                total.completion_tokens += s.completion_tokens
-                total.cost_usd += s.cost_usd
-                total.unpriced_calls += s.unpriced_calls
+        for s in self.snapshot().values():
+            total.replies += s.replies
+            total.fresh += s.fresh
+            total.errors += s.errors
+            total.tokens += s.tokens
+            total.cost_usd += s.cost_usd
+            total.unpriced += s.unpriced
         return total

@@ -158,6 +158,144 @@ def show(ident: str, as_json: bool) -> None:
         click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")
 
 
+def _progress(quiet: bool):
+    return None if quiet else (lambda line: click.echo(line, err=True))
+
+
+def _summary_lines(summary: Any) -> list[str]:
+    from skillvc.output import fmt_score
+
+    cost = (
+        f"${summary.cost_usd:.4f}"
+        if not summary.unpriced_calls
+        else f"${summary.cost_usd:.4f} + {summary.unpriced_calls} calls of unknown price"
+    )
+    return [
+        f"run {summary.run_id} {summary.status}: {summary.steps} steps, "
+        f"{summary.accepted} accepted, {summary.rejected} rejected",
+        f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}",
+        f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}",
+        f"model calls {summary.calls} ({summary.fresh_calls} made, "
+        f"{summary.calls - summary.fresh_calls} answered from the log), "
+        f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
+        f"{summary.calls_saved_by_early_stop} calls",
+    ]
+
+
+@cli.command()
+@click.option("--new", is_flag=True, help="Start a new run even if one is unfinished.")
+@click.option("--epochs", type=int, help="Passes over the train split [4].")
+@click.option("--batch-size", type=int, help="Train items per step [40].")
+@click.option("--minibatch-size", type=int, help="Trajectories per reflection call [8].")
+@click.option("--lr", "learning_rate", type=int, help="Edits per step at the start [4].")
+@click.option("--min-lr", "min_learning_rate", type=int, help="Edits per step at the end [2].")
+@click.option("--lr-schedule", type=click.Choice(["cosine", "linear", "constant"]))
+@click.option("--gate-metric", type=click.Choice(["hard", "soft", "mixed"]))
+@click.option("--workers", type=int, help="Model calls in flight at once [16].")
+@click.option("--seed", type=int, help="Shuffling seed [42].")
+@click.option("--branch", help="Train on this branch (created from HEAD if needed).")
+@click.option("--no-buffer", "buffer", flag_value=False, default=None,
+              help="Do not show rejected edits to later reflections.")
+@click.option("--no-slow-update", "slow_update", flag_value=False, default=None,
+              help="Skip the epoch-end slow update.")
+@click.option("--no-slow-update-gate", "slow_update_gate", flag_value=False, default=None,
+              help="Apply slow updates without gating them (marked ungated).")
+@click.option("--no-meta-skill", "meta_skill", flag_value=False, default=None,
+              help="Skip the optimizer-side meta skill.")
+@click.option("--no-early-stop", "early_stop", flag_value=False, default=None,
+              help="Evaluate every val item in every gate.")
+@click.option("--budget-usd", type=float, help="Stop cleanly at a step boundary past this cost.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@json_option
+def train(new: bool, budget_usd: float | None, quiet: bool, as_json: bool, **train_options: Any) -> None:
+    """Train the skill: accepted edits become commits; resumes an unfinished run.
+
+    Every option overrides the [train] key of the same name in skillvc.toml.
+    Example: skillvc train --epochs 2 --lr-schedule constant
+    """
+    import dataclasses
+
+    from skillvc.training.loop import train as run_training
+    from skillvc.workspace import open_workspace
+
+    summary = run_training(
+        open_workspace(), new=new, overrides={"train": train_options}, budget_usd=budget_usd,
+        progress=_progress(quiet or as_json),
+    )
+    if as_json:
+        echo_json(dataclasses.asdict(summary))
+        return
+    click.echo("\n".join(_summary_lines(summary)))
+
+
+@cli.command()
+@click.option("-n", "--max-count", "limit", type=int, metavar="N", help="Show at most N runs.")
+@json_option
+def runs(limit: int | None, as_json: bool) -> None:
+    """Training runs with their scores, calls, tokens and cost.
+
+    Example: skillvc runs --json
+    """
+    from skillvc.output import fmt_score, table
+    from skillvc.runs import list_runs
+    from skillvc.workspace import open_workspace
+
+    with open_workspace().store() as store:
+        rows = list_runs(store, limit)
+    if as_json:
+        echo_json(rows)
+        return
+    if not rows:
+        click.echo("No runs yet; start one with 'skillvc train'.", err=True)
+        return
+    click.echo(table(
+        [[r["run"], r["status"], r["steps"], r["accepted"], r["rejected"],
+          fmt_score(r["baseline_val"]), fmt_score(r["best_val"]), fmt_score(r["baseline_test"]),
+          fmt_score(r["test"]), r["calls"], r["tokens"],
+          "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"] for r in rows],
+        ["run", "status", "steps", "accepted", "rejected", "val base", "val best",
+         "test base", "test best", "calls", "tokens", "cost"],
+    ))
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+              help="Where to create the demo repo [a new temporary directory].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+def demo(directory: str | None, quiet: bool) -> None:
+    """Train a bundled example skill offline with the simulator, then show the result.
+
+    Needs no network and no API key. Example: skillvc demo --dir /tmp/acme
+    """
+    import tempfile
+    from pathlib import Path
+
+    from skillvc.demo import run_demo
+    from skillvc.history import log_entries
+    from skillvc.output import format_log_entry
+    from skillvc.workspace import open_workspace
+
+    root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="skillvc-demo-"))
+    click.echo(f"Creating the demo skills repo in {root}", err=True)
+    summary = run_demo(root, progress=_progress(quiet))
+    ws = open_workspace(root)
+    click.echo("\n".join(_summary_lines(summary)))
+    click.echo("\n== Accepted edits are commits (git log --oneline) ==")
+    click.echo(ws.repo.git_repo.git.log("--oneline", "--decorate=short"))
+    with ws.store() as store:
+        rejected = [e.to_dict() for e in log_entries(store, decision="rejected", limit=3)]
+    click.echo("\n== Rejected candidates (skillvc log --rejected -n 3) ==")
+    click.echo("\n\n".join(format_log_entry(e) for e in rejected) or "(none)")
+    click.echo(
+        "\nTry next:\n"
+        f"  cd {root}\n"
+        "  skillvc runs                   # the runs table\n"
+        "  skillvc log --rejected -p      # what was tried and refused, with diffs\n"
+        "  git log -p skills/             # accepted edits with their evidence\n"
+        "  skillvc train --new --no-buffer  # an ablation: watch rejected edits repeat"
+    )
+
+
 def main() -> None:
     cli(prog_name="skillvc")
 

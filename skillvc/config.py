@@ -183,6 +183,16 @@ def parse_config(text: str, root: Path) -> Config:
     return config
 
 
+def parse_config_dict(data: dict[str, Any], root: Path) -> Config:
+    """A Config from a snapshot (``Config.to_dict``), e.g. the one recorded in ``run.started``."""
+    config = Config(root=root, prices=dict(data.get("prices", {})))
+    for section, cls in _SECTIONS.items():
+        if section in data:
+            setattr(config, section, _build(section, cls, dict(data[section])))
+    validate(config)
+    return config
+
+
 def load_config(root: Path) -> Config:
     path = root / CONFIG_FILE
     if not path.exists():

@@ -191,12 +191,17 @@ def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
 
 
 def _editable(doc: SkillDocument, span: tuple[int, int]) -> bool:
-    return any(s <= span[0] and span[1] <= e for s, e in doc.editable_spans())
+    return _inside(doc.editable_spans(), span)
+
+
+def _inside(spans: list[tuple[int, int]], span: tuple[int, int]) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in spans)
 
 
 def _pick(doc: SkillDocument, occurrences: list[tuple[int, int]], what: str) -> tuple[int, int]:
     """The single editable occurrence, or raise _NoMatch with the reason."""
-    editable = [o for o in occurrences if _editable(doc, o)]
+    spans = doc.editable_spans()
+    editable = [o for o in occurrences if _inside(spans, o)]
     if len(editable) == 1:
         return editable[0]
     if editable:
@@ -397,7 +402,7 @@ def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], start: in
     lines = _split(doc.text)
     # Unified diffs name the first old line, or for an empty old block the line it follows.
     index: int | None = start - 1 if old else start
-    if index is None or index < 0 or lines[index : index + len(old)] != old:
+    if index < 0 or lines[index : index + len(old)] != old:
         # Like git apply, tolerate a shifted hunk, but only where its old block is unique.
         places = [i for i in range(len(lines)) if old and lines[i : i + len(old)] == old]
         index = places[0] if len(places) == 1 else None
@@ -441,8 +446,8 @@ def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], start: in
             content = text[lo : starts[core_at]] + core_new + text[starts[core_end] : hi]
             if not target or (not content and target != text):
                 continue
-            if _find_all(text, target) != [(lo, hi)]:
-                continue
+            if text.find(target) != lo or text.find(target, lo + 1) != -1:
+                continue  # not unique, or not at the hunk's place
             edit = _plain_edit(target, content)
             if editable(lo, hi) or not core_ok:
                 return edit

@@ -137,6 +137,23 @@ class SkillRepo:
         except git.GitCommandError:
             return None
 
+    def switch_branch(self, name: str) -> None:
+        """Check out branch ``name``, creating it at HEAD when it does not exist yet.
+
+        git itself refuses when the switch would overwrite uncommitted changes, and that
+        refusal is reported as a StateConflict; nothing is forced.
+        """
+        try:
+            if self._git.rev_parse("--verify", "-q", f"refs/heads/{name}", with_exceptions=False):
+                self._git.switch(name)
+            else:
+                self._git.switch("-c", name)
+        except git.GitCommandError as exc:
+            raise StateConflict(
+                f"Could not switch to branch {name}: {exc.stderr.strip() or exc}",
+                hint="Commit or stash your changes, then run the command again.",
+            ) from None
+
     def resolve(self, rev: str) -> str:
         """The full sha of the commit ``rev`` names."""
         # A leading dash would be read as an option, so it can never be a revision here.

@@ -299,7 +299,11 @@ def test_diff_round_trip_property(before_lines: list[str], after_lines: list[str
         )
 
     before, after = SkillDocument.parse(text(before_lines)), SkillDocument.parse(text(after_lines))
-    result = apply_edits(before, edits_from_diff(unified_diff(before, after), before))
+    diff = unified_diff(before, after)
+    if before.text == after.text:
+        assert diff == ""
+        return
+    result = apply_edits(before, edits_from_diff(diff, before))
     assert result.unmatched == ()
     assert result.document.text == after.text
 
@@ -371,6 +375,6 @@ def test_patch_error_on_garbage(diff: str) -> None:
 def test_shifted_hunk_is_located_only_when_unique() -> None:
     doc = SkillDocument.parse("# T\nintro\n\n- a\n- b\n- c\n")
     # The header says line 1, but the block is at line 4; it is unique, so it is found.
-    diff = "--- a/SKILL.md\n+++ b/SKILL.md\n@@ -1,2 +1,2 @@\n- a\n-- b\n+- B\n"
+    diff = "--- a/SKILL.md\n+++ b/SKILL.md\n@@ -1,2 +1,2 @@\n - a\n-- b\n+- B\n"
     result = apply_edits(doc, edits_from_diff(diff, doc))
     assert result.document.text == "# T\nintro\n\n- a\n- B\n- c\n"

@@ -2,18 +2,25 @@
 
 Only ``TransientError`` is retried. After the last attempt the error propagates, and the
 caller records it as an error event: an infrastructure failure is never a score of 0.
+Backends classify HTTP failures with ``error_for_status`` so every SDK maps statuses alike:
+401/403 stop the run, 408/409/429/5xx are transient, any other status is a plain failure.
 """
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TypeVar
 
 from skillvc.backends.base import TransientError
+from skillvc.errors import AuthenticationFailed, BackendError, redact
 
 T = TypeVar("T")
 
@@ -54,6 +61,51 @@ def call_with_retries(
             sleep(wait)
 
 
+# Statuses worth retrying: request timeout, conflict (e.g. a concurrent update), too many
+# requests, and every server-side failure (500-599, incl. Anthropic's 529 "overloaded").
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRYABLE_STATUSES or 500 <= status <= 599
+
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: Callable[[], float] = time.time
+) -> float | None:
+    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
+
+    ``Retry-After`` is either delta-seconds or an HTTP date (RFC 9110 10.2.3); a date in the past
+    means "now" (0). Anything unparsable, negative or non-finite gives None (use backoff).
+    """
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(ms) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # "-0000" parses as naive; an HTTP date is always GMT
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        return max(0.0, when.timestamp() - now())
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
 class RateLimiter:
     """A simple sliding-window limit on requests (and optionally tokens) per minute."""
 
@@ -86,3 +138,41 @@ class RateLimiter:
                     return
                 wait = 60.0 - (now - self._events[0][0]) + 0.01
             sleep(max(wait, 0.01))
+
+
+def server_detail(body: object) -> str:
+    """The human explanation in an error body (OpenAI and Anthropic shapes), or ''."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(inner, str):
+            return inner
+    return ""
+
+
+def error_for_status(
+    model: str,
+    status: int,
+    body: object,
+    headers: Mapping[str, str] | None,
+    secrets: Sequence[str] = (),
+) -> BackendError:
+    """The exception for an HTTP error answer: transient, authentication, or plain failure.
+
+    One sentence naming the model and the status, plus the server's own explanation (shortened),
+    with every secret removed: servers do echo keys back in 401 bodies.
+    """
+    detail = server_detail(body)
+    try:
+        phrase = f" {HTTPStatus(status).phrase}"
+    except ValueError:
+        phrase = ""  # e.g. Anthropic's 529 "overloaded" is not a registered status
+    detail = " ".join(detail.split())[:300].rstrip(".")
+    message = f"{model} answered HTTP {status}{phrase}" + (f": {detail}." if detail else ".")
+    message = redact(message, list(secrets))
+    if status in (401, 403):
+        return AuthenticationFailed(message)
+    if is_retryable_status(status):
+        return TransientError(message, retry_after=parse_retry_after(headers))
+    return BackendError(message)

@@ -1,0 +1,187 @@
+"""The ``command`` harness: run an external agent CLI once per task, with the skill installed.
+
+For each call:
+
+1. make a fresh scratch directory (the agent's working directory, removed afterwards);
+2. write the skill (``request.system``) to ``skill_install_path`` inside it, with ``{name}``
+   replaced by the skill's frontmatter ``name`` (else ``skill``); an empty skill installs
+   nothing, which is the "no skill" baseline;
+3. run ``command`` (an argv list, never a shell) with the placeholders ``{skill_path}``,
+   ``{skill_dir}``, ``{workdir}`` and, when ``input_mode = "arg"``, ``{input}`` replaced; the
+   task text (``request.user``) goes on stdin when ``input_mode = "stdin"``;
+4. the answer is stdout, stripped. ``meta`` holds ``exit_code``, ``stderr_tail`` (last 2000
+   characters) and ``duration_s``; token counts are 0 (the agent does its own accounting).
+
+Invariants: no shell ever sees the task text (it arrives byte for byte, ``$(...)`` and ``;``
+included); placeholders are replaced in one pass, so task text containing ``{workdir}`` is not
+expanded again; the skill is never written outside the scratch directory. A non-zero exit or a
+timeout raises ``AgentFailed`` (a ``BackendError``, not ``TransientError``): a crashed or hung
+agent is an error, never a wrong answer, and retrying a hang would cost another full timeout.
+On timeout the whole process group is killed, so the agent's children do not linger.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path, PurePosixPath
+
+from skillvc.backends.base import CallRequest, CallResult
+from skillvc.config import ModelConfig
+from skillvc.errors import BackendError, ConfigError, SkillDocumentError, redact
+from skillvc.skilldoc import SkillDocument
+
+STDERR_TAIL = 2000
+_PLACEHOLDER = re.compile(r"\{(input|skill_dir|workdir|skill_path)\}")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class AgentFailed(BackendError):
+    """The agent command crashed, exited non-zero or timed out."""
+
+    hint = "Run the agent command by hand on one task to see its output."
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        timed_out: bool = False,
+    ) -> None:
+        super().__init__(message)
+        # Not ``exit_code``: on a SkillvcError that name is skillvc's own CLI exit status.
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+        self.timed_out = timed_out
+
+
+def skill_name(skill_text: str) -> str:
+    """The frontmatter ``name`` if it is a safe single path component, else ``skill``."""
+    try:
+        front = SkillDocument.parse(skill_text).frontmatter or {}
+    except SkillDocumentError:  # an unreadable skill still gets installed, under the default
+        front = {}
+    name = front.get("name")
+    if isinstance(name, str) and _SAFE_NAME.match(name) and ".." not in name:
+        return name
+    return "skill"
+
+
+class CommandBackend:
+    def __init__(self, config: ModelConfig) -> None:
+        if not config.command or not all(isinstance(a, str) for a in config.command):
+            raise ConfigError(
+                f'harness = "command" for {config.model} needs command = [argv, ...].',
+                hint='For example: command = ["claude", "-p", "--output-format", "text"].',
+            )
+        if config.input_mode not in ("stdin", "arg"):
+            raise ConfigError(f"input_mode '{config.input_mode}' is not one of stdin, arg.")
+        uses_input = any("{input}" in a for a in config.command)
+        if (config.input_mode == "arg") != uses_input:
+            raise ConfigError(
+                'The {input} placeholder belongs in command exactly when input_mode = "arg".'
+            )
+        install = PurePosixPath(config.skill_install_path)
+        if install.is_absolute() or ".." in install.parts or not install.name:
+            raise ConfigError(
+                f"skill_install_path '{config.skill_install_path}' must be a relative path "
+                "inside the task's working directory."
+            )
+        self.config = config
+        self.model = config.model
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> CommandBackend:
+        return cls(config)
+
+    @property
+    def program(self) -> str:
+        return Path(self.config.command[0]).name
+
+    def complete(self, request: CallRequest) -> CallResult:
+        with tempfile.TemporaryDirectory(
+            prefix="skillvc-task-", ignore_cleanup_errors=True
+        ) as scratch:
+            workdir = Path(scratch)
+            rel = self.config.skill_install_path.replace("{name}", skill_name(request.system))
+            skill_path = workdir / rel
+            if request.system.strip():
+                skill_path.parent.mkdir(parents=True, exist_ok=True)
+                skill_path.write_text(request.system, encoding="utf-8")
+            values = {
+                "input": request.user,
+                "skill_dir": str(skill_path.parent),
+                "workdir": str(workdir),
+                "skill_path": str(skill_path),
+            }
+            argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in self.config.command]
+            stdin = request.user if self.config.input_mode == "stdin" else None
+            return self._run(argv, workdir, stdin)
+
+    def _run(self, argv: list[str], cwd: Path, stdin: str | None) -> CallResult:
+        timeout = self.config.task_timeout_s
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                # Its own process group, so a timeout can kill the agent and all its children.
+                start_new_session=os.name == "posix",
+            )
+        except OSError as exc:
+            raise AgentFailed(
+                f"Agent command '{self.program}' could not be started ({exc.strerror or exc})."
+            ) from None
+        try:
+            stdout, stderr = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            try:
+                _, stderr = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # a child escaped the group and holds the pipes
+                stderr = ""
+                for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+            tail = redact((stderr or "")[-STDERR_TAIL:])
+            raise AgentFailed(
+                f"Agent command '{self.program}' timed out after {timeout:g} s and was killed.",
+                stderr_tail=tail,
+                timed_out=True,
+            ) from None
+        duration = time.perf_counter() - start
+        tail = redact(stderr[-STDERR_TAIL:])
+        if proc.returncode != 0:
+            last = next((ln.strip() for ln in reversed(tail.splitlines()) if ln.strip()), "")
+            detail = f": {last[:200].rstrip('.')}" if last else ""
+            raise AgentFailed(
+                f"Agent command '{self.program}' exited with code {proc.returncode}{detail}.",
+                returncode=proc.returncode,
+                stderr_tail=tail,
+            )
+        return CallResult(
+            text=stdout.strip(),
+            latency_ms=duration * 1000.0,
+            meta={"exit_code": proc.returncode, "stderr_tail": tail, "duration_s": duration},
+        )
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - non-POSIX
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass  # it exited between the timeout and the kill

@@ -1,0 +1,209 @@
+"""``sim:<world>``: the offline simulator backend (target and optimizer).
+
+A documented toy, not a model (see ``skillvc.simworld``). Deterministic: the same request
+always gets the same answer, whatever the thread, process or order. Knobs:
+
+- ``SKILLVC_SIM_LATENCY_MS``: sleep this long per call, so concurrency and resume can be
+  exercised against realistic waits;
+- ``SKILLVC_SIM_JOURNAL``: append each completed call's cache key to this file (tests use it to
+  prove a resumed run makes no call twice).
+
+``calls`` keeps the requests this instance answered (the fake's call history for tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from skillvc import simworld
+from skillvc.backends.base import CallRequest, CallResult
+from skillvc.config import ModelConfig
+from skillvc.errors import ConfigError
+from skillvc.hashing import sha256_hex
+from skillvc.prompts import prompt_kind, section
+
+WORLDS = ("support",)
+
+
+class SimBackend:
+    def __init__(self, model: str) -> None:
+        world = model.split(":", 1)[1] if ":" in model else model
+        if world not in WORLDS:
+            raise ConfigError(
+                f"Unknown simulator world '{world}' in '{model}'.",
+                hint=f"Use one of: {', '.join('sim:' + w for w in WORLDS)}.",
+            )
+        self.model = model
+        self.calls: list[CallRequest] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> SimBackend:
+        return cls(config.model)
+
+    def complete(self, request: CallRequest) -> CallResult:
+        started = time.perf_counter()
+        latency = float(os.environ.get("SKILLVC_SIM_LATENCY_MS", "0") or 0)
+        if latency > 0:
+            time.sleep(latency / 1000)
+        if request.role == "target":
+            text = simworld.answer(
+                request.system, request.user, salt=f"{self.model}|{request.sample}"
+            )
+        elif request.role == "optimizer":
+            text = self._optimize(request)
+        else:
+            text = "OK"
+        with self._lock:
+            self.calls.append(request)
+            journal = os.environ.get("SKILLVC_SIM_JOURNAL")
+            if journal:
+                with open(journal, "a", encoding="utf-8") as fh:
+                    fh.write(request.key + "\n")
+        prompt = " ".join(m["content"] for m in request.messages)
+        return CallResult(
+            text=text,
+            prompt_tokens=max(1, len(prompt) // 4),
+            completion_tokens=max(1, len(text) // 4),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            meta={"simulated": True},
+        )
+
+    # -- the simulated optimizer ------------------------------------------------------------
+
+    def _optimize(self, request: CallRequest) -> str:
+        prompt = request.user
+        kind = prompt_kind(prompt)
+        rng = random.Random(int(sha256_hex(f"{request.key}")[:12], 16))
+        if kind == "reflect":
+            return json.dumps({"edits": _reflect(prompt, rng)})
+        if kind == "slow_update":
+            return json.dumps({"guidance": _slow_update(prompt)})
+        if kind == "meta_update":
+            return json.dumps({"notes": _meta_update(prompt)})
+        if kind == "repair":
+            return section(prompt, "previous_answer")
+        return json.dumps({"edits": []})
+
+
+def _load(prompt: str, tag: str) -> Any:
+    text = section(prompt, tag).strip()
+    try:
+        return json.loads(text) if text else []
+    except json.JSONDecodeError:
+        return []
+
+
+def _line_with(skill: str, key: str) -> str | None:
+    for line in skill.splitlines():
+        if key in " ".join(line.lower().split()):
+            return line
+    return None
+
+
+def _add(rule: simworld.Rule, skill: str, why: str) -> dict[str, Any]:
+    edit: dict[str, Any] = {"op": "add", "content": f"- {rule.text}", "rationale": why}
+    if "## Policies" in skill:
+        edit["anchor"] = "## Policies"
+    return edit
+
+
+def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
+    skill = section(prompt, "skill")
+    cases = _load(prompt, "cases")
+    rejected = _load(prompt, "rejected_edits")
+    meta = section(prompt, "meta_skill")
+    m = re.search(r"propose at most (\d+) edits", prompt)
+    budget = int(m.group(1)) if m else 4
+    known = {r.key for r in simworld.known_rules(skill)}
+    tried = {json.dumps([e.get("op"), e.get("target", ""), e.get("content", "")]) for e in rejected}
+    avoid = [line[6:].strip().lower() for line in meta.splitlines() if line.startswith("AVOID:")]
+
+    proposals: list[dict[str, Any]] = []
+    for case_data in cases:
+        case = simworld.parse_case(case_data.get("input", ""))
+        if case is None:
+            continue
+        failed = case_data.get("score", 0) < 1
+        if not failed:
+            if rng.random() < 0.15:
+                rule = rng.choice(simworld.REDUNDANT)
+                proposals.append(_add(rule, skill, "Successful answers were courteous."))
+            continue
+        why = (
+            f"Ticket {case_data.get('id')} ({case.issue}, day {case.days}, {case.tier}) "
+            f"expected {case_data.get('expected')}."
+        )
+        wrong = [r for r in simworld.HARMFUL if r.key in known and r.applies(case)]
+        if wrong:
+            line = _line_with(skill, wrong[0].key)
+            if line is not None:
+                proposals.append({"op": "delete", "target": line, "rationale": why})
+                continue
+        needed = simworld.needed_rule(case)
+        if needed is None or needed.key in known:
+            continue  # noise, or a rule the skill already states
+        roll = rng.random()
+        if roll < 0.55:
+            proposals.append(_add(needed, skill, why))
+        elif roll < 0.8:
+            plausible = [r for r in simworld.HARMFUL if r.applies(case)] or list(simworld.HARMFUL)
+            proposals.append(_add(rng.choice(plausible), skill, why))
+        else:
+            proposals.append(_add(rng.choice(simworld.REDUNDANT), skill, why))
+
+    edits, seen = [], set()
+    for edit in proposals:
+        sig = json.dumps([edit["op"], edit.get("target", ""), edit.get("content", "")])
+        text = (edit.get("content") or edit.get("target") or "").lower()
+        if sig in seen or sig in tried or any(a and a in text for a in avoid):
+            continue
+        seen.add(sig)
+        edits.append(edit)
+    return edits[: max(budget * 2, 1)]
+
+
+def _slow_update(prompt: str) -> str:
+    current = section(prompt, "current_skill")
+    cases = _load(prompt, "comparison")
+    known = {r.key for r in simworld.known_rules(current)}
+    fixed = sum(1 for c in cases if c.get("before", 0) < 1 <= c.get("after", 0))
+    broke = sum(1 for c in cases if c.get("after", 0) < 1 <= c.get("before", 0))
+    counts: dict[str, int] = {}
+    for c in cases:
+        case = simworld.parse_case(c.get("input", ""))
+        if case is None or c.get("after", 0) >= 1:
+            continue
+        rule = simworld.needed_rule(case)
+        if rule is not None and rule.key not in known:
+            counts[rule.text] = counts.get(rule.text, 0) + 1
+    lines = [f"This epoch's changes fixed {fixed} training tickets and broke {broke}."]
+    for text, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:2]:
+        if n >= 2:
+            lines.append(f"- Still failing on {n} tickets; remember: {text}")
+    return "\n".join(lines)
+
+
+def _meta_update(prompt: str) -> str:
+    previous = section(prompt, "previous_notes").splitlines()
+    rejected: Sequence[dict[str, Any]] = _load(prompt, "rejected_edits")
+    accepted: Sequence[dict[str, Any]] = _load(prompt, "accepted_edits")
+    notes = [line for line in previous if line.startswith(("AVOID:", "HELPED:"))]
+    for edit in rejected:
+        text = (edit.get("content") or "").lower()
+        for rule in simworld.HARMFUL:
+            if rule.key in text and f"AVOID: {rule.text}" not in notes:
+                notes.append(f"AVOID: {rule.text}")
+    for edit in accepted:
+        text = (edit.get("content") or "").lower()
+        for rule in simworld.GOOD:
+            if rule.key in text and f"HELPED: {rule.text}" not in notes:
+                notes.append(f"HELPED: {rule.text}")
+    return "\n".join(notes)

@@ -1,0 +1,204 @@
+"""The simulator's toy world: Acme's customer-support returns policy.
+
+This is a simulator, not a model. It exists so the whole training loop can run offline, in
+seconds, deterministically, in the demo, the tests and the benchmarks. It is honest in the one
+way that matters: the simulated target answers an item right only when the skill states the
+policy rules that item needs, so a skill can only score better by saying better things.
+
+The world
+    Each task is a support ticket: an issue (damaged, late, wrong item, ...), days since
+    delivery, and the customer's tier. The right action follows from the *true policy*: the
+    ``GOOD`` rules below, applied in priority order. The simulated target knows a rule only if
+    the skill contains the rule's key phrase; it applies the rules it knows in priority order
+    and otherwise falls back to "refund". ``HARMFUL`` rules sound plausible but give wrong
+    actions where they apply (and win over good rules there); ``REDUNDANT`` rules change
+    nothing. A small deterministic noise (more for long skills) makes some answers wrong
+    regardless, so the gate sees realistic ties and near-ties.
+
+The simulated optimizer (see ``skillvc.backends.sim``) reads the failures in a reflection
+prompt, diagnoses the rule each one needs, and proposes it, or sometimes a harmful or redundant
+rule instead. It skips edits listed in the rejected buffer or marked to avoid in the meta skill,
+which is why ``--no-buffer`` visibly repeats rejected edits.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skillvc.hashing import sha256_hex
+
+ACTIONS = (
+    "refund",
+    "replace",
+    "deny",
+    "escalate",
+    "ship-part",
+    "exchange",
+    "store-credit",
+    "repair",
+)
+ISSUES = (
+    "damaged",
+    "late",
+    "wrong-item",
+    "changed-mind",
+    "defective",
+    "missing-parts",
+    "billing-error",
+)
+DEFAULT_ACTION = "refund"
+
+
+@dataclass(frozen=True)
+class Case:
+    issue: str
+    days: int
+    tier: str  # standard | gold
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str  # the key phrase the target looks for in the skill (lowercase)
+    text: str  # the sentence an optimizer would write into the skill
+    kind: str  # good | harmful | redundant
+    applies: Callable[[Case], bool]
+    action: str | None  # None for redundant rules
+
+
+GOOD: tuple[Rule, ...] = (
+    Rule("billing errors go to", "Billing errors go to the billing team: escalate them.",
+         "good", lambda c: c.issue == "billing-error", "escalate"),
+    Rule("after 30 days", "After 30 days from delivery, deny returns unless the item is "
+         "defective.", "good", lambda c: c.days > 30 and c.issue != "defective", "deny"),
+    Rule("damaged on arrival", "Damaged on arrival: offer a replacement, not a refund.",
+         "good", lambda c: c.issue == "damaged", "replace"),
+    Rule("missing parts", "Missing parts: ship the missing part instead of refunding.",
+         "good", lambda c: c.issue == "missing-parts", "ship-part"),
+    Rule("wrong item was sent", "If the wrong item was sent, exchange it for the right one.",
+         "good", lambda c: c.issue == "wrong-item", "exchange"),
+    Rule("late deliveries earn", "Late deliveries earn store credit, not a refund.",
+         "good", lambda c: c.issue == "late", "store-credit"),
+    Rule("defects within a year", "Repair defects within a year under warranty; do not "
+         "refund them.", "good", lambda c: c.issue == "defective" and c.days <= 365, "repair"),
+    Rule("standard customers who changed", "Standard customers who changed their mind get "
+         "store credit; gold customers get a refund.",
+         "good", lambda c: c.issue == "changed-mind" and c.tier == "standard", "store-credit"),
+)
+
+HARMFUL: tuple[Rule, ...] = (
+    Rule("escalate every gold", "Escalate every gold customer's ticket to a manager.",
+         "harmful", lambda c: c.tier == "gold", "escalate"),
+    Rule("after 14 days", "After 14 days from delivery, deny all returns.",
+         "harmful", lambda c: c.days > 14, "deny"),
+    Rule("late orders get a full", "Late orders get a full refund.",
+         "harmful", lambda c: c.issue == "late", "refund"),
+    Rule("replace anything", "Replace anything the customer is unhappy with.",
+         "harmful", lambda c: c.issue in ("changed-mind", "missing-parts"), "replace"),
+)
+
+REDUNDANT: tuple[Rule, ...] = (
+    Rule("thank the customer", "Thank the customer for their patience.", "redundant",
+         lambda c: False, None),
+    Rule("order number", "Always quote the order number in the reply.", "redundant",
+         lambda c: False, None),
+    Rule("empathetic", "Be empathetic and keep a friendly tone.", "redundant",
+         lambda c: False, None),
+)
+
+ALL_RULES = GOOD + HARMFUL + REDUNDANT
+
+# Harmful rules are blanket statements; where they apply they win over the good rules.
+_PRIORITY = HARMFUL + GOOD
+
+_TICKET = re.compile(
+    r"Issue: (?P<issue>[a-z-]+)\. Days since delivery: (?P<days>\d+)\. Tier: (?P<tier>\w+)\."
+)
+
+
+def true_action(case: Case) -> str:
+    for rule in GOOD:
+        if rule.applies(case):
+            return rule.action or DEFAULT_ACTION
+    return DEFAULT_ACTION
+
+
+def needed_rule(case: Case) -> Rule | None:
+    """The good rule that decides this case under the true policy (None: the default)."""
+    for rule in GOOD:
+        if rule.applies(case):
+            return rule
+    return None
+
+
+def known_rules(skill: str) -> list[Rule]:
+    text = " ".join(skill.lower().split())
+    return [r for r in ALL_RULES if r.key in text]
+
+
+def parse_case(text: str) -> Case | None:
+    m = _TICKET.search(text)
+    if m is None:
+        return None
+    return Case(issue=m["issue"], days=int(m["days"]), tier=m["tier"])
+
+
+def describe(case: Case, rng: random.Random) -> str:
+    openers = {
+        "damaged": "My {product} arrived smashed to pieces.",
+        "late": "My {product} came two weeks later than promised.",
+        "wrong-item": "I ordered a {product} but got something else.",
+        "changed-mind": "I don't want the {product} any more.",
+        "defective": "My {product} stopped working.",
+        "missing-parts": "The {product} box is missing pieces.",
+        "billing-error": "I was charged twice for my {product}.",
+    }
+    product = rng.choice(["blender", "lamp", "kettle", "backpack", "drone", "chair", "toaster"])
+    story = openers[case.issue].format(product=product)
+    return (
+        f'Customer writes: "{story}"\n'
+        f"Issue: {case.issue}. Days since delivery: {case.days}. Tier: {case.tier}.\n"
+        "Which action should support take? Answer with one of: "
+        + ", ".join(ACTIONS)
+        + ", inside <answer></answer>."
+    )
+
+
+def answer(skill: str, task: str, *, salt: str = "") -> str:
+    """What the simulated target replies to ``task`` when it follows ``skill``."""
+    case = parse_case(task)
+    if case is None:
+        return "I cannot tell what this ticket is about.\n<answer>escalate</answer>"
+    known = {r.key for r in known_rules(skill)}
+    action, used = DEFAULT_ACTION, None
+    for rule in _PRIORITY:
+        if rule.key in known and rule.applies(case):
+            action, used = rule.action or DEFAULT_ACTION, rule
+            break
+    # Deterministic noise: some answers go wrong whatever the skill says; long skills
+    # (many rules) dilute attention a little more.
+    noise = 0.04 + 0.01 * max(0, len(known) - 9)
+    roll = int(sha256_hex(f"{salt}|{skill}|{task}")[:8], 16) / 0xFFFFFFFF
+    if roll < noise:
+        action = [a for a in ACTIONS if a != action][int(roll * 1e6) % (len(ACTIONS) - 1)]
+        used = None
+    why = f"Following the rule: {used.text}" if used else "No specific rule applies."
+    return f"{why}\n<answer>{action}</answer>"
+
+
+def generate_items(n: int, seed: int) -> list[dict[str, object]]:
+    """``n`` task items of this world (id, input, target), deterministic for ``seed``."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        issue = ISSUES[i % len(ISSUES)] if i < len(ISSUES) * 2 else rng.choice(ISSUES)
+        days = rng.choice([rng.randint(1, 14), rng.randint(15, 30), rng.randint(31, 90)])
+        if issue == "defective" and rng.random() < 0.3:
+            days = rng.randint(366, 600)
+        case = Case(issue=issue, days=days, tier=rng.choice(["standard", "standard", "gold"]))
+        items.append(
+            {"id": f"ticket-{i + 1:03d}", "input": describe(case, rng), "target": true_action(case)}
+        )
+    return items

@@ -1,0 +1,1 @@
+"""The training loop (``loop.train`` is the spine) and its stages."""

@@ -1,0 +1,188 @@
+"""Commits of the training loop, kept consistent with the event log across crashes.
+
+Protocol for every commit (accepted step, slow update, rejected candidate):
+1. ``commit.intent`` is logged (run-sequenced, so a replay finds it again);
+2. if ``commit.done`` for that gate exists, the commit was made: reuse its sha;
+3. otherwise look for a commit carrying ``Skillvc-Event: <run>/<seq of the intent>`` on the
+   branch (or the candidate ref): a crash between the git write and step 4 left it there;
+4. otherwise write the commit; then log ``commit.done`` with its sha.
+So the same intent never produces two commits, and a resumed run ends with the same trees and
+messages as an uninterrupted one (messages hold only deterministic facts: no times, no ids that
+depend on thread timing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc.repo import SkillRepo
+from skillvc.training.runlog import RunLog
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def describe_edit(edit: dict[str, Any]) -> str:
+    op = edit["op"]
+    if op == "add":
+        where = f" after {_short(edit.get('anchor'), 40)!r}" if edit.get("anchor") else ""
+        return f"add{where}: {_short(edit.get('content'), 200)!r}"
+    if op == "replace":
+        return f"replace {_short(edit.get('target'), 80)!r} with {_short(edit.get('content'), 120)!r}"
+    return f"delete {_short(edit.get('target'), 120)!r}"
+
+
+def subject(kind: str, edits: Sequence[dict[str, Any]], step: int | None) -> str:
+    if kind == "slow_update":
+        return "skillvc: slow update of the epoch guidance"
+    if not edits:
+        return f"skillvc: step {step}"
+    head = edits[0]
+    text = _short(head.get("content") or head.get("target"), 50).lstrip("- ")
+    more = f" (+{len(edits) - 1} more)" if len(edits) > 1 else ""
+    return f"skillvc: {head['op']} {text!r}{more} [step {step}]"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: str  # step | slow_update
+    decision: str  # accepted | rejected | forced
+    edits: Sequence[dict[str, Any]]
+    metric: str
+    before: float | None
+    after: float | None
+    n: int
+    n_evaluated: int
+    early_stopped: bool
+    gained: Sequence[str]
+    lost: Sequence[str]
+    run_id: str
+    step: int | None
+    epoch: int
+    lr: int | None
+    calls: dict[str, int]
+    tokens: int
+    cost_usd: float | None
+
+
+def message(ev: Evidence) -> str:
+    lines = [subject(ev.kind, ev.edits, ev.step), ""]
+    if ev.kind == "slow_update":
+        lines.append("Guidance written into the protected slow-update region of the skill.")
+    else:
+        lines.append("Edits:")
+        for edit in ev.edits:
+            lines.append(f"- {describe_edit(edit)}")
+            if edit.get("rationale"):
+                lines.append(f"  Why: {_short(edit['rationale'], 300)}")
+    lines.append("")
+    if ev.decision == "forced":
+        lines.append("Gate: none (slow_update_gate = false): applied UNGATED.")
+    else:
+        flips = ""
+        if ev.gained or ev.lost:
+            names = ", ".join([*(f"+{i}" for i in ev.gained[:8]), *(f"-{i}" for i in ev.lost[:8])])
+            flips = f"; flipped {len(ev.gained)} up, {len(ev.lost)} down: {names}"
+        early = f", stopped early after {ev.n_evaluated}" if ev.early_stopped else ""
+        verdict = "accepted" if ev.decision == "accepted" else "rejected (no strict improvement)"
+        lines.append(
+            f"Gate: val {ev.metric} {_score(ev.before)} -> {_score(ev.after)} "
+            f"(n={ev.n}{early}{flips}); {verdict}."
+        )
+    where = f"step {ev.step}, " if ev.step is not None else ""
+    lr = f", lr {ev.lr}" if ev.lr is not None else ""
+    lines.append(f"Run {ev.run_id}, {where}epoch {ev.epoch}{lr}.")
+    per_role = ", ".join(f"{role} {n}" for role, n in sorted(ev.calls.items()))
+    cost = "price unknown" if ev.cost_usd is None else f"${ev.cost_usd:.4f}"
+    lines.append(
+        f"Model calls: {sum(ev.calls.values())} ({per_role}); tokens {ev.tokens:,}; {cost}."
+    )
+    return "\n".join(lines)
+
+
+def commit(
+    repo: SkillRepo,
+    log: RunLog,
+    *,
+    gate_id: int,
+    relpath: str,
+    content: bytes,
+    text: str,
+    accepted: bool,
+    parent: str,
+    step_label: str,
+) -> str:
+    """Write (or find again) the commit of one gate decision; returns its sha."""
+    ref = None if accepted else f"refs/skillvc/rejected/{log.run_id}/{step_label}"
+    intent = log.emit(
+        "commit.intent",
+        {
+            "gate_id": gate_id,
+            "accepted": accepted,
+            "parent": parent,
+            "ref": ref,
+            "content": log.store.put_blob(content.decode("utf-8")),
+        },
+    )
+    done = log.store.find("commit.done", f"gate:{gate_id}")
+    if done is not None:
+        return str(log.emit("commit.done", dict(done.payload), key=done.key).payload["sha"])
+    marker = f"{log.run_id}/{intent.seq}"
+    trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
+    sha = repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50) if (
+        ref is None or ref in repo.refs(ref)
+    ) else None
+    if sha is None:
+        if accepted:
+            sha = repo.commit_file(relpath, content, text, trailers, expected_parent=parent)
+        else:
+            sha = repo.store_candidate(ref or "", relpath, content, text, parent, trailers)
+    elif accepted:
+        restore_worktree(repo, relpath, content)
+    log.emit(
+        "commit.done",
+        {"gate_id": gate_id, "sha": sha, "ref": ref or branch_ref(repo), "intent": intent.seq},
+        key=f"gate:{gate_id}",
+    )
+    return sha
+
+
+def branch_ref(repo: SkillRepo) -> str:
+    branch = repo.current_branch()
+    return f"refs/heads/{branch}" if branch else "HEAD"
+
+
+def restore_worktree(repo: SkillRepo, relpath: str, content: bytes) -> None:
+    """After a crash between moving the branch and writing the file, finish the write."""
+    path = repo.root / relpath
+    if not path.exists() or path.read_bytes() != content:
+        tmp = path.with_name(path.name + ".skillvc-tmp")
+        tmp.write_bytes(content)
+        tmp.replace(path)
+    repo.git_repo.git.add("--", relpath)
+
+
+def reconcile_pending(repo: SkillRepo, log: RunLog, relpath: str) -> None:
+    """Finish an accepted commit whose branch move happened but whose file write did not.
+
+    Called before the dirty-file check on resume: the half-finished state a SIGKILL can leave
+    (HEAD has the commit, the working file still has the old text) is ours to complete.
+    """
+    intents = log.store.events(run_id=log.run_id, types=["commit.intent"], newest_first=True, limit=1)
+    if not intents or not intents[0].payload.get("accepted"):
+        return
+    intent = intents[0]
+    if log.store.find("commit.done", f"gate:{intent.payload['gate_id']}") is not None:
+        return
+    marker = f"{log.run_id}/{intent.seq}"
+    if repo.head_sha() and repo.find_trailer("Skillvc-Event", marker, max_count=5):
+        content = log.store.get_blob(intent.payload["content"]).encode("utf-8")
+        restore_worktree(repo, relpath, content)

@@ -1,0 +1,184 @@
+"""Rollouts (the forward pass) and the gate.
+
+Invariants:
+- Results come back in item order whatever order the threads finish in, so everything derived
+  from them (events, prompts, decisions) is deterministic and a resumed run replays exactly.
+- A rollout whose model call failed carries an ``error`` and no score. It is never a 0: the gate
+  leaves such items out of the paired comparison, and the loop stops the run when too many fail.
+- The gate accepts only a strict improvement of the val mean (ties reject). With early stopping
+  it stops as soon as the items left cannot change the decision, and that decision is provably
+  the one a full evaluation would reach: each unevaluated item can move the paired difference
+  only within [-current_i, 1 - current_i] (or not at all when it errors).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillvc.calls import CallFailed, ModelClient
+from skillvc.hashing import sha256_hex
+from skillvc.scorers import Scorer, score_item
+from skillvc.tasks import TaskItem
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Rollout:
+    item_id: str
+    skill: str  # sha256 of the skill text
+    output: str | None
+    hard: float | None
+    soft: float | None
+    error: str | None = None
+    call_key: str | None = None
+    tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def value(self, metric: str) -> float:
+        assert self.hard is not None and self.soft is not None
+        if metric == "hard":
+            return self.hard
+        if metric == "soft":
+            return self.soft
+        return (self.hard + self.soft) / 2
+
+
+@dataclass
+class Evaluator:
+    """Runs items with a skill through the target, memoised per (skill, item) within a run."""
+
+    client: ModelClient
+    scorer: Scorer
+    pool: ThreadPoolExecutor
+    judge: Callable[[str, str], str] | None = None
+    on_rollouts: Callable[[str, Sequence[Rollout]], None] | None = None
+    memo: dict[tuple[str, str], Rollout] = field(default_factory=dict)
+    calls: int = 0
+
+    def run(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
+        skill_hash = sha256_hex(skill)
+        todo = [it for it in items if (skill_hash, it.id) not in self.memo]
+        fresh = list(self.pool.map(lambda it: self._one(skill, skill_hash, it), todo))
+        for r in fresh:
+            self.memo[(skill_hash, r.item_id)] = r
+        self.calls += len(fresh)
+        if fresh and self.on_rollouts is not None:
+            self.on_rollouts(split, fresh)
+        return [self.memo[(skill_hash, it.id)] for it in items]
+
+    def _one(self, skill: str, skill_hash: str, item: TaskItem) -> Rollout:
+        messages = [{"role": "system", "content": skill}, {"role": "user", "content": item.input}]
+        try:
+            reply = self.client.call("target", messages)
+        except CallFailed as exc:
+            return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
+        score = score_item(item, reply.text, self.scorer, judge=self.judge)
+        return Rollout(
+            item.id,
+            skill_hash,
+            reply.text,
+            float(score.hard),
+            float(score.soft),
+            call_key=reply.key,
+            tokens=reply.prompt_tokens + reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+        )
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    decision: str  # accepted | rejected
+    metric: str
+    before: float | None  # current skill's mean over the compared val items
+    after: float | None  # candidate's mean over the items it was evaluated on
+    after_bound: float | None  # best full mean the candidate could still have reached
+    n: int  # val items the current skill has a score for
+    n_evaluated: int  # candidate rollouts actually run
+    early_stopped: bool
+    items: list[dict[str, Any]]
+    gained: list[str]
+    lost: list[str]
+    errors: int
+
+    @property
+    def calls_saved(self) -> int:
+        return max(0, self.n - self.n_evaluated)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "metric": self.metric,
+            "before": {"mean": self.before, "n": self.n},
+            "after": {"mean": self.after, "n": self.n_evaluated, "bound": self.after_bound},
+            "early_stopped": self.early_stopped,
+            "items": self.items,
+            "flipped": {"gained": self.gained, "lost": self.lost},
+            "errors": self.errors,
+        }
+
+
+def gate(
+    evaluator: Evaluator,
+    current: str,
+    candidate: str,
+    val: Sequence[TaskItem],
+    *,
+    metric: str,
+    early_stop: bool,
+    chunk: int,
+) -> GateResult:
+    """Candidate vs current on val: accept only a strict improvement of the paired mean.
+
+    Early stopping ends the evaluation once even a perfect score on every item left could not
+    make the candidate strictly better. (A certain acceptance is still evaluated in full: the
+    candidate becomes the current skill, whose scores the next gate needs anyway.)
+    """
+    cur = {r.item_id: r for r in evaluator.run(current, val, "val")}
+    scored = [it.id for it in val if cur[it.id].ok]
+    cand: dict[str, Rollout] = {}
+    diff = 0.0
+    early = False
+    size = max(1, chunk) if early_stop else len(val) or 1
+    for start in range(0, len(val), size):
+        for r in evaluator.run(candidate, val[start : start + size], "val"):
+            cand[r.item_id] = r
+            if r.ok and cur[r.item_id].ok:
+                diff += r.value(metric) - cur[r.item_id].value(metric)
+        rest = [cur[it.id] for it in val[start + size :] if cur[it.id].ok]
+        if early_stop and rest and diff + math.fsum(1 - c.value(metric) for c in rest) <= EPS:
+            early = True
+            break
+    pairs = [i for i in scored if i in cand and cand[i].ok]
+    unevaluated = [i for i in scored if i not in cand]
+    bound = None
+    if scored:
+        best = math.fsum(cand[i].value(metric) for i in pairs) + len(unevaluated)
+        bound = best / (len(pairs) + len(unevaluated)) if (pairs or unevaluated) else None
+    return GateResult(
+        decision="accepted" if diff > EPS else "rejected",
+        metric=metric,
+        before=mean([cur[i].value(metric) for i in scored]),
+        after=mean([cand[i].value(metric) for i in pairs]),
+        after_bound=bound,
+        n=len(scored),
+        n_evaluated=len(cand),
+        early_stopped=early,
+        items=[{"id": i, "before": cur[i].value(metric), "after": cand[i].value(metric)}
+               for i in pairs],
+        gained=[i for i in pairs if (cur[i].hard or 0) < 1 <= (cand[i].hard or 0)],
+        lost=[i for i in pairs if (cand[i].hard or 0) < 1 <= (cur[i].hard or 0)],
+        errors=sum(1 for r in cand.values() if not r.ok) + len(val) - len(scored),
+    )

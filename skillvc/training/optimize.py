@@ -1,0 +1,190 @@
+"""The backward pass: reflect on scored rollouts, aggregate the proposals, select under the lr.
+
+- ``reflect``: one optimizer call per minibatch of failures and per minibatch of successes,
+  each seeing the current skill, the rejected buffer and the meta skill. Malformed JSON gets
+  one repair call; if that fails too the minibatch yields no edits and the reason is recorded.
+- ``aggregate``: identical edits merge (their support adds up); edits that change the same
+  target text conflict, and the one with more support wins (earlier on ties).
+- ``select``: rank by support, then by first appearance, and keep ``lr`` edits.
+All three are deterministic for the same inputs, which resume-by-replay relies on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillvc import prompts
+from skillvc.calls import CallFailed, ModelClient
+from skillvc.edits import Edit
+from skillvc.tasks import TaskItem
+from skillvc.training.evaluate import Rollout
+
+
+@dataclass(frozen=True)
+class Proposal:
+    edit: Edit
+    minibatch: int
+    kind: str  # failures | successes
+
+
+@dataclass
+class Reflection:
+    proposals: list[Proposal] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # unusable answers, with why
+    calls: int = 0
+
+
+def _case(item: TaskItem, rollout: Rollout, metric: str) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "input": item.input,
+        "output": rollout.output,
+        "expected": list(item.targets) if len(item.targets) != 1 else item.targets[0],
+        "score": rollout.value(metric),
+    }
+
+
+def minibatches(
+    items: Sequence[TaskItem], rollouts: Sequence[Rollout], metric: str, size: int
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    failures, successes = [], []
+    for item, r in zip(items, rollouts, strict=True):
+        if not r.ok:
+            continue
+        (successes if r.value(metric) >= 1 else failures).append(_case(item, r, metric))
+    batches = [("failures", failures[i : i + size]) for i in range(0, len(failures), size)]
+    batches += [("successes", successes[i : i + size]) for i in range(0, len(successes), size)]
+    return batches
+
+
+def _parse_edits(payload: Any) -> list[Edit]:
+    edits = payload.get("edits") if isinstance(payload, dict) else None
+    if not isinstance(edits, list):
+        raise prompts.ParseError('"edits" is not a list')
+    out = []
+    for raw in edits:
+        if not isinstance(raw, dict):
+            raise prompts.ParseError("an edit is not a JSON object")
+        try:
+            out.append(Edit.from_dict(raw))
+        except ValueError as exc:
+            raise prompts.ParseError(str(exc)) from None
+    return out
+
+
+def ask_json(
+    client: ModelClient, messages: list[dict[str, str]], key: str, step: int | None
+) -> tuple[Any, int, str | None]:
+    """Call the optimizer for a JSON object with ``key``; one repair call on a bad answer.
+
+    Returns (object or None, calls made, error sentence or None).
+    """
+    reply = client.call("optimizer", messages, step=step)
+    try:
+        return prompts.parse_json_object(reply.text, key), 1, None
+    except prompts.ParseError as exc:
+        error = str(exc)
+    fmt = prompts.EDITS_FORMAT if key == "edits" else f'{{"{key}": "..."}}'
+    repair = prompts.render("repair", error=error, previous=reply.text[:8000], format=fmt)
+    fixed = client.call("optimizer", repair, step=step)
+    try:
+        return prompts.parse_json_object(fixed.text, key), 2, None
+    except prompts.ParseError as exc:
+        return None, 2, f"unusable optimizer answer after one repair: {exc}"
+
+
+def reflect(
+    client: ModelClient,
+    pool: ThreadPoolExecutor,
+    *,
+    skill: str,
+    items: Sequence[TaskItem],
+    rollouts: Sequence[Rollout],
+    metric: str,
+    minibatch_size: int,
+    budget: int,
+    rejected: Sequence[dict[str, Any]],
+    meta: str,
+    step: int,
+) -> Reflection:
+    batches = minibatches(items, rollouts, metric, minibatch_size)
+    notes = {
+        "failures": "these answers scored below full marks",
+        "successes": "these answers scored full marks; keep what made them work",
+    }
+
+    def one(batch: tuple[str, list[dict[str, Any]]]) -> tuple[list[Edit], int, str | None]:
+        kind, cases = batch
+        messages = prompts.render(
+            "reflect",
+            n_cases=str(len(cases)),
+            kind=kind,
+            kind_note=notes[kind],
+            budget=str(budget),
+            skill=skill,
+            cases=cases,
+            rejected=list(rejected),
+            meta=meta or "(none yet)",
+        )
+        try:
+            payload, calls, error = ask_json(client, messages, "edits", step)
+        except CallFailed as exc:
+            return [], 1, exc.message
+        if payload is None:
+            return [], calls, error
+        try:
+            return _parse_edits(payload), calls, None
+        except prompts.ParseError as exc:
+            return [], calls, f"unusable edits: {exc}"
+
+    result = Reflection()
+    for index, ((kind, _), (edits, calls, error)) in enumerate(
+        zip(batches, pool.map(one, batches), strict=True)
+    ):
+        result.calls += calls
+        result.proposals.extend(Proposal(e, index, kind) for e in edits)
+        if error:
+            result.failures.append({"minibatch": index, "kind": kind, "error": error})
+    return result
+
+
+@dataclass(frozen=True)
+class Merged:
+    edit: Edit
+    support: int
+    order: int
+    merged_from: tuple[str, ...]  # ids of conflicting edits folded into this one
+
+
+def aggregate(proposals: Sequence[Proposal]) -> list[Merged]:
+    by_id: dict[str, list[Any]] = {}
+    for order, p in enumerate(proposals):
+        entry = by_id.setdefault(p.edit.id, [p.edit, 0, order, []])
+        entry[1] += 1
+    # Conflicts: several different edits that change the same target text.
+    by_target: dict[str, list[str]] = {}
+    for edit_id, (edit, _, _, _) in by_id.items():
+        if edit.op in ("replace", "delete"):
+            by_target.setdefault(edit.target.strip(), []).append(edit_id)
+    for ids in by_target.values():
+        if len(ids) < 2:
+            continue
+        ids.sort(key=lambda i: (-by_id[i][1], by_id[i][2]))
+        winner = by_id[ids[0]]
+        for loser in ids[1:]:
+            winner[3].append(loser)
+            del by_id[loser]
+    return [Merged(e, support, order, tuple(m)) for e, support, order, m in by_id.values()]
+
+
+def select(merged: Sequence[Merged], lr: int) -> tuple[list[Merged], list[Merged]]:
+    ranked = sorted(merged, key=lambda m: (-m.support, m.order))
+    return ranked[:lr], ranked[lr:]
+
+
+def edit_summary(edit: Edit) -> dict[str, Any]:
+    return json.loads(json.dumps(edit.to_dict()))

@@ -1,0 +1,249 @@
+"""A scriptable fake model API on 127.0.0.1, for driving the real SDKs over real HTTP.
+
+It speaks three routes:
+
+- ``POST /v1/chat/completions`` (OpenAI Chat Completions, with ``usage``);
+- ``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` (Azure OpenAI);
+- ``POST /v1/messages`` (Anthropic Messages, content blocks and input/output token usage).
+
+Every request is recorded (method, path, query, headers, JSON body) in ``server.requests``.
+Scripted behaviours are consumed first-in first-out, one per request, whatever the route:
+``answer``, ``rate_limit`` (429 + Retry-After), ``error`` (any status), ``slow`` (sleep, then
+answer), ``drop`` (close the socket without a response) and ``malformed`` (200 with a body that
+is not JSON). With nothing enqueued it answers with ``server.responder(body) -> text``, so a
+long run can be driven without scripting each call.
+
+Invariant: it binds to 127.0.0.1 only, port 0 (the OS picks a free port); no traffic leaves
+the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str  # without the query string
+    query: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+    json: Any
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What to do with one request."""
+
+    kind: str = "answer"  # answer | status | drop | malformed
+    text: str | None = None  # None: ask the responder
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # sleep before answering (a slow server)
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+    finish_reason: str | None = None  # None: the route's normal "stop" value
+    message: str = "scripted error"
+
+
+def _default_responder(body: dict[str, Any]) -> str:
+    return "ok"
+
+
+class LoopbackServer:
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.responder: Responder = _default_responder
+        self._queue: deque[Behaviour] = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        # Daemon threads: a handler still sleeping in a "slow" behaviour must not block teardown.
+        self._httpd.daemon_threads = True
+        # A short poll interval keeps shutdown (each test's teardown) fast.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # -- scripting --------------------------------------------------------------------------
+
+    def enqueue(self, *behaviours: Behaviour) -> None:
+        with self._lock:
+            self._queue.extend(behaviours)
+
+    def answer(self, text: str | None = None, **kw: Any) -> None:
+        self.enqueue(Behaviour(text=text, **kw))
+
+    def rate_limit(self, retry_after: str | None = "2", **headers: str) -> None:
+        hdrs = dict(headers)
+        if retry_after is not None:
+            hdrs["Retry-After"] = retry_after
+        self.enqueue(Behaviour(kind="status", status=429, headers=hdrs, message="Rate limited."))
+
+    def error(self, status: int = 500, message: str = "scripted error") -> None:
+        self.enqueue(Behaviour(kind="status", status=status, message=message))
+
+    def unauthorized(self) -> None:
+        """401 whose body echoes the key it was sent, as careless servers do."""
+        self.enqueue(Behaviour(kind="status", status=401, message="Incorrect API key: {key}"))
+
+    def slow(self, seconds: float, text: str | None = None) -> None:
+        self.enqueue(Behaviour(text=text, delay_s=seconds))
+
+    def drop(self) -> None:
+        self.enqueue(Behaviour(kind="drop"))
+
+    def malformed(self) -> None:
+        self.enqueue(Behaviour(kind="malformed"))
+
+    def _next(self) -> Behaviour:
+        with self._lock:
+            return self._queue.popleft() if self._queue else Behaviour()
+
+    def _record(self, rec: Recorded) -> None:
+        with self._lock:
+            self.requests.append(rec)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def _openai_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", "unknown"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": b.finish_reason or "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": b.prompt_tokens,
+            "completion_tokens": b.completion_tokens,
+            "total_tokens": b.prompt_tokens + b.completion_tokens,
+        },
+    }
+
+
+def _anthropic_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]:
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": req.get("model", "unknown"),
+        # Two text blocks, so tests see that the backend joins every text block.
+        "content": [
+            {"type": "text", "text": text[: len(text) // 2]},
+            {"type": "text", "text": text[len(text) // 2 :]},
+        ],
+        "stop_reason": b.finish_reason or "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": b.prompt_tokens, "output_tokens": b.completion_tokens},
+    }
+
+
+def _error_body(anthropic: bool, status: int, message: str) -> dict[str, Any]:
+    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
+    if anthropic:
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": None, "param": None}}
+
+
+def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+            pass
+
+        def do_POST(self) -> None:
+            parts = urlsplit(self.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            server._record(Recorded("POST", parts.path, query, headers, raw, body))
+
+            openai_route = parts.path.endswith("/chat/completions")
+            anthropic_route = parts.path == "/v1/messages"
+            if not (openai_route or anthropic_route):
+                self._send(404, {"error": {"message": f"no route {parts.path}"}})
+                return
+
+            b = server._next()
+            if b.delay_s:
+                time.sleep(b.delay_s)
+            if b.kind == "drop":
+                # No status line at all: the client sees the connection close under it.
+                self.close_connection = True
+                return
+            if b.kind == "malformed":
+                self._send_raw(200, b'{"choices": [ this is not json', {})
+                return
+            if b.kind == "status":
+                key = headers.get("x-api-key") or headers.get("api-key") or ""
+                key = key or headers.get("authorization", "").removeprefix("Bearer ")
+                message = b.message.replace("{key}", key)
+                self._send(b.status, _error_body(anthropic_route, b.status, message), b.headers)
+                return
+            req = body if isinstance(body, dict) else {}
+            text = b.text if b.text is not None else server.responder(req)
+            shape = _anthropic_body if anthropic_route else _openai_body
+            self._send(200, shape(req, text, b), b.headers)
+
+        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            self._send_raw(status, json.dumps(payload).encode(), headers or {})
+
+        def _send_raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test); nothing to answer
+
+    return Handler
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackServer]:
+    server = LoopbackServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
