@@ -79,8 +79,8 @@ class LoopbackServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._httpd.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     # -- scripting --------------------------------------------------------------------------
 

@@ -112,7 +112,9 @@ class CommandBackend:
             skill_path = workdir / rel
             if request.system.strip():
                 skill_path.parent.mkdir(parents=True, exist_ok=True)
-                skill_path.write_text(request.system, encoding="utf-8")
+                skill_path.write_text(
+                    request.system, encoding="utf-8", newline=""
+                )  # bytes as given
             values = {
                 "input": request.user,
                 "skill_dir": str(skill_path.parent),

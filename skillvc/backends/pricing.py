@@ -33,11 +33,11 @@ def price_for(
     model: str, overrides: Mapping[str, Mapping[str, float]] | None = None
 ) -> tuple[float, float] | None:
     """(input, output) USD per 1M tokens for ``model``, or None when unknown."""
-    if model.startswith("sim:"):
-        return (0.0, 0.0)
     if overrides and model in overrides:
         entry = overrides[model]
         return float(entry.get("input", 0.0)), float(entry.get("output", 0.0))
+    if model.startswith("sim:"):
+        return (0.0, 0.0)
     if model in DEFAULT_PRICES:
         return DEFAULT_PRICES[model]
     # Dated snapshots ("gpt-4o-mini-2024-07-18") price like their base model.

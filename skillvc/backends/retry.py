@@ -144,10 +144,9 @@ def server_detail(body: object) -> str:
     """The human explanation in an error body (OpenAI and Anthropic shapes), or ''."""
     if isinstance(body, dict):
         inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-        if isinstance(inner, str):
-            return inner
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(message, str):
+            return message
     return ""
 
 

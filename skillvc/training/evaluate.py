@@ -130,6 +130,32 @@ class GateResult:
         }
 
 
+def scan(
+    current: Sequence[float | None],
+    evaluate: Callable[[int, int], Sequence[float | None]],
+    *,
+    early_stop: bool,
+    chunk: int,
+) -> tuple[float, int, bool]:
+    """Evaluate the candidate chunk by chunk; return (paired difference, evaluated, early).
+
+    ``current[i]`` is the current skill's score on item i (None: it errored); ``evaluate(a, b)``
+    scores the candidate on items a..b-1 (None for an error). Stops early only when even a
+    perfect score on every item left could not make the difference strictly positive.
+    """
+    diff, n = 0.0, len(current)
+    size = max(1, chunk) if early_stop else max(1, n)
+    for start in range(0, n, size):
+        stop = min(n, start + size)
+        for i, value in zip(range(start, stop), evaluate(start, stop), strict=True):
+            if value is not None and current[i] is not None:
+                diff += value - current[i]
+        rest = [c for c in current[stop:] if c is not None]
+        if early_stop and rest and diff + math.fsum(1 - c for c in rest) <= EPS:
+            return diff, stop, True
+    return diff, n, False
+
+
 def gate(
     evaluator: Evaluator,
     current: str,
@@ -142,31 +168,26 @@ def gate(
 ) -> GateResult:
     """Candidate vs current on val: accept only a strict improvement of the paired mean.
 
-    Early stopping ends the evaluation once even a perfect score on every item left could not
-    make the candidate strictly better. (A certain acceptance is still evaluated in full: the
-    candidate becomes the current skill, whose scores the next gate needs anyway.)
+    (A certain acceptance is still evaluated in full: the candidate becomes the current skill,
+    whose scores the next gate needs anyway.)
     """
     cur = {r.item_id: r for r in evaluator.run(current, val, "val")}
-    scored = [it.id for it in val if cur[it.id].ok]
     cand: dict[str, Rollout] = {}
-    diff = 0.0
-    early = False
-    size = max(1, chunk) if early_stop else len(val) or 1
-    for start in range(0, len(val), size):
-        for r in evaluator.run(candidate, val[start : start + size], "val"):
-            cand[r.item_id] = r
-            if r.ok and cur[r.item_id].ok:
-                diff += r.value(metric) - cur[r.item_id].value(metric)
-        rest = [cur[it.id] for it in val[start + size :] if cur[it.id].ok]
-        if early_stop and rest and diff + math.fsum(1 - c.value(metric) for c in rest) <= EPS:
-            early = True
-            break
+
+    def evaluate(a: int, b: int) -> list[float | None]:
+        out = evaluator.run(candidate, val[a:b], "val")
+        cand.update((r.item_id, r) for r in out)
+        return [r.value(metric) if r.ok else None for r in out]
+
+    current_values = [cur[it.id].value(metric) if cur[it.id].ok else None for it in val]
+    diff, _, early = scan(current_values, evaluate, early_stop=early_stop, chunk=chunk)
+    scored = [it.id for it in val if cur[it.id].ok]
     pairs = [i for i in scored if i in cand and cand[i].ok]
     unevaluated = [i for i in scored if i not in cand]
     bound = None
-    if scored:
+    if pairs or unevaluated:
         best = math.fsum(cand[i].value(metric) for i in pairs) + len(unevaluated)
-        bound = best / (len(pairs) + len(unevaluated)) if (pairs or unevaluated) else None
+        bound = best / (len(pairs) + len(unevaluated))
     return GateResult(
         decision="accepted" if diff > EPS else "rejected",
         metric=metric,

@@ -295,8 +295,9 @@ class Trainer:
             self.epoch_decisions.append(("accepted", edits))
         else:
             self.summary.rejected += 1
-            delta = {"val_before": result.before, "val_after": result.after} if result else {}
-            self.buffer.extend({**e, **delta} for e in edits)
+            # Only facts both a full and an early-stopped gate agree on go into the buffer, so
+            # early stopping never changes what later reflections see.
+            self.buffer.extend({**e, "decision": "rejected"} for e in edits)
             self.buffer = self.buffer[-self.t.rejected_buffer_size:]
             self.epoch_decisions.append(("rejected", edits))
         if result is None:

@@ -1,0 +1,278 @@
+"""`skillvc train` end to end on the simulator: commits, refs, resume, locking, ablations."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import git
+from skillvc.cli import cli
+from skillvc.demo import create_demo_repo
+from skillvc.errors import BudgetExceeded, ConfigError, DirtySkillFile, Locked
+from skillvc.store import open_store
+from skillvc.training.evaluate import EPS, scan
+from skillvc.training.loop import train
+from skillvc.training.schedule import learning_rate
+from skillvc.workspace import open_workspace
+
+SKILL = "skills/acme-returns/SKILL.md"
+
+
+@pytest.fixture(scope="module")
+def seed_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's seed repo, made once; tests copy it (same seed commit sha everywhere)."""
+    root = tmp_path_factory.mktemp("seed") / "repo"
+    env = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": str(root.parent),
+    }
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        create_demo_repo(root)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return root
+
+
+def copy_repo(seed: Path, dest: Path) -> Path:
+    shutil.copytree(seed, dest)
+    return dest
+
+
+def history(repo: Path) -> dict:
+    """What must be identical between an interrupted and an uninterrupted run."""
+    accepted = git(repo, "log", "--format=%T%x00%B%x01", "main").split("\x01")
+    rejected_refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/skillvc/").split()
+    rejected = {
+        ref.split("/", 4)[-1]: git(repo, "log", "-1", "--format=%T%x00%B", ref)
+        for ref in rejected_refs
+    }
+    with open_store(repo / ".skillvc/events.db") as store:
+        gates = store.query(
+            "SELECT run_id, step, kind, decision, edits, val_before, val_after FROM gates "
+            "ORDER BY run_id, event_id"
+        )
+        rejected_edits = store.query("SELECT edit_id FROM rejected_edits ORDER BY gate_event_id")
+        calls = store.query("SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events "
+                            "WHERE type = 'model.call'")[0]
+        seqs = store.query("SELECT run_id, seq, type FROM events WHERE seq IS NOT NULL "
+                           "ORDER BY run_id, seq")
+    return {
+        "skill": (repo / SKILL).read_bytes(),
+        "accepted": accepted,
+        "rejected": rejected,
+        "gates": gates,
+        "rejected_edits": rejected_edits,
+        "calls": calls,
+        "seqs": seqs,
+    }
+
+
+def test_learning_rate_schedules() -> None:
+    assert [learning_rate(s, 9, 4, 2, "cosine") for s in range(1, 10)] == [4, 4, 4, 3, 3, 3, 2, 2, 2]
+    assert [learning_rate(s, 5, 4, 2, "linear") for s in range(1, 6)] == [4, 4, 3, 3, 2]
+    assert {learning_rate(s, 5, 4, 2, "constant") for s in range(1, 6)} == {4}
+    assert learning_rate(1, 1, 4, 2, "cosine") == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.one_of(st.none(), st.sampled_from([0.0, 1.0]), st.floats(0, 1)),
+                       st.one_of(st.none(), st.sampled_from([0.0, 1.0]), st.floats(0, 1))),
+             min_size=1, max_size=40),
+    st.integers(1, 12),
+)
+def test_early_stopping_reaches_the_full_evaluations_decision(pairs, chunk) -> None:
+    current = [c for c, _ in pairs]
+    candidate = [d for _, d in pairs]
+    asked: list[int] = []
+
+    def evaluate(a: int, b: int):
+        asked.extend(range(a, b))
+        return candidate[a:b]
+
+    early_diff, evaluated, stopped = scan(current, evaluate, early_stop=True, chunk=chunk)
+    full_diff, _, _ = scan(current, lambda a, b: candidate[a:b], early_stop=False, chunk=chunk)
+    assert (early_diff > EPS) == (full_diff > EPS)
+    assert asked == list(range(evaluated))
+    if stopped:
+        assert evaluated < len(pairs) and full_diff <= EPS
+
+
+def test_demo_training_commits_accepted_edits_and_keeps_rejected_ones(
+    seed_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    seed = git(repo, "rev-parse", "HEAD")
+    lines: list[str] = []
+    summary = train(open_workspace(repo), progress=lines.append)
+
+    assert summary.status == "finished" and summary.steps == 9
+    assert summary.accepted >= 2 and summary.rejected >= 2
+    assert summary.test > summary.baseline_test
+    assert summary.best_val > summary.baseline_val
+
+    commits = git(repo, "rev-list", f"{seed}..main").split()
+    assert len(commits) == summary.accepted
+    for sha in commits:
+        assert git(repo, "show", "--name-only", "--format=", sha) == SKILL
+        body = git(repo, "log", "-1", "--format=%B", sha)
+        assert f"Skillvc-Run: {summary.run_id}" in body
+        assert f"Skillvc-Event: {summary.run_id}/" in body
+        assert "Gate: val hard" in body and "Model calls:" in body
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "hash-object", SKILL) == git(repo, "rev-parse", f"HEAD:{SKILL}")
+
+    refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/skillvc/rejected/").split()
+    assert len(refs) == summary.rejected
+    assert git(repo, "rev-parse", "HEAD") == commits[0]  # no branch moved for rejections
+    diff = git(repo, "diff", f"{refs[0]}~1", refs[0], "--", SKILL)
+    assert diff.startswith("diff --git")
+    tags = git(repo, "tag", "--list", "skillvc/*").split()
+    assert f"skillvc/{summary.run_id}/best" in tags
+    assert f"skillvc/{summary.run_id}/epoch-3" in tags
+
+    assert any("step 1/9 lr 4" in line and "proposed" in line for line in lines)
+
+    monkeypatch.chdir(repo)
+    runs = json.loads(CliRunner().invoke(cli, ["runs", "--json"]).output)
+    assert runs[0]["run"] == summary.run_id and runs[0]["status"] == "finished"
+    assert runs[0]["accepted"] == summary.accepted and runs[0]["test"] == summary.test
+    rejected = json.loads(CliRunner().invoke(cli, ["log", "--rejected", "--json"]).output)
+    assert len(rejected) == summary.rejected
+    assert all(e["ref"].startswith("refs/skillvc/rejected/") for e in rejected)
+
+
+def test_dirty_skill_file_is_refused_and_nothing_is_written(seed_repo: Path, tmp_path: Path):
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    (repo / SKILL).write_text("my own edit\n")
+    with pytest.raises(DirtySkillFile):
+        train(open_workspace(repo))
+    assert (repo / SKILL).read_text() == "my own edit\n"
+    assert git(repo, "rev-list", "--count", "HEAD") == "1"
+
+
+def test_resume_refuses_changed_settings(seed_repo: Path, tmp_path: Path) -> None:
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    with open_store(repo / ".skillvc/events.db") as store:
+        store.append("run.started", {"config": {}, "base_commit": "x", "skill": "y"},
+                     run_id="run-old", seq=1)
+    with pytest.raises(ConfigError, match="Run run-old is unfinished"):
+        train(open_workspace(repo), overrides={"train": {"epochs": 1}})
+
+
+def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: Path) -> None:
+    priced = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
+    full = copy_repo(seed_repo, tmp_path / "full")
+    stopped = copy_repo(seed_repo, tmp_path / "stopped")
+    for repo in (full, stopped):
+        with open(repo / "skillvc.toml", "a") as fh:
+            fh.write(priced)
+        git(repo, "commit", "-qam", "price the simulator")
+    reference = train(open_workspace(full))
+
+    with pytest.raises(BudgetExceeded, match=r"stopped after step 1: it has cost \$0\.0\d+ of"):
+        train(open_workspace(stopped), budget_usd=0.01)
+    with open_store(stopped / ".skillvc/events.db") as store:
+        assert store.query("SELECT status FROM runs")[0]["status"] == "stopped"
+    resumed = train(open_workspace(stopped), budget_usd=100.0)
+    assert resumed.resumed and resumed.run_id == reference.run_id
+    assert history(stopped)["accepted"] == history(full)["accepted"]
+    assert (stopped / SKILL).read_bytes() == (full / SKILL).read_bytes()
+
+
+def test_no_buffer_repeats_rejected_edits(seed_repo: Path, tmp_path: Path) -> None:
+    def repeats(repo: Path) -> int:
+        with open_store(repo / ".skillvc/events.db") as store:
+            ids = [r["edit_id"] for r in store.query("SELECT edit_id FROM rejected_edits")]
+        return len(ids) - len(set(ids))
+
+    with_buffer = copy_repo(seed_repo, tmp_path / "a")
+    without = copy_repo(seed_repo, tmp_path / "b")
+    train(open_workspace(with_buffer))
+    train(open_workspace(without), overrides={"train": {"buffer": False}})
+    assert repeats(with_buffer) == 0
+    assert repeats(without) > 0
+
+
+def _event_count(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _train_process(repo: Path, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "skillvc", "train", "-q"], cwd=repo, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: Path) -> None:
+    env = dict(os.environ, SKILLVC_SIM_LATENCY_MS="15",
+               PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    reference = copy_repo(seed_repo, tmp_path / "reference")
+    done = subprocess.run([sys.executable, "-m", "skillvc", "train", "-q"], cwd=reference,
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = history(reference)
+    total_events = _event_count(reference / ".skillvc/events.db")
+
+    repo = copy_repo(seed_repo, tmp_path / "killed")
+    journal = tmp_path / "journal.txt"
+    env["SKILLVC_SIM_JOURNAL"] = str(journal)
+    db = repo / ".skillvc/events.db"
+    kills = 0
+    for fraction in (0.15, 0.45, 0.75):
+        proc = _train_process(repo, env)
+        deadline = time.monotonic() + 120
+        while _event_count(db) < fraction * total_events and proc.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        if proc.poll() is None:
+            if fraction == 0.45:  # while it runs, a second trainer is refused
+                second = subprocess.run([sys.executable, "-m", "skillvc", "train"], cwd=repo,
+                                        env=env, capture_output=True, text=True)
+                assert second.returncode == Locked.exit_code
+                assert "Another skillvc train is running in this repository" in second.stderr
+            os.kill(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.communicate()
+    assert kills >= 2
+    final = subprocess.run([sys.executable, "-m", "skillvc", "train", "-q"], cwd=repo, env=env,
+                           capture_output=True, text=True)
+    assert final.returncode == 0, final.stderr
+
+    got = history(repo)
+    for key in ("skill", "accepted", "rejected", "gates", "rejected_edits", "seqs"):
+        assert got[key] == expected[key], key
+    assert got["calls"] == expected["calls"]
+    assert got["calls"]["n"] == got["calls"]["k"]  # every call recorded once
+    made = journal.read_text().split()
+    # Only calls in flight at a kill (answered but not yet recorded) can be made again.
+    assert len(made) - len(set(made)) <= kills * 8
+    assert len(set(made)) == expected["calls"]["n"]
+    assert git(repo, "status", "--porcelain") == ""
