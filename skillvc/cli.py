@@ -194,20 +194,47 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option("--workers", type=int, help="Model calls in flight at once [16].")
 @click.option("--seed", type=int, help="Shuffling seed [42].")
 @click.option("--branch", help="Train on this branch (created from HEAD if needed).")
-@click.option("--no-buffer", "buffer", flag_value=False, default=None,
-              help="Do not show rejected edits to later reflections.")
-@click.option("--no-slow-update", "slow_update", flag_value=False, default=None,
-              help="Skip the epoch-end slow update.")
-@click.option("--no-slow-update-gate", "slow_update_gate", flag_value=False, default=None,
-              help="Apply slow updates without gating them (marked ungated).")
-@click.option("--no-meta-skill", "meta_skill", flag_value=False, default=None,
-              help="Skip the optimizer-side meta skill.")
-@click.option("--no-early-stop", "early_stop", flag_value=False, default=None,
-              help="Evaluate every val item in every gate.")
+@click.option(
+    "--no-buffer",
+    "buffer",
+    flag_value=False,
+    default=None,
+    help="Do not show rejected edits to later reflections.",
+)
+@click.option(
+    "--no-slow-update",
+    "slow_update",
+    flag_value=False,
+    default=None,
+    help="Skip the epoch-end slow update.",
+)
+@click.option(
+    "--no-slow-update-gate",
+    "slow_update_gate",
+    flag_value=False,
+    default=None,
+    help="Apply slow updates without gating them (marked ungated).",
+)
+@click.option(
+    "--no-meta-skill",
+    "meta_skill",
+    flag_value=False,
+    default=None,
+    help="Skip the optimizer-side meta skill.",
+)
+@click.option(
+    "--no-early-stop",
+    "early_stop",
+    flag_value=False,
+    default=None,
+    help="Evaluate every val item in every gate.",
+)
 @click.option("--budget-usd", type=float, help="Stop cleanly at a step boundary past this cost.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
-def train(new: bool, budget_usd: float | None, quiet: bool, as_json: bool, **train_options: Any) -> None:
+def train(
+    new: bool, budget_usd: float | None, quiet: bool, as_json: bool, **train_options: Any
+) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
 
     Every option overrides the [train] key of the same name in skillvc.toml.
@@ -219,7 +246,10 @@ def train(new: bool, budget_usd: float | None, quiet: bool, as_json: bool, **tra
     from skillvc.workspace import open_workspace
 
     summary = run_training(
-        open_workspace(), new=new, overrides={"train": train_options}, budget_usd=budget_usd,
+        open_workspace(),
+        new=new,
+        overrides={"train": train_options},
+        budget_usd=budget_usd,
         progress=_progress(quiet or as_json),
     )
     if as_json:
@@ -248,19 +278,51 @@ def runs(limit: int | None, as_json: bool) -> None:
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)
         return
-    click.echo(table(
-        [[r["run"], r["status"], r["steps"], r["accepted"], r["rejected"],
-          fmt_score(r["baseline_val"]), fmt_score(r["best_val"]), fmt_score(r["baseline_test"]),
-          fmt_score(r["test"]), r["calls"], r["tokens"],
-          "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"] for r in rows],
-        ["run", "status", "steps", "accepted", "rejected", "val base", "val best",
-         "test base", "test best", "calls", "tokens", "cost"],
-    ))
+    click.echo(
+        table(
+            [
+                [
+                    r["run"],
+                    r["status"],
+                    r["steps"],
+                    r["accepted"],
+                    r["rejected"],
+                    fmt_score(r["baseline_val"]),
+                    fmt_score(r["best_val"]),
+                    fmt_score(r["baseline_test"]),
+                    fmt_score(r["test"]),
+                    r["calls"],
+                    r["tokens"],
+                    "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
+                ]
+                for r in rows
+            ],
+            [
+                "run",
+                "status",
+                "steps",
+                "accepted",
+                "rejected",
+                "val base",
+                "val best",
+                "test base",
+                "test best",
+                "calls",
+                "tokens",
+                "cost",
+            ],
+        )
+    )
 
 
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
-              help="Where to create the demo repo [a new temporary directory].")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to create the demo repo [a new temporary directory].",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 def demo(directory: str | None, quiet: bool) -> None:
     """Train a bundled example skill offline with the simulator, then show the result.
@@ -294,6 +356,20 @@ def demo(directory: str | None, quiet: bool) -> None:
         "  git log -p skills/             # accepted edits with their evidence\n"
         "  skillvc train --new --no-buffer  # an ablation: watch rejected edits repeat"
     )
+
+
+def _register_command_modules() -> None:
+    import importlib
+    import pkgutil
+
+    import skillvc.commands
+
+    for info in sorted(pkgutil.iter_modules(skillvc.commands.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"skillvc.commands.{info.name}")
+        cli.add_command(module.command)
+
+
+_register_command_modules()
 
 
 def main() -> None:

@@ -35,8 +35,10 @@ def template_hashes() -> dict[str, str]:
 def render(name: str, **values: Any) -> list[dict[str, str]]:
     """Chat messages for one optimizer call: the shared system prompt and the filled template."""
     user = string.Template(template(name)).substitute(
-        {k: v if isinstance(v, str) else json.dumps(v, indent=1, ensure_ascii=False)
-         for k, v in values.items()}
+        {
+            k: v if isinstance(v, str) else json.dumps(v, indent=1, ensure_ascii=False)
+            for k, v in values.items()
+        }
     )
     return [
         {"role": "system", "content": template("system").strip()},

@@ -11,9 +11,23 @@ from typing import Any
 from skillvc.store import EventStore
 
 RUN_KEYS = (
-    "run", "status", "started_at", "target_model", "optimizer_model", "steps", "accepted",
-    "rejected", "baseline_val", "best_val", "baseline_test", "test", "calls", "tokens",
-    "cost_usd", "unpriced_calls", "best_commit",
+    "run",
+    "status",
+    "started_at",
+    "target_model",
+    "optimizer_model",
+    "steps",
+    "accepted",
+    "rejected",
+    "baseline_val",
+    "best_val",
+    "baseline_test",
+    "test",
+    "calls",
+    "tokens",
+    "cost_usd",
+    "unpriced_calls",
+    "best_commit",
 )
 
 
@@ -34,23 +48,25 @@ def list_runs(store: EventStore, limit: int | None = None) -> list[dict[str, Any
     out = []
     for r in rows:
         u = usage.get(r["run_id"], {})
-        out.append({
-            "run": r["run_id"],
-            "status": r["status"],
-            "started_at": r["started_at"],
-            "target_model": r["target_model"],
-            "optimizer_model": r["optimizer_model"],
-            "steps": r["steps"],
-            "accepted": r["accepted"],
-            "rejected": r["rejected"],
-            "baseline_val": r["baseline_val"],
-            "best_val": r["best_val"],
-            "baseline_test": r["baseline_test"],
-            "test": r["test"],
-            "calls": u.get("calls", 0),
-            "tokens": u.get("tokens", 0) or 0,
-            "cost_usd": u.get("cost_usd") if not u.get("unpriced") else None,
-            "unpriced_calls": u.get("unpriced", 0) or 0,
-            "best_commit": r["best_commit"],
-        })
+        out.append(
+            {
+                "run": r["run_id"],
+                "status": r["status"],
+                "started_at": r["started_at"],
+                "target_model": r["target_model"],
+                "optimizer_model": r["optimizer_model"],
+                "steps": r["steps"],
+                "accepted": r["accepted"],
+                "rejected": r["rejected"],
+                "baseline_val": r["baseline_val"],
+                "best_val": r["best_val"],
+                "baseline_test": r["baseline_test"],
+                "test": r["test"],
+                "calls": u.get("calls", 0),
+                "tokens": u.get("tokens", 0) or 0,
+                "cost_usd": u.get("cost_usd") if not u.get("unpriced") else None,
+                "unpriced_calls": u.get("unpriced", 0) or 0,
+                "best_commit": r["best_commit"],
+            }
+        )
     return out

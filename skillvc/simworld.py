@@ -69,43 +69,113 @@ class Rule:
 
 
 GOOD: tuple[Rule, ...] = (
-    Rule("billing errors go to", "Billing errors go to the billing team: escalate them.",
-         "good", lambda c: c.issue == "billing-error", "escalate"),
-    Rule("after 30 days", "After 30 days from delivery, deny returns unless the item is "
-         "defective.", "good", lambda c: c.days > 30 and c.issue != "defective", "deny"),
-    Rule("damaged on arrival", "Damaged on arrival: offer a replacement, not a refund.",
-         "good", lambda c: c.issue == "damaged", "replace"),
-    Rule("missing parts", "Missing parts: ship the missing part instead of refunding.",
-         "good", lambda c: c.issue == "missing-parts", "ship-part"),
-    Rule("wrong item was sent", "If the wrong item was sent, exchange it for the right one.",
-         "good", lambda c: c.issue == "wrong-item", "exchange"),
-    Rule("late deliveries earn", "Late deliveries earn store credit, not a refund.",
-         "good", lambda c: c.issue == "late", "store-credit"),
-    Rule("defects within a year", "Repair defects within a year under warranty; do not "
-         "refund them.", "good", lambda c: c.issue == "defective" and c.days <= 365, "repair"),
-    Rule("standard customers who changed", "Standard customers who changed their mind get "
-         "store credit; gold customers get a refund.",
-         "good", lambda c: c.issue == "changed-mind" and c.tier == "standard", "store-credit"),
+    Rule(
+        "billing errors go to",
+        "Billing errors go to the billing team: escalate them.",
+        "good",
+        lambda c: c.issue == "billing-error",
+        "escalate",
+    ),
+    Rule(
+        "after 30 days",
+        "After 30 days from delivery, deny returns unless the item is defective.",
+        "good",
+        lambda c: c.days > 30 and c.issue != "defective",
+        "deny",
+    ),
+    Rule(
+        "damaged on arrival",
+        "Damaged on arrival: offer a replacement, not a refund.",
+        "good",
+        lambda c: c.issue == "damaged",
+        "replace",
+    ),
+    Rule(
+        "missing parts",
+        "Missing parts: ship the missing part instead of refunding.",
+        "good",
+        lambda c: c.issue == "missing-parts",
+        "ship-part",
+    ),
+    Rule(
+        "wrong item was sent",
+        "If the wrong item was sent, exchange it for the right one.",
+        "good",
+        lambda c: c.issue == "wrong-item",
+        "exchange",
+    ),
+    Rule(
+        "late deliveries earn",
+        "Late deliveries earn store credit, not a refund.",
+        "good",
+        lambda c: c.issue == "late",
+        "store-credit",
+    ),
+    Rule(
+        "defects within a year",
+        "Repair defects within a year under warranty; do not refund them.",
+        "good",
+        lambda c: c.issue == "defective" and c.days <= 365,
+        "repair",
+    ),
+    Rule(
+        "standard customers who changed",
+        "Standard customers who changed their mind get store credit; gold customers get a refund.",
+        "good",
+        lambda c: c.issue == "changed-mind" and c.tier == "standard",
+        "store-credit",
+    ),
 )
 
 HARMFUL: tuple[Rule, ...] = (
-    Rule("escalate every gold", "Escalate every gold customer's ticket to a manager.",
-         "harmful", lambda c: c.tier == "gold", "escalate"),
-    Rule("after 14 days", "After 14 days from delivery, deny all returns.",
-         "harmful", lambda c: c.days > 14, "deny"),
-    Rule("late orders get a full", "Late orders get a full refund.",
-         "harmful", lambda c: c.issue == "late", "refund"),
-    Rule("replace anything", "Replace anything the customer is unhappy with.",
-         "harmful", lambda c: c.issue in ("changed-mind", "missing-parts"), "replace"),
+    Rule(
+        "escalate every gold",
+        "Escalate every gold customer's ticket to a manager.",
+        "harmful",
+        lambda c: c.tier == "gold",
+        "escalate",
+    ),
+    Rule(
+        "after 14 days",
+        "After 14 days from delivery, deny all returns.",
+        "harmful",
+        lambda c: c.days > 14,
+        "deny",
+    ),
+    Rule(
+        "late orders get a full",
+        "Late orders get a full refund.",
+        "harmful",
+        lambda c: c.issue == "late",
+        "refund",
+    ),
+    Rule(
+        "replace anything",
+        "Replace anything the customer is unhappy with.",
+        "harmful",
+        lambda c: c.issue in ("changed-mind", "missing-parts"),
+        "replace",
+    ),
 )
 
 REDUNDANT: tuple[Rule, ...] = (
-    Rule("thank the customer", "Thank the customer for their patience.", "redundant",
-         lambda c: False, None),
-    Rule("order number", "Always quote the order number in the reply.", "redundant",
-         lambda c: False, None),
-    Rule("empathetic", "Be empathetic and keep a friendly tone.", "redundant",
-         lambda c: False, None),
+    Rule(
+        "thank the customer",
+        "Thank the customer for their patience.",
+        "redundant",
+        lambda c: False,
+        None,
+    ),
+    Rule(
+        "order number",
+        "Always quote the order number in the reply.",
+        "redundant",
+        lambda c: False,
+        None,
+    ),
+    Rule(
+        "empathetic", "Be empathetic and keep a friendly tone.", "redundant", lambda c: False, None
+    ),
 )
 
 ALL_RULES = GOOD + HARMFUL + REDUNDANT

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import git
 from skillvc.cli import cli
 from skillvc.demo import create_demo_repo
 from skillvc.errors import BudgetExceeded, ConfigError, DirtySkillFile, Locked
@@ -71,10 +71,12 @@ def history(repo: Path) -> dict:
             "ORDER BY run_id, event_id"
         )
         rejected_edits = store.query("SELECT edit_id FROM rejected_edits ORDER BY gate_event_id")
-        calls = store.query("SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events "
-                            "WHERE type = 'model.call'")[0]
-        seqs = store.query("SELECT run_id, seq, type FROM events WHERE seq IS NOT NULL "
-                           "ORDER BY run_id, seq")
+        calls = store.query(
+            "SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events WHERE type = 'model.call'"
+        )[0]
+        seqs = store.query(
+            "SELECT run_id, seq, type FROM events WHERE seq IS NOT NULL ORDER BY run_id, seq"
+        )
     return {
         "skill": (repo / SKILL).read_bytes(),
         "accepted": accepted,
@@ -87,7 +89,17 @@ def history(repo: Path) -> dict:
 
 
 def test_learning_rate_schedules() -> None:
-    assert [learning_rate(s, 9, 4, 2, "cosine") for s in range(1, 10)] == [4, 4, 4, 3, 3, 3, 2, 2, 2]
+    assert [learning_rate(s, 9, 4, 2, "cosine") for s in range(1, 10)] == [
+        4,
+        4,
+        4,
+        3,
+        3,
+        3,
+        2,
+        2,
+        2,
+    ]
     assert [learning_rate(s, 5, 4, 2, "linear") for s in range(1, 6)] == [4, 4, 3, 3, 2]
     assert {learning_rate(s, 5, 4, 2, "constant") for s in range(1, 6)} == {4}
     assert learning_rate(1, 1, 4, 2, "cosine") == 4
@@ -95,9 +107,14 @@ def test_learning_rate_schedules() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.tuples(st.one_of(st.none(), st.sampled_from([0.0, 1.0]), st.floats(0, 1)),
-                       st.one_of(st.none(), st.sampled_from([0.0, 1.0]), st.floats(0, 1))),
-             min_size=1, max_size=40),
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.sampled_from([0.0, 1.0]), st.floats(0, 1)),
+            st.one_of(st.none(), st.sampled_from([0.0, 1.0]), st.floats(0, 1)),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
     st.integers(1, 12),
 )
 def test_early_stopping_reaches_the_full_evaluations_decision(pairs, chunk) -> None:
@@ -173,8 +190,9 @@ def test_dirty_skill_file_is_refused_and_nothing_is_written(seed_repo: Path, tmp
 def test_resume_refuses_changed_settings(seed_repo: Path, tmp_path: Path) -> None:
     repo = copy_repo(seed_repo, tmp_path / "r")
     with open_store(repo / ".skillvc/events.db") as store:
-        store.append("run.started", {"config": {}, "base_commit": "x", "skill": "y"},
-                     run_id="run-old", seq=1)
+        store.append(
+            "run.started", {"config": {}, "base_commit": "x", "skill": "y"}, run_id="run-old", seq=1
+        )
     with pytest.raises(ConfigError, match="Run run-old is unfinished"):
         train(open_workspace(repo), overrides={"train": {"epochs": 1}})
 
@@ -226,17 +244,29 @@ def _event_count(db: Path) -> int:
 
 def _train_process(repo: Path, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "skillvc", "train", "-q"], cwd=repo, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "skillvc", "train", "-q"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: Path) -> None:
-    env = dict(os.environ, SKILLVC_SIM_LATENCY_MS="15",
-               PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env = dict(
+        os.environ,
+        SKILLVC_SIM_LATENCY_MS="15",
+        PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+    )
     reference = copy_repo(seed_repo, tmp_path / "reference")
-    done = subprocess.run([sys.executable, "-m", "skillvc", "train", "-q"], cwd=reference,
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "skillvc", "train", "-q"],
+        cwd=reference,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     expected = history(reference)
     total_events = _event_count(reference / ".skillvc/events.db")
@@ -254,16 +284,26 @@ def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: 
             time.sleep(0.02)
         if proc.poll() is None:
             if fraction == 0.45:  # while it runs, a second trainer is refused
-                second = subprocess.run([sys.executable, "-m", "skillvc", "train"], cwd=repo,
-                                        env=env, capture_output=True, text=True)
+                second = subprocess.run(
+                    [sys.executable, "-m", "skillvc", "train"],
+                    cwd=repo,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
                 assert second.returncode == Locked.exit_code
                 assert "Another skillvc train is running in this repository" in second.stderr
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
         proc.communicate()
     assert kills >= 2
-    final = subprocess.run([sys.executable, "-m", "skillvc", "train", "-q"], cwd=repo, env=env,
-                           capture_output=True, text=True)
+    final = subprocess.run(
+        [sys.executable, "-m", "skillvc", "train", "-q"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert final.returncode == 0, final.stderr
 
     got = history(repo)

@@ -7,6 +7,7 @@ the target harness that runs an external agent CLI per task.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
@@ -21,19 +22,24 @@ def register(prefix: str, factory: Factory) -> None:
     _REGISTRY[prefix] = factory
 
 
+def _lazy(module: str, cls: str) -> Factory:
+    """A factory that imports its backend module on first use: the SDKs take a second to import,
+    which the simulator, the demo and read-only commands should not pay."""
+
+    def factory(config: ModelConfig) -> Backend:
+        backend_class = getattr(importlib.import_module(f"skillvc.backends.{module}"), cls)
+        return backend_class.from_config(config)  # type: ignore[no-any-return]
+
+    return factory
+
+
 def _load_builtins() -> None:
     if _REGISTRY:
         return
-    from skillvc.backends import sim
-
-    register("sim", sim.SimBackend.from_config)
-    try:
-        from skillvc.backends import anthropic_backend, command, openai_backend
-    except ImportError:  # backends still being written land without breaking the simulator
-        return
-    register("openai", openai_backend.OpenAIBackend.from_config)
-    register("anthropic", anthropic_backend.AnthropicBackend.from_config)
-    register("command", command.CommandBackend.from_config)
+    register("sim", _lazy("sim", "SimBackend"))
+    register("openai", _lazy("openai_backend", "OpenAIBackend"))
+    register("anthropic", _lazy("anthropic_backend", "AnthropicBackend"))
+    register("command", _lazy("command", "CommandBackend"))
 
 
 def get_backend(config: ModelConfig) -> Backend:

@@ -36,7 +36,9 @@ def describe_edit(edit: dict[str, Any]) -> str:
         where = f" after {_short(edit.get('anchor'), 40)!r}" if edit.get("anchor") else ""
         return f"add{where}: {_short(edit.get('content'), 200)!r}"
     if op == "replace":
-        return f"replace {_short(edit.get('target'), 80)!r} with {_short(edit.get('content'), 120)!r}"
+        return (
+            f"replace {_short(edit.get('target'), 80)!r} with {_short(edit.get('content'), 120)!r}"
+        )
     return f"delete {_short(edit.get('target'), 120)!r}"
 
 
@@ -137,9 +139,11 @@ def commit(
         return str(log.emit("commit.done", dict(done.payload), key=done.key).payload["sha"])
     marker = f"{log.run_id}/{intent.seq}"
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
-    sha = repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50) if (
-        ref is None or ref in repo.refs(ref)
-    ) else None
+    sha = (
+        repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50)
+        if (ref is None or ref in repo.refs(ref))
+        else None
+    )
     if sha is None:
         if accepted:
             sha = repo.commit_file(relpath, content, text, trailers, expected_parent=parent)
@@ -176,7 +180,9 @@ def reconcile_pending(repo: SkillRepo, log: RunLog, relpath: str) -> None:
     Called before the dirty-file check on resume: the half-finished state a SIGKILL can leave
     (HEAD has the commit, the working file still has the old text) is ours to complete.
     """
-    intents = log.store.events(run_id=log.run_id, types=["commit.intent"], newest_first=True, limit=1)
+    intents = log.store.events(
+        run_id=log.run_id, types=["commit.intent"], newest_first=True, limit=1
+    )
     if not intents or not intents[0].payload.get("accepted"):
         return
     intent = intents[0]

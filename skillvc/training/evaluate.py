@@ -197,8 +197,9 @@ def gate(
         n=len(scored),
         n_evaluated=len(cand),
         early_stopped=early,
-        items=[{"id": i, "before": cur[i].value(metric), "after": cand[i].value(metric)}
-               for i in pairs],
+        items=[
+            {"id": i, "before": cur[i].value(metric), "after": cand[i].value(metric)} for i in pairs
+        ],
         gained=[i for i in pairs if (cur[i].hard or 0) < 1 <= (cand[i].hard or 0)],
         lost=[i for i in pairs if (cand[i].hard or 0) < 1 <= (cur[i].hard or 0)],
         errors=sum(1 for r in cand.values() if not r.ok) + len(val) - len(scored),

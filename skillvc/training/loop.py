@@ -37,7 +37,7 @@ from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem, TaskSet, load_taskset
 from skillvc.training import commits
-from skillvc.training.evaluate import Evaluator, GateResult, Rollout, gate, mean
+from skillvc.training.evaluate import Evaluator, Rollout, gate, mean
 from skillvc.training.optimize import aggregate, ask_json, reflect, select
 from skillvc.training.runlog import RunLog
 from skillvc.training.schedule import learning_rate
@@ -102,7 +102,9 @@ def train(
     progress: Progress | None = None,
 ) -> RunSummary:
     """Train the workspace's skill (resuming its unfinished run unless ``new``)."""
-    overrides = {s: {k: v for k, v in o.items() if v is not None} for s, o in (overrides or {}).items()}
+    overrides = {
+        s: {k: v for k, v in o.items() if v is not None} for s, o in (overrides or {}).items()
+    }
     overrides = {s: o for s, o in overrides.items() if o}
     with ws.store(create=True) as store, store.writer_lock():
         unfinished = None if new else find_unfinished(store)
@@ -170,46 +172,84 @@ class Trainer:
         self.log.step, self.log.epoch = self.step, epoch
         before = self.client.snapshot()
         lr = learning_rate(
-            self.step, self.total_steps, self.t.learning_rate, self.t.min_learning_rate,
+            self.step,
+            self.total_steps,
+            self.t.learning_rate,
+            self.t.min_learning_rate,
             self.t.lr_schedule,
         )
-        self.log.emit("step.started", {"lr": lr, "batch": [it.id for it in batch],
-                                       "total_steps": self.total_steps})
+        self.log.emit(
+            "step.started",
+            {"lr": lr, "batch": [it.id for it in batch], "total_steps": self.total_steps},
+        )
         rollouts = self.evaluator.run(self.skill, batch, "train")
         self.check_failures(rollouts, f"step {self.step}")
         reflection = reflect(
-            self.client, self.pool, skill=self.skill, items=batch, rollouts=rollouts,
-            metric=self.t.gate_metric, minibatch_size=self.t.minibatch_size, budget=lr,
-            rejected=self.buffer if self.t.buffer else [], meta=self.meta if self.t.meta_skill
-            else "", step=self.step,
+            self.client,
+            self.pool,
+            skill=self.skill,
+            items=batch,
+            rollouts=rollouts,
+            metric=self.t.gate_metric,
+            minibatch_size=self.t.minibatch_size,
+            budget=lr,
+            rejected=self.buffer if self.t.buffer else [],
+            meta=self.meta if self.t.meta_skill else "",
+            step=self.step,
         )
         for p in reflection.proposals:
-            self.log.emit("edit.proposed", {"edit": p.edit.to_dict(), "source": "optimizer",
-                                            "minibatch": p.minibatch, "kind": p.kind})
+            self.log.emit(
+                "edit.proposed",
+                {
+                    "edit": p.edit.to_dict(),
+                    "source": "optimizer",
+                    "minibatch": p.minibatch,
+                    "kind": p.kind,
+                },
+            )
         for failure in reflection.failures:
             self.log.emit("reflection.failed", failure)
         merged = aggregate(reflection.proposals)
-        self.log.emit("edits.merged", {"edits": [
-            {"id": m.edit.id, "support": m.support, "merged_from": list(m.merged_from)}
-            for m in merged]})
+        self.log.emit(
+            "edits.merged",
+            {
+                "edits": [
+                    {"id": m.edit.id, "support": m.support, "merged_from": list(m.merged_from)}
+                    for m in merged
+                ]
+            },
+        )
         chosen, dropped = select(merged, lr)
-        self.log.emit("edits.selected", {"lr": lr, "selected": [m.edit.id for m in chosen],
-                                         "dropped": [m.edit.id for m in dropped]})
+        self.log.emit(
+            "edits.selected",
+            {
+                "lr": lr,
+                "selected": [m.edit.id for m in chosen],
+                "dropped": [m.edit.id for m in dropped],
+            },
+        )
         result = apply_edits(self.doc, [m.edit for m in chosen])
         for miss in result.unmatched:
-            self.log.emit("edit.unmatched", {"edit": miss.edit.to_dict(), "reason": miss.reason,
-                                             "detail": miss.detail})
-        line = (f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
-                f"{len(result.unmatched)} unmatched")
+            self.log.emit(
+                "edit.unmatched",
+                {"edit": miss.edit.to_dict(), "reason": miss.reason, "detail": miss.detail},
+            )
+        line = (
+            f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
+            f"{len(result.unmatched)} unmatched"
+        )
         if not result.changed:
-            self.log.emit("step.empty", {"reason": "no edit could be applied" if chosen
-                                         else "no edits proposed"})
+            self.log.emit(
+                "step.empty",
+                {"reason": "no edit could be applied" if chosen else "no edits proposed"},
+            )
             self.report(epoch, lr, line, "no candidate", before)
             self.check_budget()
             return
         edits = [e.to_dict() for e in result.applied]
-        unmatched = [{"id": u.edit.id, "reason": u.reason, "detail": u.detail}
-                     for u in result.unmatched]
+        unmatched = [
+            {"id": u.edit.id, "reason": u.reason, "detail": u.detail} for u in result.unmatched
+        ]
         verdict = self.decide("step", epoch, lr, result.document, edits, unmatched, before)
         self.report(epoch, lr, line, verdict, before)
         self.check_budget()
@@ -224,8 +264,9 @@ class Trainer:
         if head:
             name = f"{self.run_id}/epoch-{epoch}"
             self.repo.tag(name, head)
-            self.log.emit("checkpoint", {"tag": f"skillvc/{name}", "sha": head,
-                                         "val": self.current_val})
+            self.log.emit(
+                "checkpoint", {"tag": f"skillvc/{name}", "sha": head, "val": self.current_val}
+            )
 
     # Stages ----------------------------------------------------------------------------
 
@@ -244,53 +285,90 @@ class Trainer:
         """Gate a candidate, then commit it (accepted) or keep it under a rejected ref."""
         candidate_text = candidate.render().decode("utf-8")
         if gated:
-            result = gate(self.evaluator, self.skill, candidate_text, self.val,
-                          metric=self.t.gate_metric, early_stop=self.t.early_stop,
-                          chunk=self.t.workers)
+            result = gate(
+                self.evaluator,
+                self.skill,
+                candidate_text,
+                self.val,
+                metric=self.t.gate_metric,
+                early_stop=self.t.early_stop,
+                chunk=self.t.workers,
+            )
             self.check_failures([], "the gate", errors=result.errors, total=len(self.val) * 2)
             decision = result.decision
         else:
             result = None
             decision = "forced"
         payload: dict[str, Any] = {
-            "kind": kind, "lr": lr, "edits": edits, "unmatched": unmatched,
+            "kind": kind,
+            "lr": lr,
+            "edits": edits,
+            "unmatched": unmatched,
             "current": self.store.put_blob(self.skill),
             "candidate": self.store.put_blob(candidate_text),
         }
-        payload |= result.payload() if result else {
-            "decision": "forced", "metric": self.t.gate_metric,
-            "before": {"mean": self.current_val, "n": len(self.val)},
-            "after": {"mean": None, "n": 0}, "early_stopped": False, "items": [],
-            "flipped": {"gained": [], "lost": []}, "errors": 0,
-        }
+        payload |= (
+            result.payload()
+            if result
+            else {
+                "decision": "forced",
+                "metric": self.t.gate_metric,
+                "before": {"mean": self.current_val, "n": len(self.val)},
+                "after": {"mean": None, "n": 0},
+                "early_stopped": False,
+                "items": [],
+                "flipped": {"gained": [], "lost": []},
+                "errors": 0,
+            }
+        )
         gate_event = self.log.emit("gate", payload)
         if result is not None:
             self.saved_calls += result.calls_saved
         accepted = decision in ("accepted", "forced")
         usage = self.usage_since(before)
         evidence = commits.Evidence(
-            kind=kind, decision=decision, edits=edits, metric=self.t.gate_metric,
+            kind=kind,
+            decision=decision,
+            edits=edits,
+            metric=self.t.gate_metric,
             before=result.before if result else self.current_val,
             after=result.after if result else None,
-            n=result.n if result else 0, n_evaluated=result.n_evaluated if result else 0,
+            n=result.n if result else 0,
+            n_evaluated=result.n_evaluated if result else 0,
             early_stopped=result.early_stopped if result else False,
-            gained=result.gained if result else [], lost=result.lost if result else [],
-            run_id=self.run_id, step=self.step if kind == "step" else None, epoch=epoch, lr=lr,
-            calls=usage["calls"], tokens=usage["tokens"], cost_usd=usage["cost_usd"],
+            gained=result.gained if result else [],
+            lost=result.lost if result else [],
+            run_id=self.run_id,
+            step=self.step if kind == "step" else None,
+            epoch=epoch,
+            lr=lr,
+            calls=usage["calls"],
+            tokens=usage["tokens"],
+            cost_usd=usage["cost_usd"],
         )
         label = str(self.step) if kind == "step" else f"epoch-{epoch}-slow-update"
         sha = commits.commit(
-            self.repo, self.log, gate_id=gate_event.id, relpath=self.relpath,
-            content=candidate.render(), text=commits.message(evidence), accepted=accepted,
-            parent=self.head, step_label=label,
+            self.repo,
+            self.log,
+            gate_id=gate_event.id,
+            relpath=self.relpath,
+            content=candidate.render(),
+            text=commits.message(evidence),
+            accepted=accepted,
+            parent=self.head,
+            step_label=label,
         )
         if accepted:
             self.head = sha
             self.doc, self.skill = candidate, candidate_text
             if result is not None:
                 self.current_val = mean(
-                    [r.value(self.t.gate_metric) for r in self.evaluator.run(self.skill, self.val,
-                                                                           "val") if r.ok])
+                    [
+                        r.value(self.t.gate_metric)
+                        for r in self.evaluator.run(self.skill, self.val, "val")
+                        if r.ok
+                    ]
+                )
             self.summary.accepted += 1
             self.epoch_decisions.append(("accepted", edits))
         else:
@@ -298,12 +376,14 @@ class Trainer:
             # Only facts both a full and an early-stopped gate agree on go into the buffer, so
             # early stopping never changes what later reflections see.
             self.buffer.extend({**e, "decision": "rejected"} for e in edits)
-            self.buffer = self.buffer[-self.t.rejected_buffer_size:]
+            self.buffer = self.buffer[-self.t.rejected_buffer_size :]
             self.epoch_decisions.append(("rejected", edits))
         if result is None:
             return "forced (ungated)"
         after = "-" if result.after is None else f"{result.after:.3f}"
-        early = f" (stopped early at {result.n_evaluated}/{result.n})" if result.early_stopped else ""
+        early = (
+            f" (stopped early at {result.n_evaluated}/{result.n})" if result.early_stopped else ""
+        )
         return f"val {result.before:.3f} -> {after}{early} {decision}"
 
     def slow_update(self, epoch: int, epoch_start_skill: str) -> None:
@@ -313,36 +393,54 @@ class Trainer:
         now = self.evaluator.run(self.skill, items, "train")
         metric = self.t.gate_metric
         cases = [
-            {"id": it.id, "input": it.input, "expected": list(it.targets),
-             "before": a.value(metric), "after": b.value(metric)}
-            for it, a, b in zip(items, prev, now, strict=True) if a.ok and b.ok
+            {
+                "id": it.id,
+                "input": it.input,
+                "expected": list(it.targets),
+                "before": a.value(metric),
+                "after": b.value(metric),
+            }
+            for it, a, b in zip(items, prev, now, strict=True)
+            if a.ok and b.ok
         ]
         region = self.doc.region(SLOW_UPDATE_REGION)
         previous_guidance = region.content if region is not None else ""
         messages = prompts.render(
-            "slow_update", n_cases=str(len(cases)), max_lines="12",
-            previous_skill=epoch_start_skill, current_skill=self.skill, cases=cases,
+            "slow_update",
+            n_cases=str(len(cases)),
+            max_lines="12",
+            previous_skill=epoch_start_skill,
+            current_skill=self.skill,
+            cases=cases,
             previous_guidance=previous_guidance or "(none yet)",
         )
         payload, _, error = ask_json(self.client, messages, "guidance", None)
         guidance = str(payload.get("guidance", "")).strip() if payload else ""
         if not guidance or guidance.strip() == previous_guidance.strip():
-            self.log.emit("slow_update", {"skipped": True, "error": error,
-                                          "reason": error or "no new guidance"})
+            self.log.emit(
+                "slow_update",
+                {"skipped": True, "error": error, "reason": error or "no new guidance"},
+            )
             return
         candidate = self.doc.with_region(SLOW_UPDATE_REGION, "\n" + guidance + "\n")
-        self.log.emit("slow_update", {"skipped": False, "guidance": guidance,
-                                      "gated": self.t.slow_update_gate})
-        decision = self.decide("slow_update", epoch, None, candidate, [], [], before,
-                               gated=self.t.slow_update_gate)
+        self.log.emit(
+            "slow_update",
+            {"skipped": False, "guidance": guidance, "gated": self.t.slow_update_gate},
+        )
+        decision = self.decide(
+            "slow_update", epoch, None, candidate, [], [], before, gated=self.t.slow_update_gate
+        )
         self.progress(f"epoch {epoch}/{self.t.epochs} slow update: {decision}")
 
     def meta_update(self, epoch: int) -> None:
         accepted = [e for d, es in self.epoch_decisions if d != "rejected" for e in es]
         rejected = [e for d, es in self.epoch_decisions if d == "rejected" for e in es]
         messages = prompts.render(
-            "meta_update", max_lines="20", previous_notes=self.meta or "(none yet)",
-            accepted=accepted, rejected=rejected,
+            "meta_update",
+            max_lines="20",
+            previous_notes=self.meta or "(none yet)",
+            accepted=accepted,
+            rejected=rejected,
         )
         payload, _, error = ask_json(self.client, messages, "notes", None)
         if payload is not None:
@@ -367,14 +465,24 @@ class Trainer:
         s.calls_saved_by_early_stop = self.saved_calls
         s.calls_by_role = {role: st.replies for role, st in self.client.snapshot().items()}
         s.status = "finished"
-        self.log.emit("run.finished", {
-            "baseline_val": s.baseline_val, "best_val": s.best_val,
-            "baseline_test": s.baseline_test, "test": s.test, "best_commit": s.best_commit,
-            "steps": s.steps, "accepted": s.accepted, "rejected": s.rejected,
-            "calls": s.calls, "tokens": s.tokens, "cost_usd": s.cost_usd,
-            "unpriced_calls": s.unpriced_calls,
-            "calls_saved_by_early_stop": s.calls_saved_by_early_stop,
-        })
+        self.log.emit(
+            "run.finished",
+            {
+                "baseline_val": s.baseline_val,
+                "best_val": s.best_val,
+                "baseline_test": s.baseline_test,
+                "test": s.test,
+                "best_commit": s.best_commit,
+                "steps": s.steps,
+                "accepted": s.accepted,
+                "rejected": s.rejected,
+                "calls": s.calls,
+                "tokens": s.tokens,
+                "cost_usd": s.cost_usd,
+                "unpriced_calls": s.unpriced_calls,
+                "calls_saved_by_early_stop": s.calls_saved_by_early_stop,
+            },
+        )
         return s
 
     # Setup and bookkeeping -------------------------------------------------------------
@@ -404,14 +512,18 @@ class Trainer:
             self.ws.require_skill()
             base_commit = self.repo.head_sha()
             if base_commit is None:
-                raise ConfigError("The repository has no commit yet.",
-                                  hint="Commit the skill file first.")
+                raise ConfigError(
+                    "The repository has no commit yet.", hint="Commit the skill file first."
+                )
             raw = self.repo.read_file(self.relpath, base_commit)
             identity = _run_identity(c, base_commit, sha256_hex(raw), self.taskset)
             digest = content_id(identity, 8)
-            ordinal = len(self.store.query(
-                "SELECT 1 FROM events WHERE type = 'run.started' AND run_id LIKE ?",
-                [f"run-{digest}%"]))
+            ordinal = len(
+                self.store.query(
+                    "SELECT 1 FROM events WHERE type = 'run.started' AND run_id LIKE ?",
+                    [f"run-{digest}%"],
+                )
+            )
             self.run_id = f"run-{digest}" + (f".{ordinal + 1}" if ordinal else "")
             self.log = RunLog(self.store, self.run_id)
         self.resumed = unfinished is not None
@@ -419,21 +531,30 @@ class Trainer:
         backends = {role: get_backend(getattr(c, role)) for role in ("target", "optimizer")}
         backends["judge"] = backends["optimizer"]
         self.client = ModelClient(
-            self.store, backends,
+            self.store,
+            backends,
             {"target": c.target, "optimizer": c.optimizer, "judge": c.optimizer},
-            prices=c.prices, run_id=self.run_id,
+            prices=c.prices,
+            run_id=self.run_id,
         )
         self.scorer = get_scorer(c.tasks.scorer, c.tasks.scorer_options, judge=self.judge)
         if unfinished is None:
-            started = self.log.emit("run.started", {
-                "config": c.to_dict(), "base_commit": base_commit,
-                "skill": self.store.put_blob(raw.decode("utf-8")),
-                "dataset": {"hash": self.taskset.hash, "counts": self.taskset.counts(),
-                            "overlaps": list(self.taskset.overlaps)},
-                "templates": prompts.template_hashes(),
-                "models": {"target": c.target.model, "optimizer": c.optimizer.model},
-                "branch": self.repo.current_branch(),
-            })
+            started = self.log.emit(
+                "run.started",
+                {
+                    "config": c.to_dict(),
+                    "base_commit": base_commit,
+                    "skill": self.store.put_blob(raw.decode("utf-8")),
+                    "dataset": {
+                        "hash": self.taskset.hash,
+                        "counts": self.taskset.counts(),
+                        "overlaps": list(self.taskset.overlaps),
+                    },
+                    "templates": prompts.template_hashes(),
+                    "models": {"target": c.target.model, "optimizer": c.optimizer.model},
+                    "branch": self.repo.current_branch(),
+                },
+            )
         else:
             started = self.log.emit("run.started", unfinished.payload)
             self.log.note("run.resumed", {"budget_usd": c.train.budget_usd})
@@ -449,11 +570,14 @@ class Trainer:
         self.saved_calls = 0
         self.total_steps = self.t.epochs * math.ceil(len(self.train_items) / self.t.batch_size)
         rng = random.Random(f"{self.t.seed}:slow-update")
-        self.slow_items = rng.sample(self.train_items,
-                                     min(self.t.batch_size, len(self.train_items)))
+        self.slow_items = rng.sample(
+            self.train_items, min(self.t.batch_size, len(self.train_items))
+        )
         self.current_val: float | None = None
-        self.progress(f"run {self.run_id}: {'resuming' if self.resumed else 'starting'} "
-                      f"({self.total_steps} steps over {self.t.epochs} epochs)")
+        self.progress(
+            f"run {self.run_id}: {'resuming' if self.resumed else 'starting'} "
+            f"({self.total_steps} steps over {self.t.epochs} epochs)"
+        )
 
     def batches(self, epoch: int) -> list[list[TaskItem]]:
         order = list(self.train_items)
@@ -463,11 +587,19 @@ class Trainer:
 
     def record(self, split: str, rollouts: Sequence[Rollout]) -> None:
         for r in rollouts:
-            self.log.emit("rollout", {
-                "split": split, "item": r.item_id, "skill": r.skill,
-                "output": self.store.put_blob(r.output) if r.output is not None else None,
-                "hard": r.hard, "soft": r.soft, "error": r.error, "call": r.call_key,
-            })
+            self.log.emit(
+                "rollout",
+                {
+                    "split": split,
+                    "item": r.item_id,
+                    "skill": r.skill,
+                    "output": self.store.put_blob(r.output) if r.output is not None else None,
+                    "hard": r.hard,
+                    "soft": r.soft,
+                    "error": r.error,
+                    "call": r.call_key,
+                },
+            )
 
     def judge(self, system: str, user: str) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -477,7 +609,11 @@ class Trainer:
         return mean([r.value(self.t.gate_metric) for r in rollouts if r.ok])
 
     def check_failures(
-        self, rollouts: Sequence[Rollout], where: str, *, errors: int | None = None,
+        self,
+        rollouts: Sequence[Rollout],
+        where: str,
+        *,
+        errors: int | None = None,
         total: int | None = None,
     ) -> None:
         errors = sum(1 for r in rollouts if not r.ok) if errors is None else errors
@@ -496,8 +632,10 @@ class Trainer:
             return
         spent = self.client.totals().cost_usd
         if spent >= budget:
-            self.log.note("run.stopped", {"reason": "budget", "cost_usd": spent,
-                                          "budget_usd": budget, "step": self.step})
+            self.log.note(
+                "run.stopped",
+                {"reason": "budget", "cost_usd": spent, "budget_usd": budget, "step": self.step},
+            )
             raise BudgetExceeded(
                 f"Run {self.run_id} stopped after step {self.step}: it has cost "
                 f"${spent:.4f} of its ${budget:.4f} budget."
@@ -516,8 +654,9 @@ class Trainer:
             unknown |= s.unpriced > (b.unpriced if b else 0)
         return {"calls": calls, "tokens": tokens, "cost_usd": None if unknown else cost}
 
-    def report(self, epoch: int, lr: int, edits: str, verdict: str,
-               before: Mapping[str, Any]) -> None:
+    def report(
+        self, epoch: int, lr: int, edits: str, verdict: str, before: Mapping[str, Any]
+    ) -> None:
         usage = self.usage_since(before)
         cost = "price unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
         if verdict == "no candidate":
