@@ -10,8 +10,9 @@ from __future__ import annotations
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from skillvc.schema import SCHEMA_VERSION  # noqa: E402,F401 - re-exported for callers
+
 MIGRATIONS = Migrations("skillvc")
-SCHEMA_VERSION = 1
 
 
 @MIGRATIONS()

@@ -23,12 +23,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from skillvc.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
 from skillvc.events import Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
-from skillvc.migrations import MIGRATIONS, SCHEMA_VERSION
+from skillvc.schema import SCHEMA_VERSION
 
 try:  # POSIX file locks; Windows is not supported for training (README: Limitations).
     import fcntl
@@ -57,14 +55,26 @@ class EventStore:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
         self._write_lock = threading.RLock()
         self._migrate()
+
+    @property
+    def db(self) -> Any:
+        """A sqlite-utils ``Database`` over the same connection (imported on first use)."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     # -- opening ----------------------------------------------------------------------------
 
     def _migrate(self) -> None:
+        # Fast path for every command after the first: the schema is current. (sqlite-utils and
+        # the migration set are imported only when there may be work to do.)
         found = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if found == SCHEMA_VERSION:
+            return
+        from skillvc.migrations import MIGRATIONS
+
         if found > SCHEMA_VERSION:
             raise SchemaTooNew(
                 f"{self.path} has schema version {found}, newer than this skillvc "

@@ -13,12 +13,15 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skillvc.config import CONFIG_FILE, Config, load_config
-from skillvc.errors import ConfigError, NotInitialised, SkillFileMissing
-from skillvc.repo import SkillRepo, ensure_gitignore
+from skillvc.errors import ConfigError, NotAGitRepo, NotInitialised, SkillFileMissing
 from skillvc.resources import read_text
 from skillvc.store import EventStore, open_store
+
+if TYPE_CHECKING:  # GitPython takes ~60 ms to import; read-only commands never need it
+    from skillvc.repo import SkillRepo
 
 STATE_DIR = ".skillvc"
 DB_NAME = "events.db"
@@ -30,8 +33,17 @@ _SKIP_DIRS = {".git", STATE_DIR, "node_modules", ".venv", "venv", "__pycache__"}
 @dataclass
 class Workspace:
     root: Path
-    repo: SkillRepo
     config: Config
+    _repo: SkillRepo | None = None
+
+    @property
+    def repo(self) -> SkillRepo:
+        """The git repository (opened on first use: read-only commands never need GitPython)."""
+        if self._repo is None:
+            from skillvc.repo import SkillRepo
+
+            self._repo = SkillRepo(self.root)
+        return self._repo
 
     @property
     def state_dir(self) -> Path:
@@ -60,10 +72,19 @@ class Workspace:
         return path
 
 
+def find_root(path: str | Path = ".") -> Path:
+    """The working-tree root above ``path`` (where ``.git`` is), without starting git."""
+    start = Path(path).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    raise NotAGitRepo(f"{path} is not inside a git repository.")
+
+
 def open_workspace(path: str | Path = ".") -> Workspace:
     """The workspace containing ``path``; raises NotAGitRepo or NotInitialised."""
-    repo = SkillRepo(path)
-    return Workspace(root=repo.root, repo=repo, config=load_config(repo.root))
+    root = find_root(path)
+    return Workspace(root=root, config=load_config(root))
 
 
 @dataclass
@@ -115,6 +136,8 @@ def init_workspace(
     seed: int = 42,
 ) -> InitResult:
     """Set up skillvc in a skills repo (initialising git if needed). Safe to re-run."""
+    from skillvc.repo import SkillRepo, ensure_gitignore
+
     root = Path(path).resolve()
     repo = SkillRepo.find(root)
     git_initialised = repo is None
