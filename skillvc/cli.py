@@ -32,6 +32,12 @@ class SkillvcGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # Output piped into `head` and closed early: not an error worth a traceback.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(1)
         except KeyboardInterrupt:
             click.echo("Interrupted; run 'skillvc train' again to resume.", err=True)
             ctx.exit(130)

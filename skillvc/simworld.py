@@ -66,6 +66,7 @@ class Rule:
     kind: str  # good | harmful | redundant
     applies: Callable[[Case], bool]
     action: str | None  # None for redundant rules
+    fix: str | None = None  # harmful rules: key of the good rule that should replace them
 
 
 GOOD: tuple[Rule, ...] = (
@@ -141,6 +142,7 @@ HARMFUL: tuple[Rule, ...] = (
         "harmful",
         lambda c: c.days > 14,
         "deny",
+        fix="after 30 days",
     ),
     Rule(
         "late orders get a full",
@@ -148,6 +150,7 @@ HARMFUL: tuple[Rule, ...] = (
         "harmful",
         lambda c: c.issue == "late",
         "refund",
+        fix="late deliveries earn",
     ),
     Rule(
         "replace anything",
@@ -201,6 +204,10 @@ def needed_rule(case: Case) -> Rule | None:
         if rule.applies(case):
             return rule
     return None
+
+
+def rule(key: str) -> Rule:
+    return next(r for r in ALL_RULES if r.key == key)
 
 
 def known_rules(skill: str) -> list[Rule]:

@@ -10,8 +10,9 @@ Every request is recorded (method, path, query, headers, JSON body) in ``server.
 Scripted behaviours are consumed first-in first-out, one per request, whatever the route:
 ``answer``, ``rate_limit`` (429 + Retry-After), ``error`` (any status), ``slow`` (sleep, then
 answer), ``drop`` (close the socket without a response) and ``malformed`` (200 with a body that
-is not JSON). With nothing enqueued it answers with ``server.responder(body) -> text``, so a
-long run can be driven without scripting each call.
+is not JSON). With nothing enqueued it asks ``server.responder(body)``, so a long run can be
+driven without scripting each call: the responder returns the answer text, or a ``Behaviour``
+(e.g. a 500 for some requests only) that is then played like a scripted one.
 
 Invariant: it binds to 127.0.0.1 only, port 0 (the OS picks a free port); no traffic leaves
 the machine.
@@ -30,8 +31,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
-Responder = Callable[[dict[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,9 @@ class Behaviour:
     completion_tokens: int = 7
     finish_reason: str | None = None  # None: the route's normal "stop" value
     message: str = "scripted error"
+
+
+Responder = Callable[[dict[str, Any]], str | Behaviour]
 
 
 def _default_responder(body: dict[str, Any]) -> str:
@@ -113,9 +115,10 @@ class LoopbackServer:
     def malformed(self) -> None:
         self.enqueue(Behaviour(kind="malformed"))
 
-    def _next(self) -> Behaviour:
+    def _next(self) -> Behaviour | None:
+        """The next scripted behaviour, or None when the responder decides."""
         with self._lock:
-            return self._queue.popleft() if self._queue else Behaviour()
+            return self._queue.popleft() if self._queue else None
 
     def _record(self, rec: Recorded) -> None:
         with self._lock:
@@ -201,7 +204,11 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {parts.path}"}})
                 return
 
+            req = body if isinstance(body, dict) else {}
             b = server._next()
+            if b is None:
+                decided = server.responder(req)
+                b = decided if isinstance(decided, Behaviour) else Behaviour(text=decided)
             if b.delay_s:
                 time.sleep(b.delay_s)
             if b.kind == "drop":
@@ -217,8 +224,10 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 message = b.message.replace("{key}", key)
                 self._send(b.status, _error_body(anthropic_route, b.status, message), b.headers)
                 return
-            req = body if isinstance(body, dict) else {}
-            text = b.text if b.text is not None else server.responder(req)
+            text = b.text
+            if text is None:  # a scripted answer without text: the responder writes it
+                decided = server.responder(req)
+                text = decided if isinstance(decided, str) else (decided.text or "")
             shape = _anthropic_body if anthropic_route else _openai_body
             self._send(200, shape(req, text, b), b.headers)
 
@@ -238,6 +247,43 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (a timeout test); nothing to answer
 
     return Handler
+
+
+def chat_messages(body: dict[str, Any]) -> list[dict[str, str]]:
+    """The chat messages of an OpenAI or Anthropic request body (Anthropic's ``system`` first)."""
+
+    def text(content: Any) -> str:
+        if isinstance(content, list):  # content blocks
+            return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+        return str(content or "")
+
+    messages = [{"role": "system", "content": text(body["system"])}] if body.get("system") else []
+    for m in body.get("messages") or []:
+        messages.append({"role": m.get("role", "user"), "content": text(m.get("content"))})
+    return messages
+
+
+def is_optimizer_prompt(messages: list[dict[str, str]]) -> bool:
+    """skillvc's optimizer prompts are marked ``<!-- skillvc-prompt: kind -->``; tasks are not."""
+    return any("<!-- skillvc-prompt:" in m["content"] for m in messages if m["role"] == "user")
+
+
+def simulator_responder(world: str = "support") -> Callable[[dict[str, Any]], str]:
+    """A responder that answers like ``sim:<world>``, so training over HTTP is meaningful: a
+    target request (system = skill, user = task) gets the simulated target's answer, an
+    optimizer prompt gets the simulated optimizer's JSON."""
+    from skillvc.backends.base import CallRequest
+    from skillvc.backends.sim import SimBackend
+
+    sim = SimBackend(f"sim:{world}")
+
+    def respond(body: dict[str, Any]) -> str:
+        messages = chat_messages(body)
+        role = "optimizer" if is_optimizer_prompt(messages) else "target"
+        request = CallRequest(role=role, model=sim.model, messages=tuple(messages))
+        return sim.complete(request).text
+
+    return respond
 
 
 @pytest.fixture

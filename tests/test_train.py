@@ -219,16 +219,25 @@ def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: 
 
 def test_no_buffer_repeats_rejected_edits(seed_repo: Path, tmp_path: Path) -> None:
     def repeats(repo: Path) -> int:
+        """Proposals of an edit made after a candidate holding it was rejected."""
         with open_store(repo / ".skillvc/events.db") as store:
-            ids = [r["edit_id"] for r in store.query("SELECT edit_id FROM rejected_edits")]
-        return len(ids) - len(set(ids))
+            first = {
+                r["edit_id"]: r["gate"]
+                for r in store.query(
+                    "SELECT edit_id, MIN(gate_event_id) AS gate FROM rejected_edits "
+                    "GROUP BY edit_id"
+                )
+            }
+            proposed = store.query("SELECT edit_id, event_id FROM proposed_edits")
+        return sum(
+            1 for p in proposed if p["edit_id"] in first and p["event_id"] > first[p["edit_id"]]
+        )
 
     with_buffer = copy_repo(seed_repo, tmp_path / "a")
     without = copy_repo(seed_repo, tmp_path / "b")
     train(open_workspace(with_buffer))
     train(open_workspace(without), overrides={"train": {"buffer": False}})
-    assert repeats(with_buffer) == 0
-    assert repeats(without) > 0
+    assert repeats(without) > 2 * repeats(with_buffer)
 
 
 def _event_count(db: Path) -> int:

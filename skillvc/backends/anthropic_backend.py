@@ -56,6 +56,10 @@ class AnthropicBackend:
     def from_config(cls, config: ModelConfig) -> AnthropicBackend:
         return cls(config)
 
+    @property
+    def base_url(self) -> str | None:
+        return self.config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+
     def _get_client(self) -> anthropic.Anthropic:
         with self._lock:
             if self._client is None:
@@ -67,7 +71,7 @@ class AnthropicBackend:
                 self._key = key
                 self._client = anthropic.Anthropic(
                     api_key=key,
-                    base_url=self.config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+                    base_url=self.base_url,
                     timeout=self.config.timeout_s,
                     max_retries=0,
                 )
@@ -104,6 +108,7 @@ class AnthropicBackend:
                 exc.body,
                 exc.response.headers,
                 [self._key],
+                key_env=self.key_env,
             ) from None
         except anthropic.APITimeoutError:
             raise TransientError(

@@ -70,6 +70,26 @@ class OpenAIBackend:
     def deployment(self) -> str:
         return self.config.deployment or self.name
 
+    # The resolution rules of the module docstring, in one place (``skillvc doctor`` reports
+    # exactly what the client will use).
+
+    @property
+    def base_url(self) -> str | None:
+        return self.config.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    @property
+    def azure_endpoint(self) -> str | None:
+        return self.config.azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT") or None
+
+    @property
+    def api_version(self) -> str | None:
+        return (
+            self.config.api_version
+            or os.environ.get("AZURE_OPENAI_API_VERSION")
+            or os.environ.get("OPENAI_API_VERSION")
+            or None
+        )
+
     def _get_client(self) -> openai.OpenAI:
         with self._lock:
             if self._client is None:
@@ -85,12 +105,7 @@ class OpenAIBackend:
         self._key = key
         c = self.config
         if self.azure:
-            endpoint = c.azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT")
-            version = (
-                c.api_version
-                or os.environ.get("AZURE_OPENAI_API_VERSION")
-                or os.environ.get("OPENAI_API_VERSION")
-            )
+            endpoint, version = self.azure_endpoint, self.api_version
             if not endpoint or not version:
                 missing = "azure_endpoint" if not endpoint else "api_version"
                 raise ConfigError(
@@ -106,8 +121,9 @@ class OpenAIBackend:
                 timeout=c.timeout_s,
                 max_retries=0,
             )
-        base_url = c.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        return openai.OpenAI(api_key=key, base_url=base_url, timeout=c.timeout_s, max_retries=0)
+        return openai.OpenAI(
+            api_key=key, base_url=self.base_url, timeout=c.timeout_s, max_retries=0
+        )
 
     def _params(self, request: CallRequest) -> dict[str, Any]:
         p = request.params
@@ -140,6 +156,7 @@ class OpenAIBackend:
                 exc.body,
                 exc.response.headers,
                 [self._key],
+                key_env=self.key_env,
             ) from None
         except openai.APITimeoutError:
             raise TransientError(

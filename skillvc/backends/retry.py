@@ -156,11 +156,13 @@ def error_for_status(
     body: object,
     headers: Mapping[str, str] | None,
     secrets: Sequence[str] = (),
+    key_env: str | None = None,
 ) -> BackendError:
     """The exception for an HTTP error answer: transient, authentication, or plain failure.
 
     One sentence naming the model and the status, plus the server's own explanation (shortened),
-    with every secret removed: servers do echo keys back in 401 bodies.
+    with every secret removed: servers do echo keys back in 401 bodies. A refused key names the
+    environment variable it came from (``key_env``), because that is what the user must fix.
     """
     detail = server_detail(body)
     try:
@@ -168,6 +170,15 @@ def error_for_status(
     except ValueError:
         phrase = ""  # e.g. Anthropic's 529 "overloaded" is not a registered status
     detail = " ".join(detail.split())[:300].rstrip(".")
+    if status in (401, 403) and key_env:
+        message = f"{model} refused the key in {key_env} (HTTP {status}{phrase}" + (
+            f": {detail})." if detail else ")."
+        )
+        hint = (
+            f"Export a valid key in {key_env} (or name another variable with api_key_env in "
+            "skillvc.toml), then run 'skillvc doctor' to test it."
+        )
+        return AuthenticationFailed(redact(message, list(secrets)), hint=hint)
     message = f"{model} answered HTTP {status}{phrase}" + (f": {detail}." if detail else ".")
     message = redact(message, list(secrets))
     if status in (401, 403):

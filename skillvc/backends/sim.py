@@ -115,6 +115,10 @@ def _add(rule: simworld.Rule, skill: str, why: str) -> dict[str, Any]:
     return edit
 
 
+def _sig(edit: dict[str, Any]) -> str:
+    return json.dumps([edit.get("op"), edit.get("target") or "", edit.get("content") or ""])
+
+
 def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     skill = section(prompt, "skill")
     cases = _load(prompt, "cases")
@@ -123,7 +127,11 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     m = re.search(r"propose at most (\d+) edits", prompt)
     budget = int(m.group(1)) if m else 4
     known = {r.key for r in simworld.known_rules(skill)}
-    tried = {json.dumps([e.get("op"), e.get("target", ""), e.get("content", "")]) for e in rejected}
+    # Evidence-based use of the buffer: an edit that was rejected is proposed again only when
+    # it was rejected inside a bundle (never on its own) and this minibatch gives it at least
+    # two supporting failures.
+    rejected_alone = {_sig(e) for e in rejected if e.get("candidate_size", 1) <= 1}
+    rejected_any = {_sig(e) for e in rejected}
     avoid = [line[6:].strip().lower() for line in meta.splitlines() if line.startswith("AVOID:")]
 
     proposals: list[dict[str, Any]] = []
@@ -145,7 +153,20 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
         if wrong:
             line = _line_with(skill, wrong[0].key)
             if line is not None:
-                proposals.append({"op": "delete", "target": line, "rationale": why})
+                # A harmful rule with a good counterpart is corrected in place; else removed.
+                fix = wrong[0].fix
+                if fix is not None and fix not in known:
+                    prefix = line[: len(line) - len(line.lstrip("- *"))]
+                    proposals.append(
+                        {
+                            "op": "replace",
+                            "target": line,
+                            "content": prefix + simworld.rule(fix).text,
+                            "rationale": why,
+                        }
+                    )
+                else:
+                    proposals.append({"op": "delete", "target": line, "rationale": why})
                 continue
         needed = simworld.needed_rule(case)
         if needed is None or needed.key in known:
@@ -159,11 +180,19 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
         else:
             proposals.append(_add(rng.choice(simworld.REDUNDANT), skill, why))
 
+    support: dict[str, int] = {}
+    for edit in proposals:
+        support[_sig(edit)] = support.get(_sig(edit), 0) + 1
     edits, seen = [], set()
     for edit in proposals:
-        sig = json.dumps([edit["op"], edit.get("target", ""), edit.get("content", "")])
+        sig = _sig(edit)
         text = (edit.get("content") or edit.get("target") or "").lower()
-        if sig in seen or sig in tried or any(a and a in text for a in avoid):
+        retry = sig not in rejected_alone and support[sig] >= 2
+        if (
+            sig in seen
+            or (sig in rejected_any and not retry)
+            or any(a and a in text for a in avoid)
+        ):
             continue
         seen.add(sig)
         edits.append(edit)
@@ -192,18 +221,21 @@ def _slow_update(prompt: str) -> str:
 
 
 def _meta_update(prompt: str) -> str:
+    """Notes from evidence: edits rejected on their own, or twice, are marked AVOID."""
     previous = section(prompt, "previous_notes").splitlines()
     rejected: Sequence[dict[str, Any]] = _load(prompt, "rejected_edits")
     accepted: Sequence[dict[str, Any]] = _load(prompt, "accepted_edits")
     notes = [line for line in previous if line.startswith(("AVOID:", "HELPED:"))]
+    counts: dict[str, int] = {}
     for edit in rejected:
-        text = (edit.get("content") or "").lower()
-        for rule in simworld.HARMFUL:
-            if rule.key in text and f"AVOID: {rule.text}" not in notes:
-                notes.append(f"AVOID: {rule.text}")
+        counts[_sig(edit)] = counts.get(_sig(edit), 0) + 1
+    for edit in rejected:
+        text = " ".join((edit.get("content") or edit.get("target") or "").split()).lstrip("- ")
+        alone = edit.get("candidate_size", 1) <= 1
+        if text and (alone or counts[_sig(edit)] >= 2) and f"AVOID: {text}" not in notes:
+            notes.append(f"AVOID: {text}")
     for edit in accepted:
-        text = (edit.get("content") or "").lower()
-        for rule in simworld.GOOD:
-            if rule.key in text and f"HELPED: {rule.text}" not in notes:
-                notes.append(f"HELPED: {rule.text}")
+        text = " ".join((edit.get("content") or "").split()).lstrip("- ")
+        if text and f"HELPED: {text}" not in notes:
+            notes.append(f"HELPED: {text}")
     return "\n".join(notes)

@@ -375,9 +375,11 @@ class Trainer:
             self.summary.rejected += 1
             # Only facts both a full and an early-stopped gate agree on go into the buffer, so
             # early stopping never changes what later reflections see.
-            self.buffer.extend({**e, "decision": "rejected"} for e in edits)
+            # candidate_size tells the optimizer whether an edit failed on its own or in a bundle.
+            rejected = [{**e, "decision": "rejected", "candidate_size": len(edits)} for e in edits]
+            self.buffer.extend(rejected)
             self.buffer = self.buffer[-self.t.rejected_buffer_size :]
-            self.epoch_decisions.append(("rejected", edits))
+            self.epoch_decisions.append(("rejected", rejected))
         if result is None:
             return "forced (ungated)"
         after = "-" if result.after is None else f"{result.after:.3f}"

@@ -1,0 +1,33 @@
+"""``skillvc doctor``: check the config, credentials and reachability of the configured models.
+
+A thin command over ``skillvc.doctor``: one line per check on stdout (or ``--json``), then exit
+code 6 (a ``BackendError``) when any check failed, so scripts and CI can gate on it.
+"""
+
+from __future__ import annotations
+
+import click
+
+from skillvc.output import echo_json, json_option
+
+
+@click.command("doctor")
+@json_option
+def command(as_json: bool) -> None:
+    """Check skillvc.toml, model credentials and reachability (one tiny call per model).
+
+    Nothing is recorded or cached; keys are never printed. Exits 6 when a check fails.
+    Example: skillvc doctor
+    """
+    from skillvc.doctor import diagnose
+
+    report = diagnose(".")
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        for check in report.checks:
+            click.echo(check.line())
+    if not report.ok:
+        raise report.error()
+    if not as_json:
+        click.echo(f"All {len(report.checks)} checks passed.")

@@ -1,0 +1,60 @@
+"""``skillvc hooks``: install or remove the git hooks shipped with skillvc."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group("hooks")
+def command() -> None:
+    """Install or remove skillvc's git hooks (pre-commit, and optionally pre-push).
+
+    \b
+    skillvc hooks install             pre-commit: 'skillvc validate --staged'
+    skillvc hooks install --pre-push  also pre-push: 'skillvc check --base <remote tip>'
+    skillvc hooks uninstall           remove them; put back the hooks they kept aside
+    skillvc hooks workflow            print a GitHub Actions workflow running 'skillvc check'
+    """
+
+
+@command.command()
+@click.option("--pre-push", is_flag=True, help="Also install the pre-push hook (skillvc check).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Rewrite skillvc's hooks even if up to date; if <hook>.legacy is taken, keep it as "
+    "<hook>.legacy.N so the hook in the way can be kept aside.",
+)
+def install(pre_push: bool, force: bool) -> None:
+    """Install the hooks into the repository's hooks directory; safe to re-run.
+
+    A hook already there is kept as <hook>.legacy and runs before skillvc's.
+    Example: skillvc hooks install --pre-push
+    """
+    from skillvc.hooks import install_hooks
+
+    for change in install_hooks(pre_push=pre_push, force=force):
+        click.echo(change.message)
+
+
+@command.command()
+def uninstall() -> None:
+    """Remove skillvc's hooks and restore the hooks they kept aside.
+
+    Hooks that are not skillvc's are left alone. Example: skillvc hooks uninstall
+    """
+    from skillvc.hooks import uninstall_hooks
+
+    for change in uninstall_hooks():
+        click.echo(change.message)
+
+
+@command.command()
+def workflow() -> None:
+    """Print the GitHub Actions workflow that runs 'skillvc check' on pull requests.
+
+    Example: skillvc hooks workflow > .github/workflows/skillvc-check.yml
+    """
+    from skillvc.resources import read_text
+
+    click.echo(read_text("templates", "github/skillvc-check.yml"), nl=False)

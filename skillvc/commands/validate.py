@@ -1,0 +1,65 @@
+"""``skillvc validate``: check skill documents against their format rules (the pre-commit hook)."""
+
+from __future__ import annotations
+
+import click
+
+from skillvc.output import echo_json, json_option
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option(
+    "--staged",
+    is_flag=True,
+    help="Check the staged skill files (what 'git commit' would record), not the working tree.",
+)
+@click.option(
+    "--allow-protected",
+    is_flag=True,
+    help="With --staged, allow changes to protected regions (also: SKILLVC_ALLOW_PROTECTED=1).",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=16_000,
+    show_default=True,
+    help="Size budget per file.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing when every check passes.")
+@json_option
+def command(
+    paths: tuple[str, ...],
+    staged: bool,
+    allow_protected: bool,
+    max_bytes: int,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Check skill documents: frontmatter, format rules, protected regions, size.
+
+    PATHS are files or directories (every SKILL.md, *.mdc and *.instructions.md under them);
+    without PATHS the configured skill is checked. Prints one line per problem and exits 5
+    when there is any.
+
+    Example: skillvc validate --staged
+    """
+    from skillvc.hooks import protected_allowed_by_env, validate
+
+    if staged and paths:
+        raise click.UsageError("Give PATHS or --staged, not both.")
+    report = validate(
+        paths,
+        staged=staged,
+        allow_protected=allow_protected or protected_allowed_by_env(),
+        max_bytes=max_bytes,
+    )
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        for problem in report.problems:
+            click.echo(problem.message)
+        if report.ok and not quiet:
+            n = len(report.files)
+            click.echo(f"Checked {n} file{'s' if n != 1 else ''}: no problems.")
+    report.raise_for_problems()

@@ -1,0 +1,317 @@
+"""``skillvc doctor``: is this repository ready to train against its configured models?
+
+Checks, in order: ``skillvc.toml`` loads; then for each role (target, optimizer) the backend
+resolves, its credentials and endpoint settings are present, and one tiny call gets an answer.
+Each check is one line: ``ok``, ``FAIL`` with what exactly to fix, or ``skip`` (a check that
+cannot run until an earlier one of its role passes).
+
+Invariants:
+- Read-only and live: it never opens the event log or writes a file; the reachability probe
+  goes straight through the backend (no ``ModelClient``, so no cache, no retries, no events),
+  one call per role with a small token limit and a short timeout.
+- A secret is never printed: it reports whether a key variable is set, never its value, and
+  every line passes through ``redact`` with the values of the key variables it looked at.
+- ``sim:`` models need nothing and are always reachable. A ``command`` harness is checked by
+  finding its executable, never by running it (an agent run takes minutes and real money).
+- The resolution rules (which variable, which URL) are the backends' own properties, so the
+  doctor reports exactly what a training run would use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillvc.backends import get_backend
+from skillvc.backends.base import Backend, CallRequest, TransientError
+from skillvc.config import CONFIG_FILE, Config, ModelConfig, load_config
+from skillvc.errors import AuthenticationFailed, BackendError, SkillvcError, redact
+from skillvc.repo import SkillRepo
+
+OK, FAIL, SKIP = "ok", "fail", "skip"
+ROLES = ("target", "optimizer")
+PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},)
+PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+PROBE_TIMEOUT_S = 30.0  # a doctor that waits the run's full 120 s timeout feels hung
+
+
+class DoctorFailed(BackendError):
+    """One or more 'skillvc doctor' checks failed."""
+
+    hint = "Fix the lines marked FAIL above, then run 'skillvc doctor' again."
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # e.g. "config", "target key", "optimizer reachable"
+    status: str  # ok | fail | skip
+    detail: str  # what was found, one sentence
+    fix: str = ""  # what to do about a failure
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAIL
+
+    def redacted(self, secrets: Sequence[str]) -> Check:
+        return dataclasses.replace(
+            self, detail=redact(self.detail, secrets), fix=redact(self.fix, secrets)
+        )
+
+    def line(self) -> str:
+        label = "FAIL" if self.failed else self.status
+        fix = f" Fix: {self.fix}" if self.failed and self.fix else ""
+        return f"{label:<5} {self.name}: {self.detail}{fix}"
+
+    def to_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Report:
+    checks: list[Check]
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.failed]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "checks": [c.to_dict() for c in self.checks]}
+
+    def error(self) -> DoctorFailed:
+        names = ", ".join(c.name for c in self.failures)
+        return DoctorFailed(f"{len(self.failures)} of {len(self.checks)} checks failed ({names}).")
+
+
+# -- the whole diagnosis ----------------------------------------------------------------------
+
+
+def diagnose(path: str | Path = ".") -> Report:
+    """Every check for the repository containing ``path`` (nothing is raised for a failure)."""
+    config_check, config = check_config(path)
+    checks = [config_check]
+    if config is not None:
+        for role in ROLES:
+            checks.extend(check_role(role, getattr(config, role)))
+    secrets = _key_values(config)
+    return Report([c.redacted(secrets) for c in checks])
+
+
+def check_config(path: str | Path) -> tuple[Check, Config | None]:
+    repo = SkillRepo.find(path)
+    root = repo.root if repo is not None else Path(path).resolve()
+    if repo is not None:
+        repo.close()
+    try:
+        config = load_config(root)
+    except SkillvcError as exc:
+        return Check("config", FAIL, exc.message, exc.hint), None
+    models = f"target {config.target.model}, optimizer {config.optimizer.model}"
+    return Check("config", OK, f"{root / CONFIG_FILE} loads ({models})."), config
+
+
+def check_role(role: str, config: ModelConfig) -> list[Check]:
+    """The checks of one role; a failure skips the checks that depend on it."""
+    try:
+        backend = get_backend(config)
+    except SkillvcError as exc:
+        return [Check(f"{role} backend", FAIL, exc.message, exc.hint)]
+    if config.harness == "command":
+        return [
+            Check(f"{role} backend", OK, f"{config.model} runs an agent command per task."),
+            check_executable(role, config),
+        ]
+    if config.model.startswith("sim:"):
+        return [
+            Check(f"{role} backend", OK, f"{config.model} (offline simulator, always reachable).")
+        ]
+    checks = [check_endpoint(role, config, backend), *check_credentials(role, config, backend)]
+    if any(c.failed for c in checks):
+        checks.append(Check(f"{role} reachable", SKIP, "not tried until the checks above pass."))
+    else:
+        checks.append(check_reachable(role, config))
+    return checks
+
+
+# -- single checks ----------------------------------------------------------------------------
+
+
+def check_endpoint(role: str, config: ModelConfig, backend: Backend) -> Check:
+    """Where the calls go, and whether that address can work at all."""
+    name = f"{role} backend"
+    if getattr(backend, "azure", False):
+        where = f"Azure OpenAI deployment '{getattr(backend, 'deployment', '?')}'"
+        return Check(name, OK, f"{config.model} via {where}.")
+    url = getattr(backend, "base_url", None)
+    if url is None:
+        default = DEFAULT_URLS.get(config.model.split(":", 1)[0], "the provider's default address")
+        return Check(name, OK, f"{config.model} via {default} (the default).")
+    source = "base_url" if config.base_url else _base_url_variable(config)
+    if not url.startswith(("http://", "https://")):
+        return Check(
+            name,
+            FAIL,
+            f"{source} '{url}' does not start with http:// or https://.",
+            "Write the full URL, e.g. http://localhost:8000/v1 for a local server.",
+        )
+    return Check(name, OK, f"{config.model} via {url} (from {source}).")
+
+
+def check_credentials(role: str, config: ModelConfig, backend: Backend) -> list[Check]:
+    checks = []
+    key_env = getattr(backend, "key_env", None)
+    if key_env:
+        checks.append(_check_key(role, key_env, local_ok=_is_openai(config) and not config.azure))
+    if getattr(backend, "azure", False):
+        checks.append(
+            _check_setting(
+                f"{role} azure endpoint",
+                getattr(backend, "azure_endpoint", None),
+                "No Azure endpoint: neither azure_endpoint nor AZURE_OPENAI_ENDPOINT is set.",
+                f'Set azure_endpoint = "https://<resource>.openai.azure.com" in [{role}] of '
+                f"{CONFIG_FILE}, or export AZURE_OPENAI_ENDPOINT.",
+            )
+        )
+        checks.append(
+            _check_setting(
+                f"{role} azure api version",
+                getattr(backend, "api_version", None),
+                "No Azure API version: api_version is not set and neither "
+                "AZURE_OPENAI_API_VERSION nor OPENAI_API_VERSION is set.",
+                f'Set api_version = "2024-10-21" (or your version) in [{role}] of {CONFIG_FILE}, '
+                "or export AZURE_OPENAI_API_VERSION.",
+            )
+        )
+    return checks
+
+
+def _check_key(role: str, key_env: str, *, local_ok: bool) -> Check:
+    name = f"{role} key"
+    value = os.environ.get(key_env, "")
+    if not value:
+        local = (
+            " A local OpenAI-compatible server accepts any placeholder value (e.g. 'local')."
+            if local_ok
+            else ""
+        )
+        return Check(
+            name,
+            FAIL,
+            f"{key_env} is not set.",
+            f"Export it (export {key_env}=...), or name another variable with api_key_env in "
+            f"[{role}] of {CONFIG_FILE}.{local}",
+        )
+    if value != value.strip():
+        # A pasted newline makes the HTTP client refuse the header, which looks like an outage.
+        return Check(
+            name,
+            FAIL,
+            f"{key_env} has leading or trailing whitespace.",
+            f'Export it again without spaces or newlines, e.g. export {key_env}="$(cat keyfile | '
+            "tr -d '[:space:]')\".",
+        )
+    return Check(name, OK, f"{key_env} is set (value not shown).")
+
+
+def _check_setting(name: str, value: str | None, missing: str, fix: str) -> Check:
+    if not value:
+        return Check(name, FAIL, missing, fix)
+    return Check(name, OK, f"{value}.")
+
+
+def check_reachable(role: str, config: ModelConfig) -> Check:
+    """One tiny call straight through the backend: not cached, not retried, not recorded."""
+    name = f"{role} reachable"
+    quick = dataclasses.replace(config, timeout_s=min(config.timeout_s, PROBE_TIMEOUT_S))
+    request = CallRequest(
+        role="doctor",
+        model=config.model,
+        messages=PROBE_MESSAGES,
+        params={"max_tokens": PROBE_MAX_TOKENS},
+    )
+    started = time.perf_counter()
+    try:
+        result = get_backend(quick).complete(request)
+    except AuthenticationFailed as exc:
+        return Check(name, FAIL, exc.message, exc.hint)
+    except TransientError as exc:
+        return Check(
+            name,
+            FAIL,
+            exc.message,
+            "Check that the server is running and the address above is right; a 429 or 5xx "
+            "means it is busy, so try again or lower requests_per_minute.",
+        )
+    except SkillvcError as exc:
+        what = "model name and deployment" if config.azure else "model name"
+        return Check(
+            name,
+            FAIL,
+            exc.message,
+            f"Check the {what} in [{role}] of {CONFIG_FILE} and that your account may use it.",
+        )
+    ms = (time.perf_counter() - started) * 1000.0
+    tokens = result.prompt_tokens + result.completion_tokens
+    return Check(name, OK, f"answered one tiny call in {ms:.0f} ms ({tokens} tokens).")
+
+
+def check_executable(role: str, config: ModelConfig) -> Check:
+    name = f"{role} executable"
+    program = config.command[0]
+    if ("/" in program or os.sep in program) and not os.path.isabs(program):
+        # The agent runs inside a scratch directory, where a relative path means nothing.
+        return Check(
+            name,
+            FAIL,
+            f"command[0] '{program}' is a relative path, but each task runs in a scratch "
+            "directory.",
+            "Use an absolute path or a program name found on PATH.",
+        )
+    found = shutil.which(program)
+    if found is None:
+        where = (
+            "does not exist or is not executable" if os.path.isabs(program) else "is not on PATH"
+        )
+        return Check(
+            name,
+            FAIL,
+            f"'{program}' {where}.",
+            "Install the agent CLI, or put its absolute path first in command = [...] in "
+            f"[{role}] of {CONFIG_FILE}.",
+        )
+    return Check(name, OK, f"{found} found (not started; the first task runs it).")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _is_openai(config: ModelConfig) -> bool:
+    return config.model.startswith("openai:")
+
+
+def _base_url_variable(config: ModelConfig) -> str:
+    return "OPENAI_BASE_URL" if _is_openai(config) else "ANTHROPIC_BASE_URL"
+
+
+def _key_values(config: Config | None) -> list[str]:
+    """The values of every key variable the roles name, for redaction."""
+    names: set[str] = {"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+    if config is not None:
+        names.update(m.api_key_env for m in (config.target, config.optimizer) if m.api_key_env)
+    return [v for v in _values(names) if v]
+
+
+def _values(names: Iterable[str]) -> list[str]:
+    values = [os.environ.get(n, "") for n in sorted(names)]
+    # Also the stripped form: a key pasted with a newline is still the same secret.
+    return values + [v.strip() for v in values]

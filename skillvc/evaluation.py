@@ -1,0 +1,438 @@
+"""Score a skill version on a split (``skillvc eval``) and compare two versions (``skillvc check``).
+
+``evaluate(ws, rev, split)`` runs every item of the split with the skill as it is at git
+revision ``rev`` (``None``: the working-tree file) through the configured target, scores it and
+records one ``evaluation`` event. ``compare(ws, rev_a, rev_b, split)`` evaluates both and pairs
+them item by item: ``a`` is the base, ``b`` the version under test, differences are ``b - a``.
+
+Invariants:
+
+* Free to repeat: every model call goes through ``ModelClient``, which answers a call it has
+  seen before (same model, parameters and messages) from the event log, so re-evaluating an
+  unchanged skill on an unchanged split makes no model call and gives the same numbers.
+* Recorded once: the ``evaluation`` event is a cache event (no run id) whose key is the content
+  hash of (skill blob hash, split, dataset hash, target model + parameters, scorer + options +
+  judge model, gate metric, ids of items that errored). Evaluating the same content again
+  returns the stored event instead of writing another; the event keeps the revision named the
+  first time. An evaluation with failed calls gets its own key, so a later clean evaluation
+  is still recorded.
+* Errors are never scores: an item whose target call failed after its retries has ``error``
+  set and no score; it is left out of every mean and of the paired difference, and counted.
+* Works from a fresh clone: the event log is created when missing (``ws.store(create=True)``);
+  only the repository and ``skillvc.toml`` are needed.
+* Statistics: ``stderr`` is the standard error of the mean (sample standard deviation over
+  ``sqrt(n)``), ``None`` below two scored items; the paired difference has the same over the
+  per-item differences.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc.backends import Backend, CallRequest, CallResult, get_backend
+from skillvc.calls import ModelClient, RoleStats, model_params
+from skillvc.config import Config, ModelConfig
+from skillvc.errors import SkillDocumentError, TaskSetError
+from skillvc.hashing import content_id
+from skillvc.scorers import JudgeFn, extract_answer, get_scorer
+from skillvc.store import EventStore
+from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
+from skillvc.training.evaluate import Evaluator, Rollout, mean
+from skillvc.workspace import Workspace
+
+WORKTREE = "worktree"
+SHORT = 60  # characters of an expected / got answer kept for display
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One item of an evaluation: its scores, or the error that kept it from being scored."""
+
+    id: str
+    hard: float | None
+    soft: float | None
+    error: str | None
+    expected: str  # the acceptable answers, shortened for display
+    got: str | None  # the extracted answer, shortened (None when the call failed)
+    output: str | None = None  # blob hash of the full output
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def value(self, metric: str) -> float:
+        assert self.hard is not None and self.soft is not None
+        if metric == "hard":
+            return self.hard
+        if metric == "soft":
+            return self.soft
+        return (self.hard + self.soft) / 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "hard": self.hard,
+            "soft": self.soft,
+            "error": self.error,
+            "expected": self.expected,
+            "got": self.got,
+            "output": self.output,
+        }
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """A skill version scored on one split, with what it cost."""
+
+    rev: str | None  # the revision as given (None: the working tree)
+    sha: str  # the commit it resolved to, or "worktree"
+    skill: str  # blob hash of the skill text
+    split: str
+    dataset: str  # TaskSet.hash
+    model: str
+    metric: str  # the gate metric ``mean`` is computed with
+    items: tuple[ItemResult, ...]
+    mean: float | None
+    hard: float | None
+    soft: float | None
+    stderr: float | None
+    n: int  # items scored
+    errors: int  # items whose call failed (excluded from the means)
+    calls: int  # model answers used (fresh or from the log)
+    fresh_calls: int  # calls that reached a model in this evaluation
+    failed_calls: int  # calls that failed after their retries in this evaluation
+    tokens: int
+    cost_usd: float | None  # None when any call's price is unknown
+    unpriced_calls: int
+    event: int  # id of the evaluation event
+    recorded: bool  # False when an identical evaluation was already in the log
+
+    @property
+    def label(self) -> str:
+        """How to name this version to a person: the revision given, or the working tree."""
+        return self.rev if self.rev is not None else "the working tree"
+
+    def failures(self) -> list[ItemResult]:
+        return [i for i in self.items if i.ok and (i.hard or 0.0) < 1.0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rev": self.rev,
+            "sha": self.sha,
+            "skill": self.skill,
+            "split": self.split,
+            "dataset": self.dataset,
+            "model": self.model,
+            "metric": self.metric,
+            "mean": self.mean,
+            "hard": self.hard,
+            "soft": self.soft,
+            "stderr": self.stderr,
+            "n": self.n,
+            "errors": self.errors,
+            "items": [i.to_dict() for i in self.items],
+            "failures": [i.id for i in self.failures()],
+            "calls": self.calls,
+            "fresh_calls": self.fresh_calls,
+            "failed_calls": self.failed_calls,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "unpriced_calls": self.unpriced_calls,
+            "event": self.event,
+            "recorded": self.recorded,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two evaluations paired item by item; ``diff`` is ``b - a`` over items both scored."""
+
+    a: EvalResult  # the base
+    b: EvalResult  # the version under test
+    metric: str
+    n: int  # items scored in both
+    a_mean: float | None  # a's mean over the paired items
+    b_mean: float | None  # b's mean over the paired items
+    diff: float | None
+    stderr: float | None
+    up: tuple[str, ...]  # hard 0 in a, 1 in b
+    down: tuple[str, ...]  # hard 1 in a, 0 in b
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "metric": self.metric,
+            "n": self.n,
+            "a_mean": self.a_mean,
+            "b_mean": self.b_mean,
+            "diff": self.diff,
+            "stderr": self.stderr,
+            "flipped": {"up": list(self.up), "down": list(self.down)},
+        }
+
+
+# -- statistics -------------------------------------------------------------------------------
+
+
+def stderr_of_mean(values: Sequence[float]) -> float | None:
+    """Sample standard deviation / sqrt(n); None for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    m = math.fsum(values) / n
+    variance = math.fsum((v - m) ** 2 for v in values) / (n - 1)
+    return math.sqrt(variance / n)
+
+
+# -- evaluating ---------------------------------------------------------------------------------
+
+
+def evaluate(
+    ws: Workspace, rev: str | None, split: str, *, workers: int | None = None
+) -> EvalResult:
+    """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once."""
+    check_split(split)
+    version = read_skill(ws, rev)
+    config = ws.config
+    taskset = load_taskset(config.tasks, ws.root)
+    items = split_items(taskset, split)
+    with ws.store(create=True) as store:
+        client = make_client(store, config)
+        judge = _judge(client)
+        scorer = get_scorer(config.tasks.scorer, config.tasks.scorer_options, judge=judge)
+        with ThreadPoolExecutor(max_workers=workers or config.train.workers) as pool:
+            rollouts = Evaluator(client, scorer, pool, judge=judge).run(version.text, items, split)
+        return _record(store, config, client, version, split, taskset.hash, items, rollouts)
+
+
+def compare(
+    ws: Workspace, rev_a: str | None, rev_b: str | None, split: str, *, workers: int | None = None
+) -> Comparison:
+    """Evaluate ``rev_a`` (the base) and ``rev_b`` on ``split`` and pair them item by item."""
+    check_split(split)
+    a = evaluate(ws, rev_a, split, workers=workers)
+    b = evaluate(ws, rev_b, split, workers=workers)
+    return pair(a, b)
+
+
+def pair(a: EvalResult, b: EvalResult) -> Comparison:
+    """The paired comparison of two evaluations of the same split."""
+    metric = a.metric
+    in_b = {i.id: i for i in b.items}
+    pairs = [(x, in_b[x.id]) for x in a.items if x.ok and x.id in in_b and in_b[x.id].ok]
+    diffs = [y.value(metric) - x.value(metric) for x, y in pairs]
+    return Comparison(
+        a=a,
+        b=b,
+        metric=metric,
+        n=len(pairs),
+        a_mean=mean([x.value(metric) for x, _ in pairs]),
+        b_mean=mean([y.value(metric) for _, y in pairs]),
+        diff=mean(diffs),
+        stderr=stderr_of_mean(diffs),
+        up=tuple(x.id for x, y in pairs if (x.hard or 0.0) < 1.0 <= (y.hard or 0.0)),
+        down=tuple(x.id for x, y in pairs if (y.hard or 0.0) < 1.0 <= (x.hard or 0.0)),
+    )
+
+
+def check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise TaskSetError(
+            f"Unknown split '{split}' (expected train, val or test).",
+            hint="Pass --split train, --split val or --split test.",
+        )
+
+
+def split_items(taskset: TaskSet, split: str) -> tuple[TaskItem, ...]:
+    items = taskset.split(split)
+    if not items:
+        raise TaskSetError(
+            f"The {split} split of the task set has no items.",
+            hint=f"Give the {split} split task items in [tasks] of skillvc.toml.",
+        )
+    return items
+
+
+@dataclass(frozen=True)
+class SkillVersion:
+    rev: str | None  # as given; None for the working tree
+    sha: str  # the resolved commit, or "worktree"
+    text: str
+
+
+def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
+    """The configured skill file at ``rev`` (None: the working-tree file)."""
+    if rev is None:
+        sha, raw = WORKTREE, ws.require_skill().read_bytes()
+    else:
+        sha = ws.repo.resolve(rev)
+        raw = ws.repo.read_file(ws.skill_relpath, sha)
+    try:
+        # Decoded exactly as training does, so evaluations share its cached target calls.
+        return SkillVersion(rev, sha, raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        where = "in the working tree" if rev is None else f"at {rev}"
+        raise SkillDocumentError(
+            f"The skill file {ws.skill_relpath} {where} is not UTF-8 text "
+            f"(bad byte at offset {exc.start})."
+        ) from None
+
+
+def make_client(store: EventStore, config: Config) -> ModelClient:
+    """A client for the target and the judge (the optimizer's model), priced from the config."""
+    backends: dict[str, Backend] = {
+        "target": get_backend(config.target),
+        "judge": _LazyBackend(config.optimizer),
+    }
+    configs = {"target": config.target, "judge": config.optimizer}
+    return ModelClient(store, backends, configs, prices=config.prices)
+
+
+class _LazyBackend:
+    """The judge's backend, built on its first call: most scorers never ask a judge, and an
+    evaluation must not import an SDK or check a model it never calls."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self._backend: Backend | None = None
+        self._lock = threading.Lock()
+
+    def complete(self, request: CallRequest) -> CallResult:
+        with self._lock:
+            if self._backend is None:
+                self._backend = get_backend(self.config)
+        return self._backend.complete(request)
+
+
+def _judge(client: ModelClient) -> JudgeFn:
+    def judge(system: str, user: str) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return client.call("judge", messages).text
+
+    return judge
+
+
+def evaluation_key(config: Config, skill: str, split: str, dataset: str, failed: list[str]) -> str:
+    """The cache key of an evaluation: what its numbers are a function of."""
+    return content_id(
+        {
+            "skill": skill,
+            "split": split,
+            "dataset": dataset,
+            "target": _model_identity(config.target),
+            "scorer": {
+                "name": config.tasks.scorer,
+                "options": config.tasks.scorer_options,
+                "judge": _model_identity(config.optimizer),
+            },
+            "metric": config.train.gate_metric,
+            "failed": failed,
+        },
+        length=32,
+    )
+
+
+def _model_identity(config: ModelConfig) -> dict[str, Any]:
+    identity: dict[str, Any] = {"model": config.model, "params": model_params(config)}
+    if config.harness == "command":
+        identity["command"] = list(config.command)
+    return identity
+
+
+def _record(
+    store: EventStore,
+    config: Config,
+    client: ModelClient,
+    version: SkillVersion,
+    split: str,
+    dataset: str,
+    items: Sequence[TaskItem],
+    rollouts: Sequence[Rollout],
+) -> EvalResult:
+    """Build the result and append its evaluation event (or find the identical one)."""
+    metric = config.train.gate_metric
+    skill = store.put_blob(version.text)
+    results = tuple(_item_result(store, it, r) for it, r in zip(items, rollouts, strict=True))
+    scored = [r for r in results if r.ok]
+    values = [r.value(metric) for r in scored]
+    totals: RoleStats = client.totals()
+    payload: dict[str, Any] = {
+        "rev": version.rev,
+        "sha": version.sha,
+        "skill": skill,
+        "split": split,
+        "dataset": dataset,
+        "model": config.target.model,
+        "params": model_params(config.target),
+        "scorer": config.tasks.scorer,
+        "metric": metric,
+        "items": [{"id": r.id, "hard": r.hard, "soft": r.soft, "error": r.error} for r in results],
+        "mean": mean(values),
+        "hard": mean([r.value("hard") for r in scored]),
+        "soft": mean([r.value("soft") for r in scored]),
+        "stderr": stderr_of_mean(values),
+        "n": len(scored),
+        "errors": len(results) - len(scored),
+        "calls": totals.replies,
+        "fresh_calls": totals.fresh,
+        "failed_calls": totals.errors,
+        "tokens": totals.tokens,
+        "cost_usd": None if totals.unpriced else totals.cost_usd,
+        "unpriced_calls": totals.unpriced,
+    }
+    before = store.count()
+    failed = [r.id for r in results if not r.ok]
+    event = store.append(
+        "evaluation", payload, key=evaluation_key(config, skill, split, dataset, failed)
+    )
+    return EvalResult(
+        rev=version.rev,
+        sha=version.sha,
+        skill=skill,
+        split=split,
+        dataset=dataset,
+        model=config.target.model,
+        metric=metric,
+        items=results,
+        mean=payload["mean"],
+        hard=payload["hard"],
+        soft=payload["soft"],
+        stderr=payload["stderr"],
+        n=payload["n"],
+        errors=payload["errors"],
+        calls=totals.replies,
+        fresh_calls=totals.fresh,
+        failed_calls=totals.errors,
+        tokens=totals.tokens,
+        cost_usd=payload["cost_usd"],
+        unpriced_calls=totals.unpriced,
+        event=event.id,
+        recorded=store.count() > before,
+    )
+
+
+def _item_result(store: EventStore, item: TaskItem, rollout: Rollout) -> ItemResult:
+    expected = _short(" | ".join(item.targets)) if item.targets else "-"
+    if not rollout.ok or rollout.output is None:
+        return ItemResult(item.id, None, None, rollout.error, expected, None)
+    return ItemResult(
+        item.id,
+        rollout.hard,
+        rollout.soft,
+        None,
+        expected,
+        _short(extract_answer(rollout.output)),
+        store.put_blob(rollout.output),
+    )
+
+
+def _short(text: str, width: int = SHORT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

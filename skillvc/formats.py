@@ -1,0 +1,378 @@
+"""Format rules for the skill documents agents load, detected from the file's path.
+
+Formats (see ``detect_format``):
+
+* ``agent-skill`` — Claude Code / Agent Skills ``SKILL.md``: frontmatter is required; ``name``
+  is 1-64 characters of a-z, 0-9 and '-' (no leading, trailing or double '-') and equals the
+  parent directory's name; ``description`` is 1-1024 characters. Other keys are allowed.
+* ``cursor`` — Cursor rules ``*.mdc``: ``description`` a string, ``globs`` a string or a list of
+  strings, ``alwaysApply`` a boolean; every key is optional (an empty value counts as unset)
+  and unknown keys are allowed.
+* ``copilot`` — GitHub Copilot ``*.instructions.md``: ``applyTo`` a non-empty string glob.
+* ``markdown`` — anything else: only the common checks.
+
+Common checks for every format: the frontmatter, when there is one, is a valid YAML mapping;
+protected-region markers are well formed; the file fits a size budget (16,000 bytes unless
+told otherwise).
+
+Invariants:
+
+* Checking is pure: it reads the ``SkillDocument`` it is given and nothing else (no git, no
+  disk), so the training loop, ``skillvc validate`` and the hooks all apply the same rules.
+* Every ``Problem.message`` is one sentence that starts with the path, so a list of problems
+  prints as one line each.
+* ``new_problems`` never blames an edit for a problem the document already had: problems are
+  matched by rule and message with line numbers ignored (an edit above a broken marker moves
+  it), and a size problem is new only when the edit makes an over-budget file larger.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from skillvc.skilldoc import SkillDocument
+
+DEFAULT_MAX_BYTES = 16_000
+
+AGENT_SKILL = "agent-skill"
+CURSOR = "cursor"
+COPILOT = "copilot"
+MARKDOWN = "markdown"
+FORMATS = (AGENT_SKILL, CURSOR, COPILOT, MARKDOWN)
+
+# Rule ids: stable, shown in --json output and documented in docs/review-and-hooks.md.
+RULE_YAML = "frontmatter-yaml"
+RULE_MARKERS = "protected-markers"
+RULE_SIZE = "size-budget"
+RULE_ENCODING = "encoding"
+RULE_SKILL_FRONTMATTER = "skill-frontmatter"
+RULE_SKILL_NAME = "skill-name"
+RULE_SKILL_NAME_DIR = "skill-name-directory"
+RULE_SKILL_DESCRIPTION = "skill-description"
+RULE_CURSOR_DESCRIPTION = "cursor-description"
+RULE_CURSOR_GLOBS = "cursor-globs"
+RULE_CURSOR_ALWAYS_APPLY = "cursor-always-apply"
+RULE_COPILOT_APPLY_TO = "copilot-apply-to"
+RULE_PROTECTED = "protected-region"
+
+SKILL_NAME_MAX = 64
+SKILL_DESCRIPTION_MAX = 1024
+_SKILL_NAME_CHARS = re.compile(r"[a-z0-9-]+")
+_LINE_PREFIX = re.compile(r"\bline \d+: ")
+# Cursor writes `globs: *.ts, src/**` unquoted, which YAML reads as an alias; Cursor accepts it.
+_BARE_GLOBS = re.compile(r"^(globs:[ \t]*)(\*[^\n]*?)[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule in one file; ``message`` is a sentence starting with the path."""
+
+    path: str
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "rule": self.rule, "message": self.message}
+
+
+def detect_format(path: str) -> str:
+    """The format whose rules apply to ``path`` (one of ``FORMATS``)."""
+    name = PurePosixPath(path.replace("\\", "/")).name
+    if name == "SKILL.md":
+        return AGENT_SKILL
+    if name.endswith(".mdc"):
+        return CURSOR
+    if name.endswith(".instructions.md"):
+        return COPILOT
+    return MARKDOWN
+
+
+def is_skill_file(path: str) -> bool:
+    """True for paths whose name alone marks them as skill documents (not generic Markdown)."""
+    return detect_format(path) != MARKDOWN
+
+
+def check_document(
+    path: str, doc: SkillDocument, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Problem]:
+    """Every problem of ``doc``: common checks first, then the rules of its format."""
+    problems = list(_common(path, doc, max_bytes))
+    fmt = detect_format(path)
+    if fmt == AGENT_SKILL:
+        problems.extend(_agent_skill(path, doc))
+    elif fmt == CURSOR:
+        problems.extend(_cursor(path, doc))
+    elif fmt == COPILOT:
+        problems.extend(_copilot(path, doc))
+    return problems
+
+
+def check_bytes(path: str, data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Problem]:
+    """``check_document`` for raw file bytes; bytes that are not UTF-8 are one problem."""
+    from skillvc.errors import SkillDocumentError
+
+    try:
+        doc = SkillDocument.parse(data)
+    except SkillDocumentError as exc:
+        return [Problem(path, RULE_ENCODING, f"{path}: {_sentence(exc.message)}")]
+    return check_document(path, doc, max_bytes=max_bytes)
+
+
+def new_problems(
+    path: str, before: SkillDocument, after: SkillDocument, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Problem]:
+    """Problems ``after`` has that ``before`` did not: the ones an edit introduces.
+
+    The training loop refuses a candidate for which this is not empty.
+    """
+    old = check_document(path, before, max_bytes=max_bytes)
+    old_keys = {_identity(p) for p in old if p.rule != RULE_SIZE}
+    grew = len(after.render()) > len(before.render())
+    fresh = []
+    for problem in check_document(path, after, max_bytes=max_bytes):
+        if problem.rule == RULE_SIZE:
+            if grew or not any(p.rule == RULE_SIZE for p in old):
+                fresh.append(problem)
+        elif _identity(problem) not in old_keys:
+            fresh.append(problem)
+    return fresh
+
+
+def protected_changes(before: SkillDocument, after: SkillDocument) -> list[str]:
+    """Names of protected regions whose content changed, appeared or vanished, in order.
+
+    A region also counts as changed when its marker style changes or it becomes (un)closed.
+    """
+    old, new = _regions_by_name(before), _regions_by_name(after)
+    names = list(old) + [n for n in new if n not in old]
+    return [n for n in names if old.get(n) != new.get(n)]
+
+
+# -- common checks ----------------------------------------------------------------------------
+
+
+def _common(path: str, doc: SkillDocument, max_bytes: int) -> Iterator[Problem]:
+    error = _frontmatter_error(path, doc)
+    if error:
+        yield Problem(path, RULE_YAML, f"{path}: {_sentence(error)}")
+    for marker_problem in doc.problems:
+        yield Problem(path, RULE_MARKERS, f"{path}: {_sentence(marker_problem)}")
+    size = len(doc.render())
+    if size > max_bytes:
+        yield Problem(
+            path,
+            RULE_SIZE,
+            f"{path}: the file is {size:,} bytes, over the size budget of {max_bytes:,} bytes.",
+        )
+
+
+def _frontmatter_error(path: str, doc: SkillDocument) -> str | None:
+    if doc.frontmatter_error is None:
+        return None
+    if detect_format(path) == CURSOR and _cursor_frontmatter(doc) is not None:
+        return None
+    return _yaml_error_sentence(doc) or doc.frontmatter_error
+
+
+def _yaml_error_sentence(doc: SkillDocument) -> str | None:
+    """PyYAML's error as one short clause with the file's line number, when it has one."""
+    lines = doc.text[: doc.frontmatter_end].split("\n")
+    # Drop the opening '---' and the closing delimiter (followed by "" after the last "\n").
+    yaml_text = "\n".join(lines[1:-2])
+    try:
+        yaml.safe_load(yaml_text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "unreadable YAML"
+        # +2: the YAML starts on the file's second line, and marks count from 0.
+        where = f" on line {mark.line + 2}" if mark is not None else ""
+        return f"frontmatter is not valid YAML ({what}{where})"
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+# -- Agent Skills / Claude Code SKILL.md --------------------------------------------------------
+
+
+def _agent_skill(path: str, doc: SkillDocument) -> Iterator[Problem]:
+    if doc.frontmatter_error:
+        return  # already reported; the fields cannot be read
+    if doc.frontmatter_end == 0:
+        yield Problem(
+            path,
+            RULE_SKILL_FRONTMATTER,
+            f"{path}: a SKILL.md must start with YAML frontmatter holding name and description.",
+        )
+        return
+    fm = doc.frontmatter or {}
+    yield from _skill_name(path, fm)
+    yield from _skill_description(path, fm)
+
+
+def _skill_name(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
+    name = fm.get("name")
+    if name is None:
+        yield Problem(path, RULE_SKILL_NAME, f"{path}: frontmatter name is missing.")
+        return
+    if not isinstance(name, str):
+        yield Problem(
+            path,
+            RULE_SKILL_NAME,
+            f"{path}: frontmatter name must be a string, not {_yaml_type(name)}.",
+        )
+        return
+    if not (0 < len(name) <= SKILL_NAME_MAX and _SKILL_NAME_CHARS.fullmatch(name)):
+        yield Problem(
+            path,
+            RULE_SKILL_NAME,
+            f"{path}: frontmatter name {name!r} must be 1-{SKILL_NAME_MAX} characters "
+            "of a-z, 0-9 and '-'.",
+        )
+        return
+    if name.startswith("-") or name.endswith("-") or "--" in name:
+        yield Problem(
+            path,
+            RULE_SKILL_NAME,
+            f"{path}: frontmatter name {name!r} must not start or end with '-' or contain '--'.",
+        )
+        return
+    directory = PurePosixPath(path.replace("\\", "/")).parent.name
+    if directory and directory != name:
+        yield Problem(
+            path,
+            RULE_SKILL_NAME_DIR,
+            f"{path}: frontmatter name {name!r} must equal its directory name {directory!r}.",
+        )
+
+
+def _skill_description(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
+    description = fm.get("description")
+    if description is None:
+        yield Problem(path, RULE_SKILL_DESCRIPTION, f"{path}: frontmatter description is missing.")
+    elif not isinstance(description, str):
+        yield Problem(
+            path,
+            RULE_SKILL_DESCRIPTION,
+            f"{path}: frontmatter description must be a string, not {_yaml_type(description)}.",
+        )
+    elif not description.strip():
+        yield Problem(path, RULE_SKILL_DESCRIPTION, f"{path}: frontmatter description is empty.")
+    elif len(description) > SKILL_DESCRIPTION_MAX:
+        yield Problem(
+            path,
+            RULE_SKILL_DESCRIPTION,
+            f"{path}: frontmatter description is {len(description):,} characters, "
+            f"over the limit of {SKILL_DESCRIPTION_MAX:,}.",
+        )
+
+
+# -- Cursor rules (.mdc) ------------------------------------------------------------------------
+
+
+def _cursor_frontmatter(doc: SkillDocument) -> dict[str, Any] | None:
+    """The frontmatter as Cursor reads it: strict YAML, or YAML with bare ``globs:`` quoted."""
+    if doc.frontmatter_error is None:
+        return doc.frontmatter
+    head = doc.text[: doc.frontmatter_end]
+    quoted = _BARE_GLOBS.sub(lambda m: m.group(1) + _yaml_quote(m.group(2)), head)
+    if quoted == head:
+        return None
+    lenient = SkillDocument.parse(quoted)
+    return lenient.frontmatter if lenient.frontmatter_error is None else None
+
+
+def _cursor(path: str, doc: SkillDocument) -> Iterator[Problem]:
+    fm = _cursor_frontmatter(doc)
+    if not fm:
+        return  # no frontmatter (a manual rule) or unreadable YAML, reported already
+    description = fm.get("description")
+    if description is not None and not isinstance(description, str):
+        yield Problem(
+            path,
+            RULE_CURSOR_DESCRIPTION,
+            f"{path}: frontmatter description must be a string, not {_yaml_type(description)}.",
+        )
+    globs = fm.get("globs")
+    if globs is not None and not _is_globs(globs):
+        yield Problem(
+            path,
+            RULE_CURSOR_GLOBS,
+            f"{path}: frontmatter globs must be a string or a list of strings, "
+            f"not {_yaml_type(globs)}.",
+        )
+    always = fm.get("alwaysApply")
+    if always is not None and not isinstance(always, bool):
+        yield Problem(
+            path,
+            RULE_CURSOR_ALWAYS_APPLY,
+            f"{path}: frontmatter alwaysApply must be true or false, not {always!r}.",
+        )
+
+
+def _is_globs(value: Any) -> bool:
+    if isinstance(value, str):
+        return True
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+# -- GitHub Copilot (*.instructions.md) --------------------------------------------------------
+
+
+def _copilot(path: str, doc: SkillDocument) -> Iterator[Problem]:
+    fm = doc.frontmatter
+    if not fm or "applyTo" not in fm:
+        return
+    apply_to = fm["applyTo"]
+    if not isinstance(apply_to, str) or not apply_to.strip():
+        shown = "empty" if apply_to in (None, "") else _yaml_type(apply_to)
+        yield Problem(
+            path,
+            RULE_COPILOT_APPLY_TO,
+            f'{path}: frontmatter applyTo must be a glob string such as "**/*.py", not {shown}.',
+        )
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _regions_by_name(doc: SkillDocument) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    found: dict[str, tuple[tuple[str, str, bool], ...]] = {}
+    for region in doc.regions:
+        found[region.name] = found.get(region.name, ()) + (
+            (region.style, region.content, region.closed),
+        )
+    return found
+
+
+def _identity(problem: Problem) -> tuple[str, str]:
+    return problem.rule, _LINE_PREFIX.sub("", problem.message)
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _yaml_type(value: Any) -> str:
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "a mapping",
+    }
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _yaml_quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
