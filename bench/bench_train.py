@@ -55,9 +55,11 @@ def latency_run(latency_ms: int) -> None:
         f"  sequential rounds       {rounds:>8.0f}   (wall / latency; "
         f"{summary.calls / rounds:.1f} calls per round on average)"
     )
+    saved = summary.calls_saved_by_early_stop
+    share = saved / (summary.calls + saved)
     print(
-        f"  calls saved by early stopping in the gate  {summary.calls_saved_by_early_stop}"
-        f"   ({summary.calls_saved_by_early_stop / (summary.calls + summary.calls_saved_by_early_stop):.0%} of what the run would have made)"
+        f"  calls saved by early stopping in the gate  {saved}   ({share:.0%} of the calls "
+        "the run would have made without it)"
     )
     print(
         f"  accepted {summary.accepted}, rejected {summary.rejected}; "
