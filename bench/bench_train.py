@@ -92,7 +92,7 @@ def ablations(seeds: int) -> None:
 
         rows = []
         for name, overrides in ABLATIONS.items():
-            vals, tests, accepted = [], [], []
+            vals, tests, accepted, repeats = [], [], [], []
             for seed in range(1, seeds + 1):
                 repo = Path(tmp) / f"{len(rows)}-{seed}"
                 shutil.copytree(seed_repo, repo)
@@ -100,16 +100,38 @@ def ablations(seeds: int) -> None:
                 vals.append(s.best_val)
                 tests.append(s.test)
                 accepted.append(s.accepted)
-            rows.append((name, vals, tests, accepted, s.baseline_val, s.baseline_test))
+                repeats.append(repeated_rejections(repo))
+            rows.append((name, vals, tests, accepted, repeats, s.baseline_val, s.baseline_test))
 
     def cell(xs: list[float]) -> str:
         return f"{statistics.mean(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]"
 
-    print(f"  {'setting':<34} {'final val':<24} {'final test':<24} accepted")
-    for name, vals, tests, accepted, _, _ in rows:
-        print(f"  {name:<34} {cell(vals):<24} {cell(tests):<24} {statistics.mean(accepted):.1f}")
+    print(
+        f"  {'setting':<34} {'final val':<24} {'final test':<24} accepted  "
+        "re-proposed rejected edits"
+    )
+    for name, vals, tests, accepted, repeats, _, _ in rows:
+        print(
+            f"  {name:<34} {cell(vals):<24} {cell(tests):<24} {statistics.mean(accepted):>8.1f}"
+            f"  {statistics.mean(repeats):>6.1f}"
+        )
     base = rows[0]
-    print(f"  {'(seed skill)':<34} {base[4]:<24.3f} {base[5]:<24.3f}")
+    print(f"  {'(seed skill)':<34} {base[5]:<24.3f} {base[6]:<24.3f}")
+
+
+def repeated_rejections(repo: Path) -> int:
+    """Proposals of an edit made after a candidate holding that edit had been rejected."""
+    from skillvc.store import open_store
+
+    with open_store(repo / ".skillvc" / "events.db") as store:
+        first = {
+            r["edit_id"]: r["gate"]
+            for r in store.query(
+                "SELECT edit_id, MIN(gate_event_id) AS gate FROM rejected_edits GROUP BY edit_id"
+            )
+        }
+        proposed = store.query("SELECT edit_id, event_id FROM proposed_edits")
+    return sum(1 for p in proposed if p["edit_id"] in first and p["event_id"] > first[p["edit_id"]])
 
 
 def main() -> None:

@@ -167,7 +167,16 @@ def _apply_one(doc: SkillDocument, edit: Edit) -> SkillDocument | Unmatched:
             "Applying the edit would create or remove a protected-region marker "
             "or a frontmatter delimiter.",
         )
+    if edit.op == "add" and _already_there(doc, edit.content):
+        return Unmatched(edit, "no-op", "The skill already contains every line of this content.")
     return result
+
+
+def _already_there(doc: SkillDocument, content: str) -> bool:
+    """An add whose every non-blank line is already a line of the skill would only duplicate."""
+    wanted = [line.strip() for line in _norm(content).splitlines() if line.strip()]
+    present = {line.strip() for line in doc.text.splitlines()}
+    return bool(wanted) and all(line in present for line in wanted)
 
 
 def _norm(text: str) -> str:

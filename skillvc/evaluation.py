@@ -194,12 +194,22 @@ def stderr_of_mean(values: Sequence[float]) -> float | None:
 # -- evaluating ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SkillVersion:
+    rev: str | None  # as given; None for the working tree
+    sha: str  # the resolved commit, or "worktree"
+    text: str
+
+
 def evaluate(
     ws: Workspace, rev: str | None, split: str, *, workers: int | None = None
 ) -> EvalResult:
     """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once."""
     check_split(split)
-    version = read_skill(ws, rev)
+    return _evaluate(ws, read_skill(ws, rev), split, workers)
+
+
+def _evaluate(ws: Workspace, version: SkillVersion, split: str, workers: int | None) -> EvalResult:
     config = ws.config
     taskset = load_taskset(config.tasks, ws.root)
     items = split_items(taskset, split)
@@ -217,9 +227,8 @@ def compare(
 ) -> Comparison:
     """Evaluate ``rev_a`` (the base) and ``rev_b`` on ``split`` and pair them item by item."""
     check_split(split)
-    a = evaluate(ws, rev_a, split, workers=workers)
-    b = evaluate(ws, rev_b, split, workers=workers)
-    return pair(a, b)
+    version_a, version_b = read_skill(ws, rev_a), read_skill(ws, rev_b)  # both, before any call
+    return pair(_evaluate(ws, version_a, split, workers), _evaluate(ws, version_b, split, workers))
 
 
 def pair(a: EvalResult, b: EvalResult) -> Comparison:
@@ -260,20 +269,13 @@ def split_items(taskset: TaskSet, split: str) -> tuple[TaskItem, ...]:
     return items
 
 
-@dataclass(frozen=True)
-class SkillVersion:
-    rev: str | None  # as given; None for the working tree
-    sha: str  # the resolved commit, or "worktree"
-    text: str
-
-
 def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
     """The configured skill file at ``rev`` (None: the working-tree file)."""
     if rev is None:
         sha, raw = WORKTREE, ws.require_skill().read_bytes()
     else:
         sha = ws.repo.resolve(rev)
-        raw = ws.repo.read_file(ws.skill_relpath, sha)
+        raw = ws.repo.read_file(ws.skill_relpath, rev)
     try:
         # Decoded exactly as training does, so evaluations share its cached target calls.
         return SkillVersion(rev, sha, raw.decode("utf-8"))
@@ -301,6 +303,7 @@ class _LazyBackend:
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
+        self.model = config.model
         self._backend: Backend | None = None
         self._lock = threading.Lock()
 
@@ -373,7 +376,10 @@ def _record(
         "params": model_params(config.target),
         "scorer": config.tasks.scorer,
         "metric": metric,
-        "items": [{"id": r.id, "hard": r.hard, "soft": r.soft, "error": r.error} for r in results],
+        "items": [
+            {"id": r.id, "hard": r.hard, "soft": r.soft, "error": r.error, "output": r.output}
+            for r in results
+        ],
         "mean": mean(values),
         "hard": mean([r.value("hard") for r in scored]),
         "soft": mean([r.value("soft") for r in scored]),

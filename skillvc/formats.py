@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from skillvc.errors import SkillDocumentError
 from skillvc.skilldoc import SkillDocument
 
 DEFAULT_MAX_BYTES = 16_000
@@ -118,8 +119,6 @@ def check_document(
 
 def check_bytes(path: str, data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Problem]:
     """``check_document`` for raw file bytes; bytes that are not UTF-8 are one problem."""
-    from skillvc.errors import SkillDocumentError
-
     try:
         doc = SkillDocument.parse(data)
     except SkillDocumentError as exc:

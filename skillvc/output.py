@@ -84,9 +84,11 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     evaluated = entry["n_evaluated"]
     early = f", stopped early after {evaluated}" if entry["early_stopped"] else ""
     lr = f"  lr {entry['lr']}" if entry["lr"] is not None else ""
+    after = fmt_score(entry["val_after"])
+    if entry["early_stopped"] and entry.get("val_after_bound") is not None:
+        after = f"<={fmt_score(entry['val_after_bound'])}"
     lines.append(
-        f"    val {fmt_score(entry['val_before'])} -> {fmt_score(entry['val_after'])} "
-        f"({entry['metric']}, n={n}{early}){lr}"
+        f"    val {fmt_score(entry['val_before'])} -> {after} ({entry['metric']}, n={n}{early}){lr}"
     )
     flipped = entry.get("flipped") or {}
     if flipped.get("gained") or flipped.get("lost"):

@@ -209,6 +209,7 @@ def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
         "metric",
         "val_before",
         "val_after",
+        "val_after_bound",
         "n",
         "n_evaluated",
         "early_stopped",

@@ -378,3 +378,12 @@ def test_shifted_hunk_is_located_only_when_unique() -> None:
     diff = "--- a/SKILL.md\n+++ b/SKILL.md\n@@ -1,2 +1,2 @@\n - a\n-- b\n+- B\n"
     result = apply_edits(doc, edits_from_diff(diff, doc))
     assert result.document.text == "# T\nintro\n\n- a\n- B\n- c\n"
+
+
+def test_add_that_only_duplicates_existing_lines_is_a_no_op() -> None:
+    doc = SkillDocument.parse(b"# Skill\n\n## Rules\n- Be polite.\n- Quote the order.\n")
+    result = apply_edits(doc, [Edit("add", content="- Be polite.", anchor="## Rules")])
+    assert [u.reason for u in result.unmatched] == ["no-op"]
+    assert result.document.render() == doc.render()
+    partly_new = apply_edits(doc, [Edit("add", content="- Be polite.\n- Be brief.")])
+    assert partly_new.applied and b"- Be brief." in partly_new.document.render()

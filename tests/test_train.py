@@ -217,27 +217,72 @@ def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: 
     assert (stopped / SKILL).read_bytes() == (full / SKILL).read_bytes()
 
 
-def test_no_buffer_repeats_rejected_edits(seed_repo: Path, tmp_path: Path) -> None:
-    def repeats(repo: Path) -> int:
-        """Proposals of an edit made after a candidate holding it was rejected."""
+def _reflect_prompt(rejected: list[dict]) -> list[dict[str, str]]:
+    from skillvc import prompts, simworld
+
+    items = [it for it in simworld.generate_items(200, seed=3) if it["target"] == "replace"]
+    cases = [
+        {
+            "id": it["id"],
+            "input": it["input"],
+            "output": "<answer>refund</answer>",
+            "expected": it["target"],
+            "score": 0.0,
+        }
+        for it in items[:8]
+    ]
+    return prompts.render(
+        "reflect",
+        n_cases="8",
+        kind="failures",
+        kind_note="",
+        budget="4",
+        skill="# Skill\n\n## Policies\n- Be kind.\n",
+        cases=cases,
+        rejected=rejected,
+        meta="(none yet)",
+    )
+
+
+def test_simulated_optimizer_uses_the_rejected_buffer() -> None:
+    from skillvc.backends import CallRequest
+    from skillvc.backends.sim import SimBackend
+
+    def proposals(rejected: list[dict]) -> list[str]:
+        req = CallRequest("optimizer", "sim:support", tuple(_reflect_prompt(rejected)))
+        return [
+            e["content"] for e in json.loads(SimBackend("sim:support").complete(req).text)["edits"]
+        ]
+
+    rule = "- Damaged on arrival: offer a replacement, not a refund."
+    assert rule in proposals([])  # what the failures call for
+    alone = {"op": "add", "content": rule, "anchor": "## Policies", "candidate_size": 1}
+    assert rule not in proposals([alone])  # refused on its own before: not proposed again
+    bundled = dict(alone, candidate_size=3)
+    assert rule in proposals([bundled])  # strong evidence again after a bundled rejection
+
+
+def test_no_buffer_shows_later_reflections_nothing(seed_repo: Path, tmp_path: Path) -> None:
+    def rejected_sections(repo: Path) -> list[str]:
+        from skillvc.prompts import section
+
         with open_store(repo / ".skillvc/events.db") as store:
-            first = {
-                r["edit_id"]: r["gate"]
+            prompts = [
+                json.loads(store.get_blob(r["prompt_blob"]))[1]["content"]
                 for r in store.query(
-                    "SELECT edit_id, MIN(gate_event_id) AS gate FROM rejected_edits "
-                    "GROUP BY edit_id"
+                    "SELECT prompt_blob FROM model_calls WHERE role = 'optimizer' ORDER BY event_id"
                 )
-            }
-            proposed = store.query("SELECT edit_id, event_id FROM proposed_edits")
-        return sum(
-            1 for p in proposed if p["edit_id"] in first and p["event_id"] > first[p["edit_id"]]
-        )
+            ]
+        return [
+            section(p, "rejected_edits").strip() for p in prompts if "skillvc-prompt: reflect" in p
+        ]
 
     with_buffer = copy_repo(seed_repo, tmp_path / "a")
     without = copy_repo(seed_repo, tmp_path / "b")
     train(open_workspace(with_buffer))
     train(open_workspace(without), overrides={"train": {"buffer": False}})
-    assert repeats(without) > 2 * repeats(with_buffer)
+    assert any(s not in ("", "[]") for s in rejected_sections(with_buffer))
+    assert set(rejected_sections(without)) == {"[]"}
 
 
 def _event_count(db: Path) -> int:

@@ -174,12 +174,19 @@ def gate(
     cur = {r.item_id: r for r in evaluator.run(current, val, "val")}
     cand: dict[str, Rollout] = {}
 
+    def score(it: TaskItem) -> float | None:
+        return cur[it.id].value(metric) if cur[it.id].ok else None
+
+    # Items the current skill fails hold all the candidate's upside, so they go first: once
+    # they are evaluated without a net gain, nothing left can make the candidate better.
+    order = sorted(val, key=lambda it: 2.0 if score(it) is None else score(it))
+
     def evaluate(a: int, b: int) -> list[float | None]:
-        out = evaluator.run(candidate, val[a:b], "val")
+        out = evaluator.run(candidate, order[a:b], "val")
         cand.update((r.item_id, r) for r in out)
         return [r.value(metric) if r.ok else None for r in out]
 
-    current_values = [cur[it.id].value(metric) if cur[it.id].ok else None for it in val]
+    current_values = [score(it) for it in order]
     diff, _, early = scan(current_values, evaluate, early_stop=early_stop, chunk=chunk)
     scored = [it.id for it in val if cur[it.id].ok]
     pairs = [i for i in scored if i in cand and cand[i].ok]

@@ -1,0 +1,45 @@
+"""``skillvc diff``: the skill's diff between two revisions, with their scores when known."""
+
+from __future__ import annotations
+
+import click
+
+from skillvc.output import echo_json, fmt_score
+
+
+@click.command("diff")
+@click.argument("rev_a", metavar="A")
+@click.argument("rev_b", metavar="[B]", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def command(rev_a: str, rev_b: str | None, as_json: bool) -> None:
+    """Diff of the skill between A and B (default: the working tree), with known scores.
+
+    A and B are git revisions or checkpoints such as skillvc/<run>/best.
+    Example: skillvc diff skillvc/run-1a2b3c4d/epoch-1 skillvc/run-1a2b3c4d/best
+    """
+    from skillvc.edits import unified_diff
+    from skillvc.report import known_scores
+    from skillvc.skilldoc import SkillDocument
+    from skillvc.workspace import open_workspace
+
+    ws = open_workspace()
+    path = ws.skill_relpath
+    before = ws.repo.read_file(path, rev_a)
+    after = ws.require_skill().read_bytes() if rev_b is None else ws.repo.read_file(path, rev_b)
+    patch = unified_diff(SkillDocument.parse(before), SkillDocument.parse(after), path=path)
+    scores: dict[str, dict[str, float]] = {"a": {}, "b": {}}
+    if ws.db_path.exists():
+        with ws.store() as store:
+            scores = {
+                "a": known_scores(store, before.decode("utf-8")),
+                "b": known_scores(store, after.decode("utf-8")),
+            }
+    if as_json:
+        echo_json(
+            {"a": rev_a, "b": rev_b or "worktree", "path": path, "scores": scores, "patch": patch}
+        )
+        return
+    for label, rev in (("a", rev_a), ("b", rev_b or "working tree")):
+        known = ", ".join(f"{k} {fmt_score(v)}" for k, v in sorted(scores[label].items()))
+        click.echo(f"{label.upper()}: {rev}  ({known or 'no score recorded; skillvc eval ' + rev})")
+    click.echo(patch or "(no change to the skill)", nl=not patch)

@@ -1,0 +1,346 @@
+"""Read models for review: the pull-request report of a run, scores of a skill version, blame.
+
+Everything here is a projection of the event log and the git history; nothing is written.
+The Markdown report is meant for a pull-request description: short at the top (scores, cost,
+a table of steps), long parts folded in ``<details>`` so it stays readable on GitHub.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc.errors import UnknownEventId
+from skillvc.hashing import sha256_hex
+from skillvc.history import LogEntry, entry_patch, log_entries
+from skillvc.runs import list_runs
+from skillvc.store import EventStore
+
+
+def latest_run(store: EventStore) -> str:
+    rows = store.query(
+        "SELECT run_id FROM events WHERE type = 'run.started' ORDER BY id DESC LIMIT 1"
+    )
+    if not rows:
+        raise UnknownEventId(
+            "No training run in the event log yet.", hint="Run 'skillvc train' first."
+        )
+    return str(rows[0]["run_id"])
+
+
+def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
+    """Everything the report shows, as JSON-able data (the ``--format json`` output)."""
+    run_id = run_id or latest_run(store)
+    runs = {r["run"]: r for r in list_runs(store)}
+    if run_id not in runs:
+        raise UnknownEventId(f"No run {run_id} in the event log.")
+    started = store.events(run_id=run_id, types=["run.started"], limit=1)[0].payload
+    finished = store.events(run_id=run_id, types=["run.finished"], limit=1)
+    done = finished[0].payload if finished else {}
+    entries = list(reversed(log_entries(store, run_id=run_id)))
+    steps = []
+    for e in entries:
+        d = e.to_dict()
+        d["patch"] = entry_patch(store, e, skill_path)
+        steps.append(d)
+    lrs = {
+        ev.step: ev.payload.get("lr") for ev in store.events(run_id=run_id, types=["step.started"])
+    }
+    for ev in store.events(run_id=run_id, types=["step.empty"]):
+        steps.append(
+            {
+                "id": ev.id,
+                "kind": "step",
+                "step": ev.step,
+                "epoch": ev.epoch,
+                "decision": "no candidate",
+                "lr": lrs.get(ev.step),
+                "reason": ev.payload.get("reason"),
+                "edits": [],
+                "commit": None,
+                "val_before": None,
+                "val_after": None,
+            }
+        )
+    steps.sort(key=lambda d: d["id"])
+    train = started.get("config", {}).get("train", {})
+    return {
+        "run": run_id,
+        "status": runs[run_id]["status"],
+        "models": started.get("models", {}),
+        "base_commit": started.get("base_commit"),
+        "best_commit": done.get("best_commit"),
+        "dataset": started.get("dataset", {}),
+        "settings": {
+            k: train.get(k)
+            for k in (
+                "epochs",
+                "batch_size",
+                "minibatch_size",
+                "learning_rate",
+                "min_learning_rate",
+                "lr_schedule",
+                "gate_metric",
+                "seed",
+            )
+        },
+        "scores": {
+            "metric": train.get("gate_metric"),
+            "baseline_val": done.get("baseline_val"),
+            "best_val": done.get("best_val"),
+            "baseline_test": done.get("baseline_test"),
+            "test": done.get("test"),
+        },
+        "usage": {
+            "calls": runs[run_id]["calls"],
+            "tokens": runs[run_id]["tokens"],
+            "cost_usd": runs[run_id]["cost_usd"],
+            "unpriced_calls": runs[run_id]["unpriced_calls"],
+        },
+        "steps": steps,
+    }
+
+
+def _s(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _arrow(before: float | None, after: float | None, entry: dict[str, Any]) -> str:
+    if entry["decision"] == "forced":
+        return f"{_s(before)} → (ungated)"
+    if entry.get("early_stopped"):
+        return f"{_s(before)} → ≤{_s(_bound(entry))} (stopped early)"
+    return f"{_s(before)} → {_s(after)}"
+
+
+def _bound(entry: dict[str, Any]) -> float | None:
+    bound = entry.get("val_after_bound")
+    return bound if bound is not None else entry.get("val_after")
+
+
+def _md_text(text: str | None, width: int = 160) -> str:
+    text = " ".join((text or "").split()).replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _edit_line(edit: dict[str, Any]) -> str:
+    op = edit.get("op")
+    if op == "add":
+        where = f" after `{_md_text(edit.get('anchor'), 60)}`" if edit.get("anchor") else ""
+        head = f"**add**{where}: “{_md_text(edit.get('content'))}”"
+    elif op == "replace":
+        head = (
+            f"**replace** “{_md_text(edit.get('target'), 80)}” with "
+            f"“{_md_text(edit.get('content'))}”"
+        )
+    else:
+        head = f"**delete** “{_md_text(edit.get('target'))}”"
+    why = f" — *why:* {_md_text(edit.get('rationale'), 240)}" if edit.get("rationale") else ""
+    return f"- {head}{why}"
+
+
+def _flips(ids: list[str], way: str) -> str:
+    shown = ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")
+    return f"{len(ids)} {way}" + (f" ({shown})" if ids else "")
+
+
+def _title(entry: dict[str, Any]) -> str:
+    return "slow update" if entry["kind"] == "slow_update" else f"step {entry['step']}"
+
+
+def _settings_line(report: dict[str, Any]) -> str:
+    t = report["settings"]
+    line = (
+        f"Settings: epochs {t['epochs']}, batch {t['batch_size']}, minibatch "
+        f"{t['minibatch_size']}, lr {t['learning_rate']} → {t['min_learning_rate']} "
+        f"({t['lr_schedule']}), gate {t['gate_metric']}, seed {t['seed']}; dataset "
+        f"`{report['dataset'].get('hash')}`."
+    )
+    if str(report["models"].get("target", "")).startswith("sim:"):
+        line += " The target and optimizer are the offline simulator, a toy world, not a model."
+    return line
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    sc, usage = report["scores"], report["usage"]
+    counts = report["dataset"].get("counts", {})
+    cost = "price unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
+    accepted = [s for s in report["steps"] if s["decision"] in ("accepted", "forced")]
+    rejected = [s for s in report["steps"] if s["decision"] == "rejected"]
+    out = [
+        f"## skillvc training run `{report['run']}` ({report['status']})",
+        "",
+        f"| {sc['metric'] or 'score'} | baseline | best |",
+        "|---|---|---|",
+        f"| val (n={counts.get('val', '?')}) | {_s(sc['baseline_val'])} | {_s(sc['best_val'])} |",
+        f"| test (n={counts.get('test', '?')}) | {_s(sc['baseline_test'])} | {_s(sc['test'])} |",
+        "",
+        f"{len(accepted)} accepted, {len(rejected)} rejected · model calls {usage['calls']:,} · "
+        f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
+        f"optimizer `{report['models'].get('optimizer')}`",
+        "",
+        _settings_line(report),
+        "",
+        "### Steps",
+        "",
+        "| step | epoch | lr | decision | val | edits | commit |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    icon = {"accepted": "✅ accepted", "forced": "⚠️ ungated", "rejected": "❌ rejected"}
+    for s in report["steps"]:
+        commit = f"`{s['commit'][:10]}`" if s.get("commit") else "–"
+        if s["decision"] == "no candidate":
+            out.append(f"| {_title(s)} | {s['epoch']} | {s['lr']} | – no candidate | – | 0 | – |")
+            continue
+        out.append(
+            f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
+            f"{icon.get(s['decision'], s['decision'])} | "
+            f"{_arrow(s['val_before'], s['val_after'], s)} | {len(s['edits'])} | {commit} |"
+        )
+    if accepted:
+        out += ["", "### Accepted edits"]
+        for s in accepted:
+            flips = s.get("flipped") or {}
+            gained, lost = flips.get("gained", []), flips.get("lost", [])
+            out += [
+                "",
+                f"#### {_title(s).capitalize()} — `{(s.get('commit') or '')[:10]}` "
+                f"(val {_arrow(s['val_before'], s['val_after'], s)})",
+                "",
+            ]
+            out += [_edit_line(e) for e in s["edits"]] or [
+                "- guidance in the protected slow-update region"
+            ]
+            if gained or lost:
+                out.append(f"- flipped on val: {_flips(gained, 'up')}, {_flips(lost, 'down')}")
+            if s.get("patch"):
+                out += [
+                    "",
+                    "<details><summary>Diff</summary>",
+                    "",
+                    "```diff",
+                    s["patch"].rstrip("\n"),
+                    "```",
+                    "",
+                    "</details>",
+                ]
+    if rejected:
+        out += ["", f"### Rejected candidates ({len(rejected)})", ""]
+        for s in rejected:
+            ref = f" · `{s['ref']}`" if s.get("ref") else ""
+            out += [
+                f"<details><summary>{_title(s).capitalize()}: val "
+                f"{_arrow(s['val_before'], s['val_after'], s)}{ref}</summary>",
+                "",
+            ]
+            out += [_edit_line(e) for e in s["edits"]] or ["- slow-update guidance"]
+            if s.get("patch"):
+                out += ["", "```diff", s["patch"].rstrip("\n"), "```"]
+            out += ["", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+# -- scores of a skill version ----------------------------------------------------------
+
+
+def known_scores(store: EventStore, skill_text: str) -> dict[str, float]:
+    """Scores the log holds for exactly this skill text: {"val": mean, "test": ...}."""
+    digest = sha256_hex(skill_text)
+    scores: dict[str, float] = {}
+    for row in store.query("SELECT payload FROM events WHERE type = 'evaluation' ORDER BY id DESC"):
+        p = json.loads(row["payload"])
+        if p.get("skill") == digest and p.get("mean") is not None:
+            scores.setdefault(p.get("split", "val"), p["mean"])
+    if "val" not in scores:
+        for row in store.query("SELECT payload FROM events WHERE type = 'gate' ORDER BY id DESC"):
+            p = json.loads(row["payload"])
+            if p.get("current") == digest and p.get("before", {}).get("mean") is not None:
+                scores["val"] = p["before"]["mean"]
+                break
+            if (
+                p.get("candidate") == digest
+                and not p.get("early_stopped")
+                and p.get("after", {}).get("mean") is not None
+            ):
+                scores["val"] = p["after"]["mean"]
+                break
+    return scores
+
+
+# -- blame ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlameLine:
+    number: int
+    text: str
+    commit: str
+    run: str | None
+    step: int | None
+    kind: str | None  # step | slow_update | None for human lines
+    val_before: float | None
+    val_after: float | None
+    author: str
+
+    @property
+    def human(self) -> bool:
+        return self.run is None
+
+    def to_dict(self) -> dict[str, Any]:
+        gain = (
+            None
+            if self.val_before is None or self.val_after is None
+            else self.val_after - self.val_before
+        )
+        return {
+            "line": self.number,
+            "text": self.text,
+            "commit": self.commit,
+            "human": self.human,
+            "author": self.author,
+            "run": self.run,
+            "step": self.step,
+            "kind": self.kind,
+            "val_before": self.val_before,
+            "val_after": self.val_after,
+            "val_gain": gain,
+        }
+
+
+def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") -> list[BlameLine]:
+    """Each line of the skill with the commit that introduced it and the gate behind it."""
+    lines = repo.blame(relpath, rev)
+    info: dict[str, tuple[Any, ...]] = {}
+    for sha, _ in lines:
+        if sha in info:
+            continue
+        commit = repo.commit_info(sha)
+        run = commit.trailers.get("Skillvc-Run")
+        gate = None
+        if run and store is not None:
+            done = store.query(
+                "SELECT payload FROM events WHERE type = 'commit.done' "
+                "AND json_extract(payload, '$.sha') = ? LIMIT 1",
+                [sha],
+            )
+            if done:
+                gate_id = json.loads(done[0]["payload"]).get("gate_id")
+                gate = store.get(int(gate_id)) if gate_id is not None else None
+        author = repo.git_repo.git.log("-1", "--format=%an", sha)
+        if gate is not None:
+            p = gate.payload
+            info[sha] = (
+                run,
+                gate.step,
+                p.get("kind"),
+                p.get("before", {}).get("mean"),
+                p.get("after", {}).get("mean"),
+                author,
+            )
+        else:
+            info[sha] = (run, None, None, None, None, author)
+    return [BlameLine(i + 1, text, sha, *info[sha]) for i, (sha, text) in enumerate(lines)]
+
+
+__all__ = ["BlameLine", "LogEntry", "blame", "known_scores", "render_markdown", "run_report"]
