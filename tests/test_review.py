@@ -1,0 +1,102 @@
+"""`skillvc report`, `diff` and `blame` on a trained demo repository."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import git
+from skillvc.cli import cli
+from skillvc.demo import create_demo_repo
+from skillvc.training.loop import RunSummary, train
+from skillvc.workspace import open_workspace
+
+SKILL = "skills/acme-returns/SKILL.md"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunSummary]:
+    root = tmp_path_factory.mktemp("trained") / "repo"
+    create_demo_repo(root)
+    return root, train(open_workspace(root))
+
+
+@pytest.fixture
+def repo(trained, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, RunSummary]:
+    path = tmp_path / "repo"
+    shutil.copytree(trained[0], path)
+    monkeypatch.chdir(path)
+    return path, trained[1]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_report_markdown_for_a_pull_request(repo) -> None:
+    path, summary = repo
+    out = invoke("report").output
+    assert out.startswith(f"## skillvc training run `{summary.run_id}` (finished)")
+    assert f"| val (n=30) | {summary.baseline_val:.3f} | {summary.best_val:.3f} |" in out
+    assert f"| test (n=30) | {summary.baseline_test:.3f} | {summary.test:.3f} |" in out
+    assert f"{summary.accepted} accepted, {summary.rejected} rejected" in out
+    assert "offline simulator, a toy world, not a model" in out
+    table_rows = [line for line in out.splitlines() if line.startswith("| step ") and "epoch" not in line]
+    assert len(table_rows) == summary.steps
+    assert "### Accepted edits" in out and "*why:*" in out
+    assert out.count("<details><summary>Diff</summary>") == summary.accepted
+    assert f"### Rejected candidates ({summary.rejected})" in out
+    assert out.count("<details>") == out.count("</details>")
+    assert out.count("```diff") == out.count("```") // 2
+
+
+def test_report_json_has_steps_with_commits(repo) -> None:
+    _, summary = repo
+    data = json.loads(invoke("report", "--format", "json").output)
+    assert data["run"] == summary.run_id and data["status"] == "finished"
+    assert data["scores"]["best_val"] == summary.best_val
+    decisions = [s["decision"] for s in data["steps"]]
+    assert decisions.count("rejected") == summary.rejected
+    accepted = [s for s in data["steps"] if s["decision"] == "accepted"]
+    assert all(s["commit"] and s["patch"].startswith("--- a/") for s in accepted)
+
+
+def test_report_unknown_run(repo) -> None:
+    result = CliRunner().invoke(cli, ["report", "--run", "run-nope"])
+    assert result.exit_code == 3
+    assert "Error: No run run-nope in the event log." in result.output
+
+
+def test_diff_between_checkpoints_with_scores(repo) -> None:
+    path, summary = repo
+    base = git(path, "rev-list", "--max-parents=0", "HEAD")
+    out = invoke("diff", base, f"skillvc/{summary.run_id}/best").output
+    assert f"A: {base}  (val {summary.baseline_val:.3f})" in out
+    assert f"B: skillvc/{summary.run_id}/best  (val {summary.best_val:.3f})" in out
+    assert f"--- a/{SKILL}" in out and "\n+" in out
+    data = json.loads(invoke("diff", base, "--json").output)
+    assert data["b"] == "worktree" and data["scores"]["a"]["val"] == summary.baseline_val
+    same = invoke("diff", "HEAD").output
+    assert "(no change to the skill)" in same
+
+
+def test_blame_separates_training_lines_from_human_ones(repo) -> None:
+    path, summary = repo
+    skill = path / SKILL
+    skill.write_text(skill.read_text() + "\nHuman footnote.\n")
+    git(path, "commit", "-qam", "a human line")
+    lines = json.loads(invoke("blame", "--json").output)
+    by_text = {entry["text"]: entry for entry in lines}
+    assert by_text["Human footnote."]["human"] is True
+    assert by_text["Human footnote."]["author"] == "Test Author"
+    assert by_text["## Policies"]["human"] is True  # from the seed commit
+    trained_lines = [entry for entry in lines if not entry["human"]]
+    assert trained_lines and all(entry["run"] == summary.run_id for entry in trained_lines)
+    step_lines = [entry for entry in trained_lines if entry["kind"] == "step"]
+    assert step_lines and all(entry["val_gain"] > 0 for entry in step_lines)
+    text = invoke("blame").output
+    assert "human (Test Author)" in text and f"{summary.run_id} step" in text
