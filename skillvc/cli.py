@@ -272,7 +272,7 @@ def runs(limit: int | None, as_json: bool) -> None:
 
     Example: skillvc runs --json
     """
-    from skillvc.output import fmt_score, table
+    from skillvc.output import format_runs
     from skillvc.runs import list_runs
     from skillvc.workspace import open_workspace
 
@@ -284,41 +284,7 @@ def runs(limit: int | None, as_json: bool) -> None:
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)
         return
-    click.echo(
-        table(
-            [
-                [
-                    r["run"],
-                    r["status"],
-                    r["steps"],
-                    r["accepted"],
-                    r["rejected"],
-                    fmt_score(r["baseline_val"]),
-                    fmt_score(r["best_val"]),
-                    fmt_score(r["baseline_test"]),
-                    fmt_score(r["test"]),
-                    r["calls"],
-                    r["tokens"],
-                    "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
-                ]
-                for r in rows
-            ],
-            [
-                "run",
-                "status",
-                "steps",
-                "accepted",
-                "rejected",
-                "val base",
-                "val best",
-                "test base",
-                "test best",
-                "calls",
-                "tokens",
-                "cost",
-            ],
-        )
-    )
+    click.echo(format_runs(rows))
 
 
 @cli.command()
@@ -340,7 +306,8 @@ def demo(directory: str | None, quiet: bool) -> None:
 
     from skillvc.demo import run_demo
     from skillvc.history import log_entries
-    from skillvc.output import format_log_entry
+    from skillvc.output import format_log_entry, format_runs
+    from skillvc.runs import list_runs
     from skillvc.workspace import open_workspace
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="skillvc-demo-"))
@@ -348,6 +315,9 @@ def demo(directory: str | None, quiet: bool) -> None:
     summary = run_demo(root, progress=_progress(quiet))
     ws = open_workspace(root)
     click.echo("\n".join(_summary_lines(summary)))
+    with ws.store() as store:
+        click.echo("\n== Runs (skillvc runs) ==")
+        click.echo(format_runs(list_runs(store)))
     click.echo("\n== Accepted edits are commits (git log --oneline) ==")
     click.echo(ws.repo.git_repo.git.log("--oneline", "--decorate=short"))
     with ws.store() as store:

@@ -137,8 +137,8 @@ VIEWS = {
                END AS status,
                json_extract(s.payload, '$.models.target') AS target_model,
                json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
-               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
-                  AND json_extract(g.payload, '$.kind') = 'step') AS steps,
+               (SELECT COUNT(*) FROM events t WHERE t.run_id = s.run_id
+                  AND t.type = 'step.started') AS steps,
                (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
                   AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')) AS accepted,
                (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'

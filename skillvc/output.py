@@ -103,3 +103,40 @@ def format_log_entry(entry: dict[str, Any]) -> str:
         lines.append("")
         lines.extend("    " + line for line in entry["patch"].rstrip("\n").splitlines())
     return "\n".join(lines)
+
+
+def format_runs(rows: Sequence[dict[str, Any]]) -> str:
+    """The ``skillvc runs`` table."""
+    return table(
+        [
+            [
+                r["run"],
+                r["status"],
+                r["steps"],
+                r["accepted"],
+                r["rejected"],
+                fmt_score(r["baseline_val"]),
+                fmt_score(r["best_val"]),
+                fmt_score(r["baseline_test"]),
+                fmt_score(r["test"]),
+                r["calls"],
+                r["tokens"],
+                "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
+            ]
+            for r in rows
+        ],
+        [
+            "run",
+            "status",
+            "steps",
+            "accepted",
+            "rejected",
+            "val base",
+            "val best",
+            "test base",
+            "test best",
+            "calls",
+            "tokens",
+            "cost",
+        ],
+    )

@@ -213,6 +213,8 @@ def test_views_answer_sql_over_gate_events(store: EventStore) -> None:
         {"step": 1, "decision": "accepted", "commit_sha": "abc123", "val_after": 0.7},
         {"step": 2, "decision": "rejected", "commit_sha": None, "val_after": 0.7},
     ]
+    for step in (1, 2):
+        store.append("step.started", {"lr": 4}, run_id="r1", seq=10 + step, step=step)
     runs = store.query("SELECT run_id, status, steps, accepted, rejected FROM runs")
     assert runs == [
         {"run_id": "r1", "status": "unfinished", "steps": 2, "accepted": 1, "rejected": 1}
