@@ -26,6 +26,7 @@ CONFIG_FILE = "skillvc.toml"
 @dataclass
 class SkillConfig:
     path: str = "SKILL.md"
+    max_bytes: int = 16000  # size budget: training refuses edits that grow the skill past it
 
 
 @dataclass

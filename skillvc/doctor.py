@@ -23,7 +23,6 @@ import dataclasses
 import os
 import shutil
 import time
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,8 @@ ROLES = ("target", "optimizer")
 PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},)
 PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-PROBE_TIMEOUT_S = 30.0  # a doctor that waits the run's full 120 s timeout feels hung
+PROBE_TIMEOUT_S = 30.0
+MIN_SECRET_LENGTH = 12  # a doctor that waits the run's full 120 s timeout feels hung
 
 
 class DoctorFailed(BackendError):
@@ -59,7 +59,7 @@ class Check:
     def failed(self) -> bool:
         return self.status == FAIL
 
-    def redacted(self, secrets: Sequence[str]) -> Check:
+    def redacted(self, secrets: list[str]) -> Check:
         return dataclasses.replace(
             self, detail=redact(self.detail, secrets), fix=redact(self.fix, secrets)
         )
@@ -308,10 +308,8 @@ def _key_values(config: Config | None) -> list[str]:
     names: set[str] = {"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
     if config is not None:
         names.update(m.api_key_env for m in (config.target, config.optimizer) if m.api_key_env)
-    return [v for v in _values(names) if v]
-
-
-def _values(names: Iterable[str]) -> list[str]:
     values = [os.environ.get(n, "") for n in sorted(names)]
-    # Also the stripped form: a key pasted with a newline is still the same secret.
-    return values + [v.strip() for v in values]
+    # Also the stripped form: a key pasted with a newline is still the same secret. Short
+    # values are placeholders for local servers ("local", "ollama"), not secrets; replacing
+    # them would garble every line that happens to contain the word.
+    return [v for v in {*values, *(v.strip() for v in values)} if len(v) >= MIN_SECRET_LENGTH]

@@ -137,6 +137,17 @@ class SkillRepo:
         except git.GitCommandError:
             return None
 
+    def remove_stale_temp_files(self, relpath: str) -> list[Path]:
+        """Delete temp files a killed write of ``relpath`` left beside it; returns them.
+
+        Only call this while holding the writer lock: then no write is in progress.
+        """
+        target = self.root / self._relpath(relpath)
+        stale = sorted(target.parent.glob(f".{target.name}.skillvc-*.tmp"))
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return stale
+
     def switch_branch(self, name: str) -> None:
         """Check out branch ``name``, creating it at HEAD when it does not exist yet.
 
@@ -279,7 +290,7 @@ class SkillRepo:
         target = self.root / path
         old_bytes = target.read_bytes() if target.exists() else None
         try:
-            _write_atomic(target, content)
+            write_atomic(target, content)
             self._git.add("--", _literal(path))
         except BaseException:
             self._undo_commit(new, old, target, old_bytes)
@@ -486,7 +497,7 @@ class SkillRepo:
             if old_bytes is None:
                 target.unlink(missing_ok=True)
             elif not target.exists() or target.read_bytes() != old_bytes:
-                _write_atomic(target, old_bytes)
+                write_atomic(target, old_bytes)
         except OSError:
             pass  # the original error is the one worth reporting
 
@@ -554,7 +565,7 @@ def _split_records(out: str, fields: int) -> list[str]:
     return parts
 
 
-def _write_atomic(target: Path, content: bytes) -> None:
+def write_atomic(target: Path, content: bytes) -> None:
     """Replace ``target`` with ``content`` in one step, keeping its permission bits."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.skillvc-{uuid.uuid4().hex[:8]}.tmp")

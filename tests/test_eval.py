@@ -116,12 +116,12 @@ def test_eval_scores_the_working_tree_and_a_revision(demo: Path) -> None:
     worktree = evaluate(ws, None, "val")
     assert (worktree.rev, worktree.sha, worktree.split) == (None, "worktree", "val")
     assert worktree.n == 30 and worktree.errors == 0
-    values = [i.hard for i in worktree.items]
+    values = [i.hard or 0.0 for i in worktree.items]
     assert [i.id for i in worktree.items] == [
         it.id for it in load_taskset(ws.config.tasks, demo).val
     ]
-    assert worktree.mean == pytest.approx(sum(values) / 30)  # type: ignore[arg-type]
-    assert worktree.stderr == pytest.approx(statistics.stdev(values) / math.sqrt(30))  # type: ignore[arg-type]
+    assert worktree.mean == pytest.approx(sum(values) / 30)
+    assert worktree.stderr == pytest.approx(statistics.stdev(values) / math.sqrt(30))
     skill = (demo / SKILL).read_text(encoding="utf-8")
     for item, result in zip(load_taskset(ws.config.tasks, demo).val, worktree.items, strict=True):
         assert result.hard == sim_hard(skill, item.input, item.targets[0], "sim:support|0")
@@ -166,7 +166,8 @@ def test_evaluation_event_payload(demo: Path) -> None:
     assert p["rev"] == "main" and p["sha"] == git(demo, "rev-parse", "main")
     assert p["split"] == "val" and p["model"] == "sim:support" and p["metric"] == "hard"
     assert p["dataset"] == load_taskset(ws.config.tasks, demo).hash
-    assert p["items"][0].keys() == {"id", "hard", "soft", "error"}
+    assert p["items"][0].keys() == {"id", "hard", "soft", "error", "output"}
+    assert p["items"][0]["output"] == result.items[0].output is not None
     assert [i["hard"] for i in p["items"]] == [i.hard for i in result.items]
     assert (p["mean"], p["hard"], p["soft"], p["stderr"]) == (
         result.mean,
@@ -262,9 +263,11 @@ def test_unknown_revision_is_one_clear_sentence(
     assert result.exit_code == 3
     assert result.stderr.startswith("Error: 'nope' does not name a commit in ")
     assert "Hint: " in result.stderr
-    result = run_cli(demo, monkeypatch, "eval", "HEAD", "--compare", "no-such-branch")
-    assert result.exit_code == 3 and "'no-such-branch' does not name a commit" in result.stderr
-    assert not (demo / ".skillvc" / "events.db").exists() or count_events(demo, "evaluation") == 0
+    for args in (("no-such-branch", "--compare", "HEAD"), ("HEAD", "--compare", "no-such-branch")):
+        result = run_cli(demo, monkeypatch, "eval", *args)
+        assert result.exit_code == 3 and "'no-such-branch' does not name a commit" in result.stderr
+    # Both revisions are resolved before any evaluation starts.
+    assert count_events(demo, "evaluation") == 0 and count_events(demo, "model.call") == 0
 
 
 def test_unknown_split_is_one_clear_sentence(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -411,8 +414,8 @@ def test_failed_calls_are_errors_not_zeros(
     assert all(
         i.hard is None and i.soft is None and "upstream exploded" in (i.error or "") for i in failed
     )
-    scored = [i.hard for i in result.items if i.ok]
-    assert result.mean == pytest.approx(sum(scored) / 8)  # type: ignore[arg-type]
+    scored = [i.hard or 0.0 for i in result.items if i.ok]
+    assert result.mean == pytest.approx(sum(scored) / 8)
     assert count_events(root, "model.error") == 2
     # Only the two failed items are called again; they fail again: the same evaluation.
     loopback.error(500, "upstream exploded")

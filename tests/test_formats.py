@@ -1,4 +1,4 @@
-"""Format rules per agent (Agent Skills, Cursor, Copilot, Markdown), new_problems, protected_changes."""
+"""Format rules per agent (Agent Skills, Cursor, Copilot, Markdown) and the edit checks."""
 
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ def test_format_is_detected_from_the_path(path: str, fmt: str) -> None:
 
 def test_valid_skill_has_no_problems() -> None:
     assert messages(SKILL, skill()) == []
-    assert messages("skills/pdf-processing/SKILL.md", (FIXTURES / "claude_code.md").read_text()) == []
+    assert (
+        messages("skills/pdf-processing/SKILL.md", (FIXTURES / "claude_code.md").read_text()) == []
+    )
 
 
 def test_skill_needs_frontmatter() -> None:
@@ -73,9 +75,15 @@ def test_skill_needs_frontmatter() -> None:
         ("Support", "frontmatter name 'Support' must be 1-64 characters of a-z, 0-9 and '-'."),
         ("sup_port", "frontmatter name 'sup_port' must be 1-64 characters of a-z, 0-9 and '-'."),
         ("a" * 65, f"frontmatter name '{'a' * 65}' must be 1-64 characters of a-z, 0-9 and '-'."),
-        ("'-support'", "frontmatter name '-support' must not start or end with '-' or contain '--'."),
+        (
+            "'-support'",
+            "frontmatter name '-support' must not start or end with '-' or contain '--'.",
+        ),
         ("support-", "frontmatter name 'support-' must not start or end with '-' or contain '--'."),
-        ("sup--port", "frontmatter name 'sup--port' must not start or end with '-' or contain '--'."),
+        (
+            "sup--port",
+            "frontmatter name 'sup--port' must not start or end with '-' or contain '--'.",
+        ),
         ("12", "frontmatter name must be a string, not a number."),
         ("''", "frontmatter name '' must be 1-64 characters of a-z, 0-9 and '-'."),
     ],
@@ -129,10 +137,15 @@ MDC = ".cursor/rules/python.mdc"
 
 
 def test_valid_cursor_rules() -> None:
-    text = '---\ndescription: Python style\nglobs: ["**/*.py", "src/*.pyi"]\nalwaysApply: false\n---\nx\n'
+    text = (
+        '---\ndescription: Python style\nglobs: ["**/*.py", "src/*.pyi"]\n'
+        "alwaysApply: false\n---\nx\n"
+    )
     assert messages(MDC, text) == []
     # Cursor writes empty values and unquoted globs that YAML alone would read as an alias.
-    assert messages(MDC, "---\ndescription:\nglobs: *.py, src/**\nalwaysApply: true\n---\nx\n") == []
+    assert (
+        messages(MDC, "---\ndescription:\nglobs: *.py, src/**\nalwaysApply: true\n---\nx\n") == []
+    )
     assert messages(MDC, "---\ncustom: 1\n---\nx\n") == []
     assert messages(MDC, "no frontmatter: a manual rule\n") == []
 
@@ -143,8 +156,14 @@ def test_valid_cursor_rules() -> None:
         ("description: [a]", "frontmatter description must be a string, not a list."),
         ("globs: 3", "frontmatter globs must be a string or a list of strings, not a number."),
         ("globs: [a, 1]", "frontmatter globs must be a string or a list of strings, not a list."),
-        ("globs: {a: b}", "frontmatter globs must be a string or a list of strings, not a mapping."),
-        ("alwaysApply: yes please", "frontmatter alwaysApply must be true or false, not 'yes please'."),
+        (
+            "globs: {a: b}",
+            "frontmatter globs must be a string or a list of strings, not a mapping.",
+        ),
+        (
+            "alwaysApply: yes please",
+            "frontmatter alwaysApply must be true or false, not 'yes please'.",
+        ),
         ("alwaysApply: 1", "frontmatter alwaysApply must be true or false, not 1."),
     ],
 )
@@ -226,7 +245,11 @@ def test_size_budget_default_and_parameter() -> None:
 
 def test_bytes_that_are_not_utf8_are_one_problem() -> None:
     assert check_bytes("a.md", b"caf\xe9\n") == [
-        Problem("a.md", "encoding", "a.md: The skill document is not valid UTF-8 (bad byte at offset 3).")
+        Problem(
+            "a.md",
+            "encoding",
+            "a.md: The skill document is not valid UTF-8 (bad byte at offset 3).",
+        )
     ]
 
 
@@ -244,7 +267,9 @@ def test_new_problems_reports_only_what_the_edit_introduces() -> None:
 
 def test_new_problems_ignores_line_shifts_of_existing_marker_problems() -> None:
     before = doc(skill() + "<!-- skillvc:protected notes -->\nkeep\n")
-    result = apply_edits(before, [Edit("add", content="- Quote the order number.", anchor="- Be polite.")])
+    result = apply_edits(
+        before, [Edit("add", content="- Quote the order number.", anchor="- Be polite.")]
+    )
     assert result.document.text != before.text
     assert new_problems(SKILL, before, result.document) == []
 

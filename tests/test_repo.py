@@ -217,7 +217,7 @@ def test_failure_after_the_ref_moved_rolls_back(
     def broken_write(target: Path, content: bytes) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(repo_module, "_write_atomic", broken_write)
+    monkeypatch.setattr(repo_module, "write_atomic", broken_write)
     with pytest.raises(OSError, match="disk full"):
         repo.commit_file(SKILL, NEW_SKILL, "edit")
     assert git(repo.root, "rev-parse", "main") == head
@@ -250,7 +250,7 @@ def test_failure_on_unborn_branch_leaves_it_unborn(
     def broken_write(target: Path, content: bytes) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(repo_module, "_write_atomic", broken_write)
+    monkeypatch.setattr(repo_module, "write_atomic", broken_write)
     with SkillRepo(git_repo) as r, pytest.raises(OSError):
         r.commit_file("SKILL.md", b"# First\n", "first skill")
     with SkillRepo(git_repo) as r:
@@ -467,3 +467,14 @@ def test_ignored_file_at_the_skill_path_counts_as_dirty(repo: SkillRepo) -> None
     (repo.root / "drafts" / "SKILL.md").write_text("precious\n")
     assert repo.is_dirty("drafts/SKILL.md")
     assert os.path.exists(repo.root / "drafts" / "SKILL.md")
+
+
+def test_remove_stale_temp_files_left_by_a_killed_write(skill_repo: Path) -> None:
+    skill = skill_repo / "skills" / "support" / "SKILL.md"
+    stale = skill.with_name(".SKILL.md.skillvc-0badf00d.tmp")
+    stale.write_bytes(b"half a skill")
+    other = skill.with_name("notes.tmp")
+    other.write_text("the user's")
+    removed = SkillRepo(skill_repo).remove_stale_temp_files("skills/support/SKILL.md")
+    assert removed == [stale] and not stale.exists()
+    assert other.exists() and skill.read_text().startswith("---")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import git
+
 from skillvc.cli import cli
 from skillvc.demo import create_demo_repo
 from skillvc.training.loop import RunSummary, train
@@ -45,7 +45,9 @@ def test_report_markdown_for_a_pull_request(repo) -> None:
     assert f"| test (n=30) | {summary.baseline_test:.3f} | {summary.test:.3f} |" in out
     assert f"{summary.accepted} accepted, {summary.rejected} rejected" in out
     assert "offline simulator, a toy world, not a model" in out
-    table_rows = [line for line in out.splitlines() if line.startswith("| step ") and "epoch" not in line]
+    table_rows = [
+        line for line in out.splitlines() if line.startswith("| step ") and "epoch" not in line
+    ]
     assert len(table_rows) == summary.steps
     assert "### Accepted edits" in out and "*why:*" in out
     assert out.count("<details><summary>Diff</summary>") == summary.accepted

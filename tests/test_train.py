@@ -370,3 +370,22 @@ def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: 
     assert len(made) - len(set(made)) <= kills * 8
     assert len(set(made)) == expected["calls"]["n"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_edits_that_break_the_format_rules_are_refused() -> None:
+    from skillvc.edits import Edit
+    from skillvc.skilldoc import SkillDocument
+    from skillvc.training.optimize import apply_selected
+
+    doc = SkillDocument.parse(
+        b"---\nname: acme\ndescription: Acme support.\n---\n# Acme\n\n## Policies\n- Be kind.\n"
+    )
+    small = Edit("add", content="- Be brief.", anchor="## Policies")
+    large = Edit("add", content="- " + "very long rule " * 10)
+    result = apply_selected(
+        doc, [large, small], "skills/acme/SKILL.md", max_bytes=len(doc.render()) + 20
+    )
+    assert result.applied == (small,)
+    (refused,) = result.unmatched
+    assert refused.edit == large and refused.reason == "format"
+    assert "bytes" in refused.detail

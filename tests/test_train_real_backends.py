@@ -283,8 +283,9 @@ def test_refused_key_stops_at_the_first_call(
     ), result.stderr
     assert f"Hint: Export a valid key in {setup.key_env}" in result.stderr
     assert KEY not in result.output
-    # No retries of a refused key: only the calls already in flight when the first answer came.
-    assert 1 <= len(loopback.requests) <= 2 * WORKERS
+    # No retries, and the run stops at the first refusal: only calls the workers had already
+    # picked up are sent (how many depends on thread timing), never the whole val split.
+    assert 1 <= len(loopback.requests) < VAL_ITEMS
     errors = events(repo, "model.error")
     assert errors and {e["kind"] for e in errors} == {"AuthenticationFailed"}
     assert events(repo, "model.call") == []

@@ -22,9 +22,8 @@ from skillvc.output import echo_json, json_option
 @click.option(
     "--max-bytes",
     type=click.IntRange(min=1),
-    default=16_000,
-    show_default=True,
-    help="Size budget per file.",
+    default=None,
+    help="Size budget per file [skillvc.toml [skill] max_bytes, else 16000].",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when every check passes.")
 @json_option
@@ -32,7 +31,7 @@ def command(
     paths: tuple[str, ...],
     staged: bool,
     allow_protected: bool,
-    max_bytes: int,
+    max_bytes: int | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -48,6 +47,8 @@ def command(
 
     if staged and paths:
         raise click.UsageError("Give PATHS or --staged, not both.")
+    if max_bytes is None:
+        max_bytes = _configured_max_bytes()
     report = validate(
         paths,
         staged=staged,
@@ -63,3 +64,15 @@ def command(
             n = len(report.files)
             click.echo(f"Checked {n} file{'s' if n != 1 else ''}: no problems.")
     report.raise_for_problems()
+
+
+def _configured_max_bytes() -> int:
+    """The size budget of skillvc.toml when there is one (validate also runs outside repos)."""
+    from skillvc.errors import SkillvcError
+    from skillvc.formats import DEFAULT_MAX_BYTES
+    from skillvc.workspace import open_workspace
+
+    try:
+        return open_workspace().config.skill.max_bytes
+    except SkillvcError:
+        return DEFAULT_MAX_BYTES

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc.repo import SkillRepo
+from skillvc.repo import SkillRepo, write_atomic
 from skillvc.training.runlog import RunLog
 
 
@@ -168,9 +168,7 @@ def restore_worktree(repo: SkillRepo, relpath: str, content: bytes) -> None:
     """After a crash between moving the branch and writing the file, finish the write."""
     path = repo.root / relpath
     if not path.exists() or path.read_bytes() != content:
-        tmp = path.with_name(path.name + ".skillvc-tmp")
-        tmp.write_bytes(content)
-        tmp.replace(path)
+        write_atomic(path, content)
     repo.git_repo.git.add("--", relpath)
 
 

@@ -28,9 +28,9 @@ from skillvc import prompts
 from skillvc.backends import get_backend
 from skillvc.calls import ModelClient
 from skillvc.config import Config, parse_config_dict
-from skillvc.edits import apply_edits
 from skillvc.errors import BudgetExceeded, ConfigError, RunFailed, TaskSetError
 from skillvc.events import Event
+from skillvc.formats import new_problems
 from skillvc.hashing import content_id, sha256_hex
 from skillvc.scorers import get_scorer
 from skillvc.skilldoc import SkillDocument
@@ -38,7 +38,7 @@ from skillvc.store import EventStore
 from skillvc.tasks import TaskItem, TaskSet, load_taskset
 from skillvc.training import commits
 from skillvc.training.evaluate import Evaluator, Rollout, gate, mean
-from skillvc.training.optimize import aggregate, ask_json, reflect, select
+from skillvc.training.optimize import aggregate, apply_selected, ask_json, reflect, select
 from skillvc.training.runlog import RunLog
 from skillvc.training.schedule import learning_rate
 from skillvc.workspace import Workspace
@@ -228,7 +228,9 @@ class Trainer:
                 "dropped": [m.edit.id for m in dropped],
             },
         )
-        result = apply_edits(self.doc, [m.edit for m in chosen])
+        result = apply_selected(
+            self.doc, [m.edit for m in chosen], self.relpath, max_bytes=self.config.skill.max_bytes
+        )
         for miss in result.unmatched:
             self.log.emit(
                 "edit.unmatched",
@@ -425,6 +427,15 @@ class Trainer:
             )
             return
         candidate = self.doc.with_region(SLOW_UPDATE_REGION, "\n" + guidance + "\n")
+        problems = new_problems(
+            self.relpath, self.doc, candidate, max_bytes=self.config.skill.max_bytes
+        )
+        if problems:
+            self.log.emit(
+                "slow_update",
+                {"skipped": True, "reason": "format", "problems": [p.message for p in problems]},
+            )
+            return
         self.log.emit(
             "slow_update",
             {"skipped": False, "guidance": guidance, "gated": self.t.slow_update_gate},
@@ -502,6 +513,8 @@ class Trainer:
                 hint="Point [tasks] in skillvc.toml at task files with both splits.",
             )
         self.repo.ensure_identity()
+        # We hold the writer lock: temp files beside the skill are leftovers of a killed write.
+        self.repo.remove_stale_temp_files(self.relpath)
         if unfinished is not None:
             self.run_id = str(unfinished.run_id)
             self.log = RunLog(self.store, self.run_id)

@@ -11,7 +11,6 @@ All three are deterministic for the same inputs, which resume-by-replay relies o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +18,9 @@ from typing import Any
 
 from skillvc import prompts
 from skillvc.calls import CallFailed, ModelClient
-from skillvc.edits import Edit
+from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
+from skillvc.formats import new_problems
+from skillvc.skilldoc import SkillDocument
 from skillvc.tasks import TaskItem
 from skillvc.training.evaluate import Rollout
 
@@ -186,5 +187,23 @@ def select(merged: Sequence[Merged], lr: int) -> tuple[list[Merged], list[Merged
     return ranked[:lr], ranked[lr:]
 
 
-def edit_summary(edit: Edit) -> dict[str, Any]:
-    return json.loads(json.dumps(edit.to_dict()))
+def apply_selected(
+    doc: SkillDocument, edits: Sequence[Edit], path: str, *, max_bytes: int
+) -> ApplyResult:
+    """Apply the selected edits one by one; an edit that would break the skill's format rules
+    (frontmatter, Agent Skills / Cursor / Copilot rules, size budget) is refused as unmatched
+    with reason "format", so a candidate never breaks what the file's agent expects."""
+    current, applied, unmatched = doc, [], []
+    for edit in edits:
+        result = apply_edits(current, [edit])
+        unmatched.extend(result.unmatched)
+        if not result.changed:
+            continue
+        problems = new_problems(path, doc, result.document, max_bytes=max_bytes)
+        if problems:
+            detail = " ".join(p.message for p in problems)
+            unmatched.append(Unmatched(edit, "format", detail))
+            continue
+        current = result.document
+        applied.append(edit)
+    return ApplyResult(document=current, applied=tuple(applied), unmatched=tuple(unmatched))

@@ -1,0 +1,168 @@
+"""API keys never leave the environment: not into the event log, git, or any command's output.
+
+One scenario drives the real CLI in subprocesses (so stdout/stderr are the process's own) with
+distinctive fake keys: a training run whose failing calls answer with bodies that echo the key
+back (a 400 and a retried 500 on the target, a 401 on the optimizer that stops the run), the
+resumed run, then the read commands and ``skillvc doctor`` (also with a key the server refuses).
+The optimizer's key sits in a variable named by ``api_key_env`` and is not shaped like a key,
+so only redaction by value can hide it.
+"""
+
+# The imported ``loopback`` fixture is named by every test's parameter, as pytest wants.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git
+from loopback import (  # noqa: F401 - the fixture
+    Behaviour,
+    LoopbackServer,
+    chat_messages,
+    is_optimizer_prompt,
+    loopback,
+    simulator_responder,
+)
+
+from skillvc.demo import create_demo_repo
+
+SKILL = "skills/acme-returns/SKILL.md"
+OPENAI_KEY = "sk-test-SECRET-4f9a7c1d2e8b"
+TEAM_TOKEN = "team-SECRET-8b2e6f0a9d13"  # no "sk-" shape: redaction by value must catch it
+UNUSED_ANTHROPIC_KEY = "sk-ant-test-SECRET-3c5d7e9f"  # set, never sent: must not be printed
+SECRETS = (OPENAI_KEY, TEAM_TOKEN, UNUSED_ANTHROPIC_KEY)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "skillvc", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+class Scenario:
+    """The loopback server's script: key-echoing failures first, then the simulator."""
+
+    def __init__(self) -> None:
+        self.simulate = simulator_responder()
+        self.refuse_optimizer = True
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str | Behaviour:
+        if is_optimizer_prompt(chat_messages(body)):
+            with self.lock:
+                refuse, self.refuse_optimizer = self.refuse_optimizer, False
+            if refuse:  # {key} is replaced by the key the request carried
+                return Behaviour(kind="status", status=401, message="Incorrect API key: {key}")
+        return self.simulate(body)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    create_demo_repo(root)
+    (root / "skillvc.toml").write_text(
+        f'[skill]\npath = "{SKILL}"\n\n'
+        '[tasks]\ntrain = "evals/train.jsonl"\nval = "evals/val.jsonl"\n'
+        'test = "evals/test.jsonl"\n\n'
+        '[target]\nmodel = "openai:gpt-4o-mini"\n\n'
+        '[optimizer]\nmodel = "anthropic:claude-test-1"\napi_key_env = "TEAM_ANTHROPIC_TOKEN"\n'
+        f'base_url = "{loopback.url}"\n\n'
+        "[train]\nepochs = 1\nbatch_size = 20\nminibatch_size = 5\nworkers = 4\nseed = 7\n",
+        encoding="utf-8",
+    )
+    git(root, "commit", "-qam", "Train against the loopback server")
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("TEAM_ANTHROPIC_TOKEN", TEAM_TOKEN)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", UNUSED_ANTHROPIC_KEY)
+    return root
+
+
+def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: LoopbackServer) -> None:
+    scenario = Scenario()
+    loopback.responder = scenario
+    echo = "bad request with key {key} (Authorization: Bearer {key})"
+    # The first requests are the target's baseline calls: two plain failures (recorded, not
+    # retried) and one 500 that is retried; all three bodies echo the key back.
+    loopback.enqueue(
+        Behaviour(kind="status", status=400, message=echo),
+        Behaviour(kind="status", status=400, message=echo),
+        Behaviour(kind="status", status=500, message=echo, headers={"Retry-After": "0"}),
+    )
+    db = repo / ".skillvc" / "events.db"
+    # Held open for the whole scenario, so the subprocesses' closes cannot checkpoint the
+    # write-ahead log away before we read it.
+    watcher = sqlite3.connect(db)
+    watcher.execute("SELECT COUNT(*) FROM events").fetchone()
+    outputs: list[str] = []
+
+    def run(*args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+        done = cli(repo, *args)
+        outputs.append(f"$ skillvc {' '.join(args)}\n{done.stdout}\n{done.stderr}")
+        assert done.returncode == expect, done.stdout + done.stderr
+        return done
+
+    try:
+        stopped = run("train", expect=6)
+        assert "refused the key in TEAM_ANTHROPIC_TOKEN" in stopped.stderr
+        run("train")
+        run("runs")
+        run("runs", "--json")
+        run("log", "--json")
+        run("log", "-p")
+        ids = [
+            str(r[0])
+            for r in watcher.execute(
+                "SELECT MIN(id) FROM events WHERE type = 'model.call' "
+                "UNION ALL SELECT id FROM events WHERE type = 'model.error'"
+            )
+        ]
+        assert len(ids) == 1 + 3, "one call, the two 400s and the 401 (the 500 was retried)"
+        for ident in ids:
+            run("show", ident)
+            run("show", "--json", ident)
+        run("doctor")
+        run("doctor", "--json")
+        loopback.enqueue(Behaviour(kind="status", status=401, message="Bad key: {key}"))
+        refused = run("doctor", expect=6)
+        assert "FAIL  target reachable: openai:gpt-4o-mini refused the key" in refused.stdout
+
+        # The keys did go over the wire and come back in error bodies: the test can fail.
+        sent = repr([r.headers for r in loopback.requests])
+        assert OPENAI_KEY in sent and TEAM_TOKEN in sent and UNUSED_ANTHROPIC_KEY not in sent
+        errors = [
+            json.loads(p)["error"]
+            for (p,) in watcher.execute("SELECT payload FROM events WHERE type = 'model.error'")
+        ]
+        assert all("[redacted]" in e for e in errors), errors
+
+        wal = db.with_name("events.db-wal")
+        assert wal.exists() and wal.stat().st_size > 0
+        stored = b"".join(p.read_bytes() for p in sorted(db.parent.iterdir()) if p.is_file())
+    finally:
+        watcher.close()
+    stored += db.read_bytes()  # after the last close, checkpointed into the database file
+    history = git(repo, "log", "-p", "--all", "--format=fuller%n%B")
+    refs = git(repo, "for-each-ref", "--format=%(refname) %(contents)")
+    for secret in SECRETS:
+        assert secret.encode() not in stored, f"{secret} in .skillvc/"
+        assert secret not in history + refs, f"{secret} in git history"
+        for out in outputs:
+            assert secret not in out, f"{secret} printed:\n{out}"
+    assert git(repo, "rev-list", "--count", "HEAD") != "1", "the resumed run committed edits"
