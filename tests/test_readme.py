@@ -1,0 +1,44 @@
+"""The README's commands are real: the walkthrough runs, and CI runs the README's test command."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    demo, tests = blocks[0].strip(), blocks[1].strip()
+    assert demo.endswith("skillvc demo")
+    assert "pytest" in tests
+    assert tests in (ROOT / ".ci" / "run").read_text()
+
+
+def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    marker = "<!-- walkthrough: executed by tests/test_readme.py -->"
+    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
+    bin_dir = Path(sys.executable).parent
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+               PYTHONPATH=str(ROOT))
+    if not (bin_dir / "skillvc").exists():  # running from a checkout without the script
+        shim = tmp_path / "bin"
+        shim.mkdir()
+        (shim / "skillvc").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m skillvc "$@"\n')
+        (shim / "skillvc").chmod(0o755)
+        env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
+    work = tmp_path / "work"
+    work.mkdir()
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "skillvc: " in out  # the accepted commits
+    assert out.count("## skillvc training run") == 1
+    assert "regression caught (exit 7)" in out
+    assert (work / "acme" / "pr-body.md").read_text().startswith("## skillvc training run")
