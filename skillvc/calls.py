@@ -87,6 +87,7 @@ class ModelClient:
         run_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         secrets: Sequence[str] = (),
+        replay_failures: Mapping[str, str] | None = None,
     ) -> None:
         self.store = store
         self.backends = dict(backends)
@@ -95,6 +96,8 @@ class ModelClient:
         self.run_id = run_id
         self.sleep = sleep
         self.secrets = tuple(secrets)
+        # Cache keys whose recorded failure a resumed run must reproduce (see Trainer).
+        self.replay_failures = dict(replay_failures or {})
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
         self._lock = threading.Lock()
@@ -136,6 +139,12 @@ class ModelClient:
                 completion_tokens=p.get("completion_tokens", 0),
                 cost_usd=p.get("cost_usd"),
                 meta=p.get("meta", {}),
+            )
+        elif key in self.replay_failures:
+            with self._lock:
+                self.stats[role].errors += 1
+            raise CallFailed(
+                f"{role} call to {req.model} failed: {self.replay_failures[key]} (replayed)"
             )
         else:
             reply = self._call_backend(req, step)

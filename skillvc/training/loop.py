@@ -145,6 +145,7 @@ class Trainer:
         self.relpath = config.skill.path
         self.progress = progress or (lambda line: None)
         self.started = time.monotonic()
+        self.phase = "setup"
         self.summary: RunSummary
         self.log: RunLog
 
@@ -156,8 +157,8 @@ class Trainer:
             self.evaluator = Evaluator(
                 self.client, self.scorer, self.pool, judge=self.judge, on_rollouts=self.record
             )
+            self.phase = "the baseline evaluation"
             self.baseline = self.evaluator.run(self.skill, self.val, "val")
-            self.check_failures(self.baseline, "the baseline evaluation")
             self.current_val = self.mean_of(self.baseline)
             for epoch in range(1, self.t.epochs + 1):
                 epoch_start_skill = self.skill
@@ -182,8 +183,8 @@ class Trainer:
             "step.started",
             {"lr": lr, "batch": [it.id for it in batch], "total_steps": self.total_steps},
         )
+        self.phase = f"step {self.step}"
         rollouts = self.evaluator.run(self.skill, batch, "train")
-        self.check_failures(rollouts, f"step {self.step}")
         reflection = reflect(
             self.client,
             self.pool,
@@ -286,6 +287,11 @@ class Trainer:
     ) -> str:
         """Gate a candidate, then commit it (accepted) or keep it under a rejected ref."""
         candidate_text = candidate.render().decode("utf-8")
+        self.phase = (
+            f"the gate of step {self.step}"
+            if kind == "step"
+            else (f"the gate of the epoch {epoch} slow update")
+        )
         if gated:
             result = gate(
                 self.evaluator,
@@ -296,7 +302,6 @@ class Trainer:
                 early_stop=self.t.early_stop,
                 chunk=self.t.workers,
             )
-            self.check_failures([], "the gate", errors=result.errors, total=len(self.val) * 2)
             decision = result.decision
         else:
             result = None
@@ -392,6 +397,7 @@ class Trainer:
 
     def slow_update(self, epoch: int, epoch_start_skill: str) -> None:
         before = self.client.snapshot()
+        self.phase = f"the epoch {epoch} slow update"
         items = self.slow_items
         prev = self.evaluator.run(epoch_start_skill, items, "train")
         now = self.evaluator.run(self.skill, items, "train")
@@ -470,6 +476,7 @@ class Trainer:
         if self.head != self.base_commit:
             self.repo.tag(f"{self.run_id}/best", self.head)
         if self.test:
+            self.phase = "the test evaluation"
             s.baseline_test = self.mean_of(self.evaluator.run(self.base_skill, self.test, "test"))
             s.test = self.mean_of(self.evaluator.run(self.skill, self.test, "test"))
         totals = self.client.totals()
@@ -545,12 +552,14 @@ class Trainer:
         self.summary = RunSummary(run_id=self.run_id, status="running", resumed=self.resumed)
         backends = {role: get_backend(getattr(c, role)) for role in ("target", "optimizer")}
         backends["judge"] = backends["optimizer"]
+        replay_failures = self.failures_to_replay() if unfinished is not None else set()
         self.client = ModelClient(
             self.store,
             backends,
             {"target": c.target, "optimizer": c.optimizer, "judge": c.optimizer},
             prices=c.prices,
             run_id=self.run_id,
+            replay_failures=replay_failures,
         )
         self.scorer = get_scorer(c.tasks.scorer, c.tasks.scorer_options, judge=self.judge)
         if unfinished is None:
@@ -594,6 +603,24 @@ class Trainer:
             f"({self.total_steps} steps over {self.t.epochs} epochs)"
         )
 
+    def failures_to_replay(self) -> dict[str, str]:
+        """Failed calls the interrupted run went on past: a replay must fail them again.
+
+        A failure logged before the run's last logged step event was already part of the run's
+        history (its rollout or reflection was logged as failed), so answering it now would make
+        the replay diverge. Failures after that point were never acted on and are retried.
+        """
+        rows = self.store.query(
+            "SELECT json_extract(e.payload, '$.cache_key') AS key, "
+            "json_extract(e.payload, '$.error') AS error FROM events e "
+            "WHERE e.type = 'model.error' AND e.run_id = ? AND e.id < "
+            "(SELECT MAX(id) FROM events WHERE run_id = ? AND seq IS NOT NULL) "
+            "AND NOT EXISTS (SELECT 1 FROM events c WHERE c.type = 'model.call' "
+            "AND c.key = json_extract(e.payload, '$.cache_key'))",
+            [self.run_id, self.run_id],
+        )
+        return {r["key"]: r["error"] for r in rows}
+
     def batches(self, epoch: int) -> list[list[TaskItem]]:
         order = list(self.train_items)
         random.Random(f"{self.t.seed}:{epoch}").shuffle(order)
@@ -601,6 +628,12 @@ class Trainer:
         return [order[i : i + size] for i in range(0, len(order), size)]
 
     def record(self, split: str, rollouts: Sequence[Rollout]) -> None:
+        """Log fresh rollouts, after checking their failure rate.
+
+        The check comes first so a run that stops for failures has not logged the failed
+        rollouts: on resume they are retried rather than replayed.
+        """
+        self.check_failures(rollouts)
         for r in rollouts:
             self.log.emit(
                 "rollout",
@@ -623,19 +656,11 @@ class Trainer:
     def mean_of(self, rollouts: Sequence[Rollout]) -> float | None:
         return mean([r.value(self.t.gate_metric) for r in rollouts if r.ok])
 
-    def check_failures(
-        self,
-        rollouts: Sequence[Rollout],
-        where: str,
-        *,
-        errors: int | None = None,
-        total: int | None = None,
-    ) -> None:
-        errors = sum(1 for r in rollouts if not r.ok) if errors is None else errors
-        total = len(rollouts) if total is None else total
-        if total and errors / total > self.t.max_failure_rate:
+    def check_failures(self, rollouts: Sequence[Rollout]) -> None:
+        errors = sum(1 for r in rollouts if not r.ok)
+        if rollouts and errors / len(rollouts) > self.t.max_failure_rate:
             message = (
-                f"{errors} of {total} target calls failed in {where} "
+                f"{errors} of {len(rollouts)} target calls failed in {self.phase} "
                 f"(last error: {self.client.last_error})."
             )
             self.log.note("run.stopped", {"reason": "failures", "message": message})
