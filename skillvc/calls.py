@@ -10,6 +10,7 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections import defaultdict
@@ -71,7 +72,27 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
         value = getattr(config, name)
         if value is not None:
             params[name] = value
+    if config.harness == "command":
+        # A different agent command is a different model, whatever the model label says.
+        params["harness"] = {
+            "command": list(config.command),
+            "skill_install_path": config.skill_install_path,
+            "input_mode": config.input_mode,
+        }
     return params
+
+
+KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def secret_values(config: Any) -> list[str]:
+    """The API key values a run may use, so any message can be scrubbed of them."""
+    names = set(KEY_VARIABLES)
+    for role in ("target", "optimizer"):
+        name = getattr(getattr(config, role), "api_key_env", None)
+        if name:
+            names.add(name)
+    return [v for v in (os.environ.get(n, "") for n in sorted(names)) if v]
 
 
 class ModelClient:
@@ -100,6 +121,7 @@ class ModelClient:
         self.replay_failures = dict(replay_failures or {})
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
+        self.refused: dict[str, str] = {}
         self._lock = threading.Lock()
         self._limiters = {
             role: RateLimiter(c.requests_per_minute, c.tokens_per_minute)
@@ -155,7 +177,12 @@ class ModelClient:
     def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
         config = self.configs[req.role]
         backend = self.backends[req.role]
-        self._limiters[req.role].acquire()
+        if req.role in self.refused:
+            # The key was refused once: fail at once instead of sending it again.
+            raise AuthenticationFailed(self.refused[req.role])
+        # Token estimate for a tokens-per-minute limit: ~4 characters a token, plus the answer.
+        estimate = sum(len(m["content"]) for m in req.messages) // 4 + (config.max_tokens or 0)
+        self._limiters[req.role].acquire(estimate)
 
         def once() -> CallResult:
             return backend.complete(req)
@@ -182,6 +209,8 @@ class ModelClient:
                 self.stats[req.role].errors += 1
                 self.last_error = message
             if isinstance(exc, AuthenticationFailed):
+                with self._lock:
+                    self.refused[req.role] = message
                 raise
             raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
         cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)

@@ -209,7 +209,9 @@ _SECRET_PATTERNS = [
 def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
     """Remove known secret values and anything shaped like an API key from ``text``."""
     for secret in secrets:
-        if secret and len(secret) >= 4:
+        # Short values ("local", "none") are placeholders, not keys; blanking them would
+        # mangle ordinary words such as "localhost".
+        if secret and len(secret) >= 12:
             text = text.replace(secret, "[redacted]")
     for pattern in _SECRET_PATTERNS:
         if pattern.groups == 1 and pattern.pattern.startswith("(sk-"):

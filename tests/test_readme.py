@@ -24,8 +24,7 @@ def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
     marker = "<!-- walkthrough: executed by tests/test_readme.py -->"
     script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
     bin_dir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-               PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT))
     if not (bin_dir / "skillvc").exists():  # running from a checkout without the script
         shim = tmp_path / "bin"
         shim.mkdir()
@@ -34,8 +33,14 @@ def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
         env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
     work = tmp_path / "work"
     work.mkdir()
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "skillvc: " in out  # the accepted commits

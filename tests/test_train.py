@@ -389,3 +389,15 @@ def test_edits_that_break_the_format_rules_are_refused() -> None:
     (refused,) = result.unmatched
     assert refused.edit == large and refused.reason == "format"
     assert "bytes" in refused.detail
+
+
+def test_a_budget_needs_prices_for_every_model(seed_repo: Path, tmp_path: Path) -> None:
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    with pytest.raises(ConfigError, match=r"--budget-usd needs a price for openai:mystery-1"):
+        train(
+            open_workspace(repo),
+            overrides={"target": {"model": "openai:mystery-1"}},
+            budget_usd=5.0,
+        )
+    with open_store(repo / ".skillvc/events.db") as store:
+        assert store.query("SELECT COUNT(*) AS n FROM model_calls")[0]["n"] == 0

@@ -26,9 +26,16 @@ from typing import Any
 
 from skillvc import prompts
 from skillvc.backends import get_backend
-from skillvc.calls import ModelClient
+from skillvc.backends.pricing import price_for
+from skillvc.calls import ModelClient, secret_values
 from skillvc.config import Config, parse_config_dict
-from skillvc.errors import BudgetExceeded, ConfigError, RunFailed, TaskSetError
+from skillvc.errors import (
+    AuthenticationFailed,
+    BudgetExceeded,
+    ConfigError,
+    RunFailed,
+    TaskSetError,
+)
 from skillvc.events import Event
 from skillvc.formats import new_problems
 from skillvc.hashing import content_id, sha256_hex
@@ -153,6 +160,13 @@ class Trainer:
 
     def run(self, unfinished: Event | None) -> RunSummary:
         self.start(unfinished)
+        try:
+            return self.train_all()
+        except AuthenticationFailed as exc:
+            self.log.note("run.stopped", {"reason": "authentication", "message": exc.message})
+            raise
+
+    def train_all(self) -> RunSummary:
         with ThreadPoolExecutor(max_workers=self.t.workers) as self.pool:
             self.evaluator = Evaluator(
                 self.client, self.scorer, self.pool, judge=self.judge, on_rollouts=self.record
@@ -552,7 +566,16 @@ class Trainer:
         self.summary = RunSummary(run_id=self.run_id, status="running", resumed=self.resumed)
         backends = {role: get_backend(getattr(c, role)) for role in ("target", "optimizer")}
         backends["judge"] = backends["optimizer"]
-        replay_failures = self.failures_to_replay() if unfinished is not None else set()
+        replay_failures = self.failures_to_replay() if unfinished is not None else {}
+        if c.train.budget_usd is not None:
+            for role in ("target", "optimizer"):
+                model = getattr(c, role).model
+                if price_for(model, c.prices) is None:
+                    raise ConfigError(
+                        f"--budget-usd needs a price for {model}, and it has none.",
+                        hint=f'Add [prices."{model}"] input = ... output = ... (USD per 1M '
+                        "tokens) to skillvc.toml.",
+                    )
         self.client = ModelClient(
             self.store,
             backends,
@@ -560,6 +583,7 @@ class Trainer:
             prices=c.prices,
             run_id=self.run_id,
             replay_failures=replay_failures,
+            secrets=secret_values(c),
         )
         self.scorer = get_scorer(c.tasks.scorer, c.tasks.scorer_options, judge=self.judge)
         if unfinished is None:
@@ -661,7 +685,7 @@ class Trainer:
         if rollouts and errors / len(rollouts) > self.t.max_failure_rate:
             message = (
                 f"{errors} of {len(rollouts)} target calls failed in {self.phase} "
-                f"(last error: {self.client.last_error})."
+                f"(last error: {(self.client.last_error or 'unknown').rstrip('.')})."
             )
             self.log.note("run.stopped", {"reason": "failures", "message": message})
             raise RunFailed(message)
