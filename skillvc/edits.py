@@ -410,8 +410,9 @@ def _hunk_blocks(hunk: Any) -> tuple[list[str], list[str]]:
 def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], start: int) -> Edit:
     lines = _split(doc.text)
     # Unified diffs name the first old line, or for an empty old block the line it follows.
-    index: int | None = start - 1 if old else start
-    if index < 0 or lines[index : index + len(old)] != old:
+    given = start - 1 if old else start
+    index: int | None = given
+    if given < 0 or lines[given : given + len(old)] != old:
         # Like git apply, tolerate a shifted hunk, but only where its old block is unique.
         places = [i for i in range(len(lines)) if old and lines[i : i + len(old)] == old]
         index = places[0] if len(places) == 1 else None

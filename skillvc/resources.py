@@ -8,9 +8,14 @@ depends on a checkout.
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:  # pragma: no cover - Python 3.10
+    from importlib.abc import Traversable
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 

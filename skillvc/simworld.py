@@ -268,7 +268,7 @@ def answer(skill: str, task: str, *, salt: str = "") -> str:
 def generate_items(n: int, seed: int) -> list[dict[str, object]]:
     """``n`` task items of this world (id, input, target), deterministic for ``seed``."""
     rng = random.Random(seed)
-    items = []
+    items: list[dict[str, object]] = []
     for i in range(n):
         issue = ISSUES[i % len(ISSUES)] if i < len(ISSUES) * 2 else rng.choice(ISSUES)
         days = rng.choice([rng.randint(1, 14), rng.randint(15, 30), rng.randint(31, 90)])

@@ -238,7 +238,7 @@ class EventStore:
 
     def _row(self, where: str, params: Sequence[Any]) -> Event | None:
         cur = self.conn.execute(f"SELECT {_COLUMNS} FROM events {where} LIMIT 1", params)
-        cur.row_factory = sqlite3.Row  # type: ignore[assignment]
+        cur.row_factory = sqlite3.Row
         row = cur.fetchone()
         return event_from_row(row) if row is not None else None
 
@@ -261,7 +261,8 @@ class EventStore:
         newest_first: bool = False,
         limit: int | None = None,
     ) -> list[Event]:
-        clauses, params = ["id > ?"], [after_id]
+        clauses: list[str] = ["id > ?"]
+        params: list[Any] = [after_id]
         if run_id is not None:
             clauses.append("run_id = ?")
             params.append(run_id)
@@ -273,7 +274,7 @@ class EventStore:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         cur = self.conn.execute(sql, params)
-        cur.row_factory = sqlite3.Row  # type: ignore[assignment]
+        cur.row_factory = sqlite3.Row
         return [event_from_row(r) for r in cur.fetchall()]
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict]:

@@ -28,7 +28,7 @@ def _lazy(module: str, cls: str) -> Factory:
 
     def factory(config: ModelConfig) -> Backend:
         backend_class = getattr(importlib.import_module(f"skillvc.backends.{module}"), cls)
-        return backend_class.from_config(config)  # type: ignore[no-any-return]
+        return backend_class.from_config(config)
 
     return factory
 

@@ -148,8 +148,9 @@ def scan(
     for start in range(0, n, size):
         stop = min(n, start + size)
         for i, value in zip(range(start, stop), evaluate(start, stop), strict=True):
-            if value is not None and current[i] is not None:
-                diff += value - current[i]
+            was = current[i]
+            if value is not None and was is not None:
+                diff += value - was
         rest = [c for c in current[stop:] if c is not None]
         if early_stop and rest and diff + math.fsum(1 - c for c in rest) <= EPS:
             return diff, stop, True
@@ -177,9 +178,13 @@ def gate(
     def score(it: TaskItem) -> float | None:
         return cur[it.id].value(metric) if cur[it.id].ok else None
 
+    def rank(it: TaskItem) -> float:
+        value = score(it)
+        return 2.0 if value is None else value
+
     # Items the current skill fails hold all the candidate's upside, so they go first: once
     # they are evaluated without a net gain, nothing left can make the candidate better.
-    order = sorted(val, key=lambda it: 2.0 if score(it) is None else score(it))
+    order = sorted(val, key=rank)
 
     def evaluate(a: int, b: int) -> list[float | None]:
         out = evaluator.run(candidate, order[a:b], "val")

@@ -52,7 +52,8 @@ def _case(item: TaskItem, rollout: Rollout, metric: str) -> dict[str, Any]:
 def minibatches(
     items: Sequence[TaskItem], rollouts: Sequence[Rollout], metric: str, size: int
 ) -> list[tuple[str, list[dict[str, Any]]]]:
-    failures, successes = [], []
+    failures: list[dict[str, Any]] = []
+    successes: list[dict[str, Any]] = []
     for item, r in zip(items, rollouts, strict=True):
         if not r.ok:
             continue
@@ -193,7 +194,9 @@ def apply_selected(
     """Apply the selected edits one by one; an edit that would break the skill's format rules
     (frontmatter, Agent Skills / Cursor / Copilot rules, size budget) is refused as unmatched
     with reason "format", so a candidate never breaks what the file's agent expects."""
-    current, applied, unmatched = doc, [], []
+    current = doc
+    applied: list[Edit] = []
+    unmatched: list[Unmatched] = []
     for edit in edits:
         result = apply_edits(current, [edit])
         unmatched.extend(result.unmatched)

@@ -1,0 +1,200 @@
+"""Starting or resuming a run: everything the loop needs before its first step.
+
+Invariants:
+- A new run's id is derived from what determines it (config without the budget, base commit,
+  seed skill, dataset, prompt templates), so the same inputs in a fresh clone give the same run
+  id, commit trailers and messages.
+- A resumed run is rebuilt from its ``run.started`` event (its config snapshot and seed skill),
+  never from the current working tree or skillvc.toml.
+- The repository is put in order before the dirty-file check: temp files of a killed write are
+  removed and a commit whose branch move landed but whose file write did not is completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc import prompts
+from skillvc.backends import get_backend
+from skillvc.backends.pricing import price_for
+from skillvc.calls import ModelClient, secret_values
+from skillvc.config import Config
+from skillvc.errors import ConfigError, TaskSetError
+from skillvc.events import Event
+from skillvc.hashing import content_id, sha256_hex
+from skillvc.scorers import Scorer, get_scorer
+from skillvc.store import EventStore
+from skillvc.tasks import TaskItem, TaskSet, load_taskset
+from skillvc.training import commits
+from skillvc.training.runlog import RunLog
+from skillvc.workspace import Workspace
+
+JudgeFn = Callable[[str, str], str]
+
+
+@dataclass
+class RunContext:
+    """What stays fixed for the whole run."""
+
+    run_id: str
+    resumed: bool
+    log: RunLog
+    client: ModelClient
+    scorer: Scorer
+    judge: JudgeFn
+    train: list[TaskItem]
+    val: list[TaskItem]
+    test: list[TaskItem]
+    base_commit: str
+    base_skill: str
+
+
+def find_unfinished(store: EventStore) -> Event | None:
+    """The newest run that has started and not finished (stopped and killed runs count)."""
+    rows = store.query(
+        "SELECT s.id FROM events s WHERE s.type = 'run.started' AND NOT EXISTS "
+        "(SELECT 1 FROM events f WHERE f.type = 'run.finished' AND f.run_id = s.run_id) "
+        "ORDER BY s.id DESC LIMIT 1"
+    )
+    return store.get(rows[0]["id"]) if rows else None
+
+
+def prepare_run(
+    ws: Workspace, store: EventStore, config: Config, unfinished: Event | None
+) -> RunContext:
+    taskset = load_taskset(config.tasks, ws.root)
+    if not taskset.val or not taskset.train:
+        raise TaskSetError(
+            "Training needs train and val items "
+            f"(found {len(taskset.train)} train, {len(taskset.val)} val).",
+            hint="Point [tasks] in skillvc.toml at task files with both splits.",
+        )
+    _check_budget_prices(config)
+    repo, relpath = ws.repo, config.skill.path
+    repo.ensure_identity()
+    # The caller holds the writer lock: temp files beside the skill are leftovers of a killed
+    # write, and the last commit intent may need finishing.
+    repo.remove_stale_temp_files(relpath)
+    if unfinished is not None:
+        run_id = str(unfinished.run_id)
+        log = RunLog(store, run_id)
+        commits.reconcile_pending(repo, log, relpath)
+    if config.train.branch and repo.current_branch() != config.train.branch:
+        repo.switch_branch(config.train.branch)
+    repo.ensure_clean(relpath)
+
+    if unfinished is None:
+        ws.require_skill()
+        base_commit = repo.head_sha()
+        if base_commit is None:
+            raise ConfigError(
+                "The repository has no commit yet.", hint="Commit the skill file first."
+            )
+        raw = repo.read_file(relpath, base_commit)
+        run_id = new_run_id(store, config, base_commit, raw, taskset)
+        log = RunLog(store, run_id)
+
+    backends = {role: get_backend(getattr(config, role)) for role in ("target", "optimizer")}
+    backends["judge"] = backends["optimizer"]
+    client = ModelClient(
+        store,
+        backends,
+        {"target": config.target, "optimizer": config.optimizer, "judge": config.optimizer},
+        prices=config.prices,
+        run_id=run_id,
+        replay_failures=failures_to_replay(store, run_id) if unfinished is not None else {},
+        secrets=secret_values(config),
+    )
+
+    def judge(system: str, user: str) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return client.call("judge", messages).text
+
+    scorer = get_scorer(config.tasks.scorer, config.tasks.scorer_options, judge=judge)
+    if unfinished is None:
+        started = log.emit(
+            "run.started",
+            {
+                "config": config.to_dict(),
+                "base_commit": base_commit,
+                "skill": store.put_blob(raw.decode("utf-8")),
+                "dataset": {
+                    "hash": taskset.hash,
+                    "counts": taskset.counts(),
+                    "overlaps": list(taskset.overlaps),
+                },
+                "templates": prompts.template_hashes(),
+                "models": {"target": config.target.model, "optimizer": config.optimizer.model},
+                "branch": repo.current_branch(),
+            },
+        )
+    else:
+        started = log.emit("run.started", unfinished.payload)
+        log.note("run.resumed", {"budget_usd": config.train.budget_usd})
+    return RunContext(
+        run_id=run_id,
+        resumed=unfinished is not None,
+        log=log,
+        client=client,
+        scorer=scorer,
+        judge=judge,
+        train=list(taskset.train),
+        val=list(taskset.val),
+        test=list(taskset.test),
+        base_commit=started.payload["base_commit"],
+        base_skill=store.get_blob(started.payload["skill"]),
+    )
+
+
+def new_run_id(
+    store: EventStore, config: Config, base_commit: str, raw: bytes, taskset: TaskSet
+) -> str:
+    snapshot = config.to_dict()
+    snapshot["train"] = {k: v for k, v in snapshot["train"].items() if k != "budget_usd"}
+    identity: dict[str, Any] = {
+        "config": snapshot,
+        "base": base_commit,
+        "skill": sha256_hex(raw),
+        "dataset": taskset.hash,
+        "templates": prompts.template_hashes(),
+    }
+    digest = content_id(identity, 8)
+    earlier = store.query(
+        "SELECT COUNT(*) AS n FROM events WHERE type = 'run.started' AND run_id LIKE ?",
+        [f"run-{digest}%"],
+    )[0]["n"]
+    return f"run-{digest}" + (f".{earlier + 1}" if earlier else "")
+
+
+def failures_to_replay(store: EventStore, run_id: str) -> dict[str, str]:
+    """Failed calls the interrupted run went on past: a replay must fail them again.
+
+    A failure logged before the run's last sequenced event was already part of the run's
+    history (its rollout or reflection was logged as failed), so answering it now would make
+    the replay diverge. Failures after that point were never acted on and are retried.
+    """
+    rows = store.query(
+        "SELECT json_extract(e.payload, '$.cache_key') AS key, "
+        "json_extract(e.payload, '$.error') AS error FROM events e "
+        "WHERE e.type = 'model.error' AND e.run_id = ? AND e.id < "
+        "(SELECT MAX(id) FROM events WHERE run_id = ? AND seq IS NOT NULL) "
+        "AND NOT EXISTS (SELECT 1 FROM events c WHERE c.type = 'model.call' "
+        "AND c.key = json_extract(e.payload, '$.cache_key'))",
+        [run_id, run_id],
+    )
+    return {r["key"]: r["error"] for r in rows}
+
+
+def _check_budget_prices(config: Config) -> None:
+    if config.train.budget_usd is None:
+        return
+    for role in ("target", "optimizer"):
+        model = getattr(config, role).model
+        if price_for(model, config.prices) is None:
+            raise ConfigError(
+                f"--budget-usd needs a price for {model}, and it has none.",
+                hint=f'Add [prices."{model}"] input = ... output = ... (USD per 1M tokens) '
+                "to skillvc.toml.",
+            )

@@ -1,0 +1,50 @@
+"""The state of a run as the loop goes: a projection of its events.
+
+Nothing here is persisted on its own. A resumed run rebuilds this state by replaying the loop
+against the log, which is why every field is derived only from recorded answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillvc.skilldoc import SkillDocument
+
+Edits = list[dict[str, Any]]
+
+
+@dataclass
+class RunState:
+    doc: SkillDocument  # the current skill
+    head: str  # the commit that holds it
+    current_val: float | None = None  # its val score
+    step: int = 0
+    buffer: Edits = field(default_factory=list)  # rejected edits shown to reflections
+    meta: str = ""  # the meta skill: optimizer-side notes, never shipped
+    epoch_accepted: Edits = field(default_factory=list)
+    epoch_rejected: Edits = field(default_factory=list)
+    accepted: int = 0
+    rejected: int = 0
+    calls_saved: int = 0  # by early stopping in the gate
+
+    @property
+    def skill(self) -> str:
+        return self.doc.render().decode("utf-8")
+
+    def accept(self, doc: SkillDocument, sha: str, edits: Edits) -> None:
+        self.doc, self.head = doc, sha
+        self.accepted += 1
+        self.epoch_accepted.extend(edits)
+
+    def reject(self, edits: Edits, buffer_size: int) -> None:
+        # Only facts a full and an early-stopped gate agree on enter the buffer, so early
+        # stopping never changes what later reflections see; candidate_size tells the optimizer
+        # whether an edit failed on its own or inside a bundle.
+        rejected = [{**e, "decision": "rejected", "candidate_size": len(edits)} for e in edits]
+        self.buffer = (self.buffer + rejected)[-buffer_size:]
+        self.rejected += 1
+        self.epoch_rejected.extend(rejected)
+
+    def new_epoch(self) -> None:
+        self.epoch_accepted, self.epoch_rejected = [], []
