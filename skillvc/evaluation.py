@@ -39,7 +39,7 @@ from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig
 from skillvc.errors import SkillDocumentError, TaskSetError
 from skillvc.hashing import content_id
-from skillvc.scorers import JudgeFn, extract_answer, get_scorer
+from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
 from skillvc.store import EventStore
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
 from skillvc.training.evaluate import Evaluator, Rollout, mean
@@ -68,11 +68,7 @@ class ItemResult:
 
     def value(self, metric: str) -> float:
         assert self.hard is not None and self.soft is not None
-        if metric == "hard":
-            return self.hard
-        if metric == "soft":
-            return self.soft
-        return (self.hard + self.soft) / 2
+        return metric_value(self.hard, self.soft, metric)
 
     def to_dict(self) -> dict[str, Any]:
         return {

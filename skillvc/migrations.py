@@ -56,6 +56,23 @@ def m001_events_and_blobs(db: Database) -> None:
     _create_views(db)
 
 
+def _edits_of_gates(decision: str) -> str:
+    """One row per edit of the candidates whose gate decision matches ``decision``."""
+    return f"""
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               json_extract(g.payload, '$.before.mean') AS val_before,
+               json_extract(g.payload, '$.after.mean') AS val_after
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
+    """
+
+
 VIEWS = {
     "proposed_edits": """
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
@@ -88,32 +105,8 @@ VIEWS = {
                    AND json_extract(c.payload, '$.gate_id') = e.id) AS ref
         FROM events e WHERE e.type = 'gate'
     """,
-    "accepted_edits": """
-        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
-               json_extract(g.payload, '$.before.mean') AS val_before,
-               json_extract(g.payload, '$.after.mean') AS val_after
-        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
-        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')
-    """,
-    "rejected_edits": """
-        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
-               json_extract(g.payload, '$.before.mean') AS val_before,
-               json_extract(g.payload, '$.after.mean') AS val_after
-        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
-        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') = 'rejected'
-    """,
+    "accepted_edits": _edits_of_gates("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates("= 'rejected'"),
     "model_calls": """
         SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
                json_extract(e.payload, '$.role') AS role,

@@ -51,6 +51,15 @@ class Score:
     detail: str = ""
 
 
+def metric_value(hard: float, soft: float, metric: str) -> float:
+    """The score a gate compares: ``hard`` (0/1), ``soft`` (0..1) or ``mixed`` (their mean)."""
+    if metric == "hard":
+        return hard
+    if metric == "soft":
+        return soft
+    return (hard + soft) / 2
+
+
 class Scorer(Protocol):
     @property
     def name(self) -> str: ...

@@ -22,7 +22,6 @@ lock (SDK clients are thread-safe).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -31,9 +30,9 @@ from typing import Any
 import anthropic
 
 from skillvc.backends.base import CallRequest, CallResult, TransientError
-from skillvc.backends.retry import error_for_status
+from skillvc.backends.retry import translated_sdk_errors
 from skillvc.config import ModelConfig
-from skillvc.errors import AuthenticationFailed, BackendError, redact
+from skillvc.errors import AuthenticationFailed
 
 DEFAULT_MAX_TOKENS = 4096
 KEY_HINT = (
@@ -99,29 +98,15 @@ class AnthropicBackend:
     def complete(self, request: CallRequest) -> CallResult:
         client = self._get_client()
         start = time.perf_counter()
-        try:
+        with translated_sdk_errors(
+            anthropic,
+            anthropic.AnthropicError,
+            model=self.model,
+            timeout_s=self.config.timeout_s,
+            key=self._key,
+            key_env=self.key_env,
+        ):
             response = client.messages.create(**self._arguments(request))
-        except anthropic.APIStatusError as exc:
-            raise error_for_status(
-                self.model,
-                exc.status_code,
-                exc.body,
-                exc.response.headers,
-                [self._key],
-                key_env=self.key_env,
-            ) from None
-        except anthropic.APITimeoutError:
-            raise TransientError(
-                f"{self.model} did not answer within {self.config.timeout_s:g} s."
-            ) from None
-        except anthropic.APIConnectionError:
-            raise TransientError(f"{self.model} could not be reached (connection error).") from None
-        except (json.JSONDecodeError, anthropic.APIResponseValidationError):
-            raise TransientError(
-                f"{self.model} answered with a body that is not valid JSON."
-            ) from None
-        except anthropic.AnthropicError as exc:
-            raise BackendError(redact(f"{self.model} call failed: {exc}", [self._key])) from None
         latency_ms = (time.perf_counter() - start) * 1000.0
         content = getattr(response, "content", None)
         if not isinstance(content, list):

@@ -24,7 +24,6 @@ lazily under a lock (SDK clients are thread-safe).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -34,9 +33,9 @@ from typing import Any
 import openai
 
 from skillvc.backends.base import CallRequest, CallResult, TransientError
-from skillvc.backends.retry import error_for_status
+from skillvc.backends.retry import translated_sdk_errors
 from skillvc.config import ModelConfig
-from skillvc.errors import AuthenticationFailed, BackendError, ConfigError, redact
+from skillvc.errors import AuthenticationFailed, ConfigError
 
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 KEY_HINT = (
@@ -143,33 +142,19 @@ class OpenAIBackend:
         client = self._get_client()
         messages: Any = [{"role": m["role"], "content": m["content"]} for m in request.messages]
         start = time.perf_counter()
-        try:
+        with translated_sdk_errors(
+            openai,
+            openai.OpenAIError,
+            model=self.model,
+            timeout_s=self.config.timeout_s,
+            key=self._key,
+            key_env=self.key_env,
+        ):
             response = client.chat.completions.create(
                 model=self.deployment if self.azure else self.name,
                 messages=messages,
                 **self._params(request),
             )
-        except openai.APIStatusError as exc:
-            raise error_for_status(
-                self.model,
-                exc.status_code,
-                exc.body,
-                exc.response.headers,
-                [self._key],
-                key_env=self.key_env,
-            ) from None
-        except openai.APITimeoutError:
-            raise TransientError(
-                f"{self.model} did not answer within {self.config.timeout_s:g} s."
-            ) from None
-        except openai.APIConnectionError:
-            raise TransientError(f"{self.model} could not be reached (connection error).") from None
-        except (json.JSONDecodeError, openai.APIResponseValidationError):
-            raise TransientError(
-                f"{self.model} answered with a body that is not valid JSON."
-            ) from None
-        except openai.OpenAIError as exc:
-            raise BackendError(redact(f"{self.model} call failed: {exc}", [self._key])) from None
         latency_ms = (time.perf_counter() - start) * 1000.0
         choices = getattr(response, "choices", None)
         if not choices:

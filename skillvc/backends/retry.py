@@ -8,15 +8,18 @@ Backends classify HTTP failures with ``error_for_status`` so every SDK maps stat
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import email.utils
+import json
 import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
+from types import ModuleType
 from typing import TypeVar
 
 from skillvc.backends.base import TransientError
@@ -186,3 +189,32 @@ def error_for_status(
     if is_retryable_status(status):
         return TransientError(message, retry_after=parse_retry_after(headers))
     return BackendError(message)
+
+
+@contextlib.contextmanager
+def translated_sdk_errors(
+    sdk: ModuleType,
+    base_error: type[Exception],
+    *,
+    model: str,
+    timeout_s: float,
+    key: str | None,
+    key_env: str | None,
+) -> Iterator[None]:
+    """Turn the exceptions of the openai/anthropic SDKs (same Stainless-generated hierarchy)
+    into ours: retryable failures become TransientError, the rest BackendError or
+    AuthenticationFailed; every message is scrubbed of ``key``."""
+    try:
+        yield
+    except sdk.APIStatusError as exc:
+        raise error_for_status(
+            model, exc.status_code, exc.body, exc.response.headers, [key or ""], key_env=key_env
+        ) from None
+    except sdk.APITimeoutError:
+        raise TransientError(f"{model} did not answer within {timeout_s:g} s.") from None
+    except sdk.APIConnectionError:
+        raise TransientError(f"{model} could not be reached (connection error).") from None
+    except (json.JSONDecodeError, sdk.APIResponseValidationError):
+        raise TransientError(f"{model} answered with a body that is not valid JSON.") from None
+    except base_error as exc:
+        raise BackendError(redact(f"{model} call failed: {exc}", [key or ""])) from None

@@ -21,7 +21,7 @@ from typing import Any
 
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.hashing import sha256_hex
-from skillvc.scorers import Scorer, score_item
+from skillvc.scorers import Scorer, metric_value, score_item
 from skillvc.tasks import TaskItem
 
 EPS = 1e-9
@@ -45,11 +45,7 @@ class Rollout:
 
     def value(self, metric: str) -> float:
         assert self.hard is not None and self.soft is not None
-        if metric == "hard":
-            return self.hard
-        if metric == "soft":
-            return self.soft
-        return (self.hard + self.soft) / 2
+        return metric_value(self.hard, self.soft, metric)
 
 
 @dataclass
