@@ -137,7 +137,8 @@ def log(
 def show(ident: str, as_json: bool) -> None:
     """One event, edit, commit or run with its full evidence, like 'git show'.
 
-    ID is an event id, an edit id, a commit sha (prefixes work) or a run id.
+    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a commit sha
+    (prefixes work) or a run id.
     Example: skillvc show 42
     """
     from skillvc.history import show as show_event

@@ -120,10 +120,17 @@ def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> s
 
 
 def resolve(store: EventStore, ident: str) -> Event:
-    """An event from an event id, an edit id prefix, a commit sha prefix or a run id."""
+    """An event from an event id, ``<run>/<seq>``, an edit id prefix, a commit sha prefix or a
+    run id."""
     ident = ident.strip()
     if ident.isdigit():
         return store.get(int(ident))
+    run_id, _, seq = ident.rpartition("/")
+    if run_id and seq.isdigit():  # "<run>/<seq>", as in a commit's Skillvc-Event trailer
+        rows = store.query("SELECT id FROM events WHERE run_id = ? AND seq = ?", [run_id, int(seq)])
+        if not rows:
+            raise UnknownEventId(f"No event {seq} in run {run_id}.")
+        return store.get(rows[0]["id"])
     if len(ident) >= 4:
         like = ident.lower() + "%"
         queries = [
@@ -158,8 +165,8 @@ def resolve(store: EventStore, ident: str) -> Event:
 def show(store: EventStore, ident: str, *, with_patch: bool = True) -> dict[str, Any]:
     """Everything the log knows about one event, with the evidence behind it."""
     event = resolve(store, ident)
-    if event.type == "commit.done":
-        event = store.get(int(event.payload["gate_id"])) if "gate_id" in event.payload else event
+    if event.type in ("commit.intent", "commit.done") and "gate_id" in event.payload:
+        event = store.get(int(event.payload["gate_id"]))  # a commit is shown by its evidence
     data: dict[str, Any] = {"event": event.to_dict()}
     if event.type == "gate":
         commit, ref = _commit_for(store, event)

@@ -102,3 +102,17 @@ def test_blame_separates_training_lines_from_human_ones(repo) -> None:
     assert step_lines and all(entry["val_gain"] > 0 for entry in step_lines)
     text = invoke("blame").output
     assert "human (Test Author)" in text and f"{summary.run_id} step" in text
+
+
+def test_show_follows_a_commit_trailer_back_to_its_evidence(repo) -> None:
+    path, summary = repo
+    body = git(path, "log", "-1", "--format=%B", f"skillvc/{summary.run_id}/best")
+    marker = next(
+        line.split(": ", 1)[1] for line in body.splitlines() if line.startswith("Skillvc-Event: ")
+    )
+    shown = json.loads(invoke("show", marker, "--json").output)
+    assert shown["event"]["type"] == "gate"
+    assert shown["entry"]["commit"] == git(path, "rev-parse", f"skillvc/{summary.run_id}/best")
+    assert shown["entry"]["patch"].startswith("--- a/")
+    missing = CliRunner().invoke(cli, ["show", f"{summary.run_id}/99999"])
+    assert missing.exit_code == 3 and f"No event 99999 in run {summary.run_id}." in missing.output
