@@ -78,8 +78,9 @@ def cli() -> None:
 @click.option("--test", "test_file", metavar="FILE", help="Test split task file (reported only).")
 @click.option("--scorer", default="exact", show_default=True, help="How answers are scored.")
 @click.option("--seed", default=42, show_default=True, type=int, help="Training seed.")
+@click.option("--hooks", "with_hooks", is_flag=True, help="Also install the pre-commit hook.")
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-def init(directory: str, **options: Any) -> None:
+def init(directory: str, with_hooks: bool, **options: Any) -> None:
     """Set up skillvc in a skills repository (git init if needed). Safe to re-run.
 
     Example: skillvc init --skill skills/support/SKILL.md --train evals/train.jsonl
@@ -97,6 +98,11 @@ def init(directory: str, **options: Any) -> None:
         click.echo("Added /.skillvc/ to .gitignore.")
     for note in result.notes:
         click.echo(note)
+    if with_hooks:
+        from skillvc.hooks import install_hooks
+
+        for change in install_hooks(result.root):
+            click.echo(change.message)
 
 
 @cli.command()

@@ -297,3 +297,10 @@ def test_dirty_skill_file_error_text(skill_repo: Path) -> None:
         SkillRepo(skill_repo).ensure_clean("skills/support/SKILL.md")
     assert str(info.value) == "skills/support/SKILL.md has uncommitted changes."
     assert git(skill_repo, "status", "--porcelain") == "M skills/support/SKILL.md"
+
+
+def test_init_can_install_the_pre_commit_hook(skill_repo: Path, run) -> None:
+    result = run(skill_repo, "init", "--hooks")
+    assert result.exit_code == 0, result.output
+    hook = skill_repo / ".git" / "hooks" / "pre-commit"
+    assert hook.exists() and "skillvc-hook: pre-commit" in hook.read_text()
