@@ -204,6 +204,7 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option("--min-lr", "min_learning_rate", type=int, help="Edits per step at the end [2].")
 @click.option("--lr-schedule", type=click.Choice(["cosine", "linear", "constant"]))
 @click.option("--gate-metric", type=click.Choice(["hard", "soft", "mixed"]))
+@click.option("--samples", type=int, help="Runs of each item per skill version, averaged [1].")
 @click.option("--workers", type=int, help="Model calls in flight at once [16].")
 @click.option("--seed", type=int, help="Shuffling seed [42].")
 @click.option("--branch", help="Train on this branch (created from HEAD if needed).")

@@ -79,6 +79,7 @@ class TrainConfig:
     min_learning_rate: int = 2
     lr_schedule: str = "cosine"  # cosine | linear | constant
     gate_metric: str = "hard"  # hard | soft | mixed
+    samples: int = 1  # runs of each item per skill version; scores are their mean
     workers: int = 16
     seed: int = 42
     buffer: bool = True
@@ -219,7 +220,7 @@ def validate(config: Config) -> None:
         raise ConfigError(f"lr_schedule '{t.lr_schedule}' is not one of cosine, linear, constant.")
     if t.gate_metric not in ("hard", "soft", "mixed"):
         raise ConfigError(f"gate_metric '{t.gate_metric}' is not one of hard, soft, mixed.")
-    for name in ("epochs", "batch_size", "minibatch_size", "workers"):
+    for name in ("epochs", "batch_size", "minibatch_size", "workers", "samples"):
         if getattr(t, name) < 1:
             raise ConfigError(f"[train] {name} must be at least 1.")
     if t.learning_rate < 1 or t.min_learning_rate < 1:

@@ -214,7 +214,15 @@ def _evaluate(ws: Workspace, version: SkillVersion, split: str, workers: int | N
         judge = _judge(client)
         scorer = get_scorer(config.tasks.scorer, config.tasks.scorer_options, judge=judge)
         with ThreadPoolExecutor(max_workers=workers or config.train.workers) as pool:
-            rollouts = Evaluator(client, scorer, pool, judge=judge).run(version.text, items, split)
+            evaluator = Evaluator(
+                client,
+                scorer,
+                pool,
+                judge=judge,
+                scorer_options=config.tasks.scorer_options,
+                samples=config.train.samples,
+            )
+            rollouts = evaluator.run(version.text, items, split)
         return _record(store, config, client, version, split, taskset.hash, items, rollouts)
 
 
@@ -332,6 +340,7 @@ def evaluation_key(config: Config, skill: str, split: str, dataset: str, failed:
                 "judge": _model_identity(config.optimizer),
             },
             "metric": config.train.gate_metric,
+            "samples": config.train.samples,
             "failed": failed,
         },
         length=32,

@@ -401,3 +401,28 @@ def test_a_budget_needs_prices_for_every_model(seed_repo: Path, tmp_path: Path) 
         )
     with open_store(repo / ".skillvc/events.db") as store:
         assert store.query("SELECT COUNT(*) AS n FROM model_calls")[0]["n"] == 0
+
+
+def test_repeated_samples_average_scores_and_resume_like_single_ones(
+    seed_repo: Path, tmp_path: Path
+) -> None:
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    summary = train(open_workspace(repo), overrides={"train": {"samples": 3, "epochs": 1}})
+    with open_store(repo / ".skillvc/events.db") as store:
+        samples = {
+            r["sample"]
+            for r in store.query(
+                "SELECT json_extract(payload, '$.sample') AS sample FROM events "
+                "WHERE type = 'model.call' AND json_extract(payload, '$.role') = 'target'"
+            )
+        }
+        scores = {
+            r["hard"]
+            for r in store.query(
+                "SELECT json_extract(payload, '$.hard') AS hard FROM events WHERE type = 'rollout'"
+            )
+        }
+    assert samples == {0, 1, 2}
+    assert scores - {0.0, 1.0}  # some items score 1/3 or 2/3: the noise differs per sample
+    assert all(abs(v * 3 - round(v * 3)) < 1e-9 for v in scores)
+    assert summary.calls_by_role["target"] % 3 == 0

@@ -13,8 +13,9 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,34 +51,46 @@ class Rollout:
 
 @dataclass
 class Evaluator:
-    """Runs items with a skill through the target, memoised per (skill, item) within a run."""
+    """Runs items with a skill through the target, memoised per (skill, item) within a run.
+
+    With ``samples`` > 1 each item is run that many times (sample index 0..k-1, each its own
+    cached call) and its hard and soft scores are the means over the samples: a gate then
+    compares expected scores rather than single draws. Any failed sample makes the item an
+    error, never a partial score.
+    """
 
     client: ModelClient
     scorer: Scorer
     pool: ThreadPoolExecutor
     judge: Callable[[str, str], str] | None = None
     on_rollouts: Callable[[str, Sequence[Rollout]], None] | None = None
+    scorer_options: Mapping[str, Any] | None = None
+    samples: int = 1
     memo: dict[tuple[str, str], Rollout] = field(default_factory=dict)
     calls: int = 0
 
     def run(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
         skill_hash = sha256_hex(skill)
         todo = [it for it in items if (skill_hash, it.id) not in self.memo]
-        fresh = list(self.pool.map(lambda it: self._one(skill, skill_hash, it), todo))
+        jobs = [(it, k) for it in todo for k in range(self.samples)]
+        results = list(self.pool.map(lambda job: self._one(skill, skill_hash, *job), jobs))
+        fresh = [
+            _combine(results[i * self.samples : (i + 1) * self.samples]) for i in range(len(todo))
+        ]
         for r in fresh:
             self.memo[(skill_hash, r.item_id)] = r
-        self.calls += len(fresh)
+        self.calls += len(results)
         if fresh and self.on_rollouts is not None:
             self.on_rollouts(split, fresh)
         return [self.memo[(skill_hash, it.id)] for it in items]
 
-    def _one(self, skill: str, skill_hash: str, item: TaskItem) -> Rollout:
+    def _one(self, skill: str, skill_hash: str, item: TaskItem, sample: int) -> Rollout:
         messages = [{"role": "system", "content": skill}, {"role": "user", "content": item.input}]
         try:
-            reply = self.client.call("target", messages)
+            reply = self.client.call("target", messages, sample=sample)
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
-        score = score_item(item, reply.text, self.scorer, judge=self.judge)
+        score = score_item(item, reply.text, self.scorer, self.scorer_options, judge=self.judge)
         return Rollout(
             item.id,
             skill_hash,
@@ -88,6 +101,24 @@ class Evaluator:
             tokens=reply.prompt_tokens + reply.completion_tokens,
             cost_usd=reply.cost_usd,
         )
+
+
+def _combine(samples: Sequence[Rollout]) -> Rollout:
+    """One rollout from an item's samples: mean scores, the first sample's output and call."""
+    first = samples[0]
+    if len(samples) == 1:
+        return first
+    failed = next((r for r in samples if not r.ok), None)
+    if failed is not None:
+        return failed
+    costs = [r.cost_usd for r in samples]
+    return dataclasses.replace(
+        first,
+        hard=math.fsum(r.hard or 0.0 for r in samples) / len(samples),
+        soft=math.fsum(r.soft or 0.0 for r in samples) / len(samples),
+        tokens=sum(r.tokens for r in samples),
+        cost_usd=None if None in costs else math.fsum(c or 0.0 for c in costs),
+    )
 
 
 def mean(values: Sequence[float]) -> float | None:

@@ -145,6 +145,8 @@ class Trainer:
                 self.pool,
                 judge=self.ctx.judge,
                 on_rollouts=self.record,
+                scorer_options=self.config.tasks.scorer_options,
+                samples=self.t.samples,
             )
             self.phase = "the baseline evaluation"
             self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
