@@ -39,11 +39,21 @@ class Reflection:
     calls: int = 0
 
 
+MAX_CASE_CHARS = 4000  # per input and per output: keeps a minibatch prompt bounded
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_CASE_CHARS:
+        return text
+    half = MAX_CASE_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - MAX_CASE_CHARS} characters cut ...]\n{text[-half:]}"
+
+
 def _case(item: TaskItem, rollout: Rollout, metric: str) -> dict[str, Any]:
     return {
         "id": item.id,
-        "input": item.input,
-        "output": rollout.output,
+        "input": _clip(item.input),
+        "output": _clip(rollout.output),
         "expected": list(item.targets) if len(item.targets) != 1 else item.targets[0],
         "score": rollout.value(metric),
     }
