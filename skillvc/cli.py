@@ -205,6 +205,11 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option("--lr-schedule", type=click.Choice(["cosine", "linear", "constant"]))
 @click.option("--gate-metric", type=click.Choice(["hard", "soft", "mixed"]))
 @click.option("--samples", type=int, help="Runs of each item per skill version, averaged [1].")
+@click.option(
+    "--gate-confidence",
+    type=float,
+    help="Also require a significant gain, e.g. 0.9 [0: strict improvement only].",
+)
 @click.option("--workers", type=int, help="Model calls in flight at once [16].")
 @click.option("--seed", type=int, help="Shuffling seed [42].")
 @click.option("--branch", help="Train on this branch (created from HEAD if needed).")

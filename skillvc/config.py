@@ -80,6 +80,7 @@ class TrainConfig:
     lr_schedule: str = "cosine"  # cosine | linear | constant
     gate_metric: str = "hard"  # hard | soft | mixed
     samples: int = 1  # runs of each item per skill version; scores are their mean
+    gate_confidence: float = 0.0  # > 0: the gain must also be significant (e.g. 0.9)
     workers: int = 16
     seed: int = 42
     buffer: bool = True
@@ -223,6 +224,8 @@ def validate(config: Config) -> None:
     for name in ("epochs", "batch_size", "minibatch_size", "workers", "samples"):
         if getattr(t, name) < 1:
             raise ConfigError(f"[train] {name} must be at least 1.")
+    if not 0 <= t.gate_confidence < 1:
+        raise ConfigError("[train] gate_confidence must be at least 0 and below 1 (e.g. 0.9).")
     if t.learning_rate < 1 or t.min_learning_rate < 1:
         raise ConfigError("[train] learning_rate and min_learning_rate must be at least 1 edit.")
     if t.min_learning_rate > t.learning_rate:

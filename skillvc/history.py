@@ -34,6 +34,8 @@ LOG_KEYS = (
     "edits",
     "unmatched",
     "flipped",
+    "p_value",
+    "test",
 )
 
 
@@ -66,6 +68,8 @@ class LogEntry:
             "edits": list(p.get("edits", [])),
             "unmatched": list(p.get("unmatched", [])),
             "flipped": p.get("flipped", {"gained": [], "lost": []}),
+            "p_value": p.get("p_value"),
+            "test": p.get("test"),
         }
         if patch is not None:
             data["patch"] = patch

@@ -84,6 +84,8 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     evaluated = entry["n_evaluated"]
     early = f", stopped early after {evaluated}" if entry["early_stopped"] else ""
     lr = f"  lr {entry['lr']}" if entry["lr"] is not None else ""
+    if entry.get("p_value") is not None:
+        lr += f"  p={entry['p_value']:.3g} ({entry['test']} test)"
     after = fmt_score(entry["val_after"])
     if entry["early_stopped"] and entry.get("val_after_bound") is not None:
         after = f"<={fmt_score(entry['val_after_bound'])}"

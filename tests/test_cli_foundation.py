@@ -220,6 +220,8 @@ def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
         "edits",
         "unmatched",
         "flipped",
+        "p_value",
+        "test",
     }
 
     rejected = json.loads(run(skill_repo, "log", "--rejected", "--json").output)

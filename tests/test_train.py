@@ -426,3 +426,42 @@ def test_repeated_samples_average_scores_and_resume_like_single_ones(
     assert scores - {0.0, 1.0}  # some items score 1/3 or 2/3: the noise differs per sample
     assert all(abs(v * 3 - round(v * 3)) < 1e-9 for v in scores)
     assert summary.calls_by_role["target"] % 3 == 0
+
+
+def test_one_sided_p_values_by_hand() -> None:
+    from skillvc.training.evaluate import one_sided_p_value
+
+    # Sign test on flipped items: 5 up, 0 down -> 1/32; 3 up, 1 down -> (4 + 1) / 16.
+    assert one_sided_p_value([1, 1, 1, 1, 1, 0, 0]) == (1 / 32, "sign")
+    assert one_sided_p_value([1, 1, 1, -1, 0]) == (5 / 16, "sign")
+    assert one_sided_p_value([0, 0, 0]) == (None, None)
+    p, test = one_sided_p_value([0.5, 0.5, 0.25, 0.75])  # soft scores: normal approximation
+    assert test == "normal" and p < 0.01
+    p, _ = one_sided_p_value([0.5, -0.5, 0.25, -0.25])
+    assert p == pytest.approx(0.5)
+
+
+def test_gate_confidence_rejects_gains_that_are_not_significant(
+    seed_repo: Path, tmp_path: Path
+) -> None:
+    plain = copy_repo(seed_repo, tmp_path / "plain")
+    strict = copy_repo(seed_repo, tmp_path / "strict")
+    loose = train(open_workspace(plain))
+    careful = train(open_workspace(strict), overrides={"train": {"gate_confidence": 0.99}})
+    assert careful.accepted < loose.accepted
+    with open_store(strict / ".skillvc/events.db") as store:
+        gates = [
+            json.loads(r["payload"])
+            for r in store.query("SELECT payload FROM events WHERE type = 'gate'")
+        ]
+    refused = [
+        g
+        for g in gates
+        if g["decision"] == "rejected"
+        and g["p_value"] is not None
+        and g["after"]["mean"] > g["before"]["mean"]
+    ]
+    assert refused and all(g["p_value"] > 0.01 for g in refused)
+    assert all(g["p_value"] <= 0.01 for g in gates if g["decision"] == "accepted")
+    body = git(strict, "log", "-1", "--format=%B", "main")
+    assert "test)" in body and "p = " in body

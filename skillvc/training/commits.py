@@ -73,6 +73,9 @@ class Evidence:
     calls: dict[str, int]
     tokens: int
     cost_usd: float | None
+    p_value: float | None = None
+    test: str | None = None
+    confidence: float = 0.0
 
 
 def message(ev: Evidence) -> str:
@@ -94,7 +97,14 @@ def message(ev: Evidence) -> str:
             names = ", ".join([*(f"+{i}" for i in ev.gained[:8]), *(f"-{i}" for i in ev.lost[:8])])
             flips = f"; flipped {len(ev.gained)} up, {len(ev.lost)} down: {names}"
         early = f", stopped early after {ev.n_evaluated}" if ev.early_stopped else ""
-        verdict = "accepted" if ev.decision == "accepted" else "rejected (no strict improvement)"
+        if ev.decision == "accepted":
+            verdict = "accepted"
+        elif ev.after is not None and ev.before is not None and ev.after > ev.before:
+            verdict = f"rejected (gain not significant at {ev.confidence:.0%})"
+        else:
+            verdict = "rejected (no strict improvement)"
+        if ev.p_value is not None:
+            verdict += f", p = {ev.p_value:.3g} ({ev.test} test)"
         lines.append(
             f"Gate: val {ev.metric} {_score(ev.before)} -> {_score(ev.after)} "
             f"(n={ev.n}{early}{flips}); {verdict}."

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -139,6 +140,8 @@ class GateResult:
     gained: list[str]
     lost: list[str]
     errors: int
+    p_value: float | None = None  # one-sided: "the candidate is not better" (None: not tested)
+    test: str | None = None  # "sign" (exact, on 0/1 differences) or "normal" (approximation)
 
     @property
     def calls_saved(self) -> int:
@@ -154,6 +157,8 @@ class GateResult:
             "items": self.items,
             "flipped": {"gained": self.gained, "lost": self.lost},
             "errors": self.errors,
+            "p_value": self.p_value,
+            "test": self.test,
         }
 
 
@@ -193,11 +198,15 @@ def gate(
     metric: str,
     early_stop: bool,
     chunk: int,
+    confidence: float = 0.0,
 ) -> GateResult:
     """Candidate vs current on val: accept only a strict improvement of the paired mean.
 
-    (A certain acceptance is still evaluated in full: the candidate becomes the current skill,
-    whose scores the next gate needs anyway.)
+    With ``confidence`` > 0 the improvement must also be significant: the one-sided p-value of
+    "the candidate is not better" must be at most 1 - confidence. Early stopping stays exact,
+    because it only rejects candidates that cannot even reach a positive difference, which
+    both rules require. (A certain acceptance is still evaluated in full: the candidate
+    becomes the current skill, whose scores the next gate needs anyway.)
     """
     cur = {r.item_id: r for r in evaluator.run(current, val, "val")}
     cand: dict[str, Rollout] = {}
@@ -227,8 +236,13 @@ def gate(
     if pairs or unevaluated:
         best = math.fsum(cand[i].value(metric) for i in pairs) + len(unevaluated)
         bound = best / (len(pairs) + len(unevaluated))
+    differences = [cand[i].value(metric) - cur[i].value(metric) for i in pairs]
+    p_value, test = (None, None) if early else one_sided_p_value(differences)
+    improved = diff > EPS and (
+        confidence <= 0 or (p_value is not None and p_value <= 1 - confidence + EPS)
+    )
     return GateResult(
-        decision="accepted" if diff > EPS else "rejected",
+        decision="accepted" if improved else "rejected",
         metric=metric,
         before=mean([cur[i].value(metric) for i in scored]),
         after=mean([cand[i].value(metric) for i in pairs]),
@@ -242,4 +256,29 @@ def gate(
         gained=[i for i in pairs if (cur[i].hard or 0) < 1 <= (cand[i].hard or 0)],
         lost=[i for i in pairs if (cand[i].hard or 0) < 1 <= (cur[i].hard or 0)],
         errors=sum(1 for r in cand.values() if not r.ok) + len(val) - len(scored),
+        p_value=p_value,
+        test=test,
     )
+
+
+def one_sided_p_value(differences: Sequence[float]) -> tuple[float | None, str | None]:
+    """P-value of "the candidate is not better", from paired per-item differences.
+
+    Differences that are all -1, 0 or 1 (hard scores, one sample) get the exact sign test on
+    the items that flipped (McNemar's test, one-sided); anything else the normal
+    approximation of the paired mean. No test without a nonzero difference.
+    """
+    nonzero = [d for d in differences if abs(d) > EPS]
+    if not nonzero:
+        return None, None
+    if all(abs(abs(d) - 1) <= EPS for d in nonzero):
+        n, up = len(nonzero), sum(1 for d in nonzero if d > 0)
+        return math.fsum(math.comb(n, k) for k in range(up, n + 1)) / 2**n, "sign"
+    n = len(differences)
+    mu = math.fsum(differences) / n
+    if n < 2:
+        return (0.0 if mu > 0 else 1.0), "normal"
+    sd = math.sqrt(math.fsum((d - mu) ** 2 for d in differences) / (n - 1))
+    if sd <= EPS:
+        return (0.0 if mu > 0 else 1.0), "normal"
+    return 1 - statistics.NormalDist().cdf(mu / (sd / math.sqrt(n))), "normal"

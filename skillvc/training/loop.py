@@ -298,6 +298,7 @@ class Trainer:
                 metric=self.t.gate_metric,
                 early_stop=self.t.early_stop,
                 chunk=self.t.workers,
+                confidence=self.t.gate_confidence,
             )
             s.calls_saved += result.calls_saved
         decision = result.decision if result else "forced"
@@ -529,6 +530,9 @@ class Trainer:
             early_stopped=result.early_stopped if result else False,
             gained=result.gained if result else [],
             lost=result.lost if result else [],
+            p_value=result.p_value if result else None,
+            test=result.test if result else None,
+            confidence=self.t.gate_confidence,
             run_id=self.ctx.run_id,
             step=self.state.step if kind == "step" else None,
             epoch=epoch,
