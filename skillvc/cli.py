@@ -275,6 +275,10 @@ def train(
         echo_json(dataclasses.asdict(summary))
         return
     click.echo("\n".join(_summary_lines(summary)))
+    click.echo(
+        "Review it: git log -p (accepted edits), skillvc log --rejected -p (refused ones), "
+        "skillvc report (a pull-request description)."
+    )
 
 
 @cli.command()
