@@ -58,10 +58,12 @@ def cli() -> None:
     """Train LLM agent skills like neural networks, with every step under version control.
 
     \b
+    skillvc demo            the whole loop offline on a bundled example
     skillvc init            set up a skills repo (skillvc.toml, .skillvc/)
     skillvc train           train the skill; accepted edits become commits
     skillvc log --rejected  what was tried and refused
-    skillvc demo            the whole loop offline on a bundled example
+    skillvc report          a pull-request description of a run
+    skillvc check --base R  the gate, applied to any change
     """
 
 
@@ -202,8 +204,16 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option("--minibatch-size", type=int, help="Trajectories per reflection call [8].")
 @click.option("--lr", "learning_rate", type=int, help="Edits per step at the start [4].")
 @click.option("--min-lr", "min_learning_rate", type=int, help="Edits per step at the end [2].")
-@click.option("--lr-schedule", type=click.Choice(["cosine", "linear", "constant"]))
-@click.option("--gate-metric", type=click.Choice(["hard", "soft", "mixed"]))
+@click.option(
+    "--lr-schedule",
+    type=click.Choice(["cosine", "linear", "constant"]),
+    help="How the edit budget decays over the steps [cosine].",
+)
+@click.option(
+    "--gate-metric",
+    type=click.Choice(["hard", "soft", "mixed"]),
+    help="Score the gate compares: 0/1, 0..1, or their mean [hard].",
+)
 @click.option("--samples", type=int, help="Runs of each item per skill version, averaged [1].")
 @click.option(
     "--gate-confidence",
