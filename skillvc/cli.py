@@ -8,6 +8,7 @@ is a crash (exit 70) whose traceback ``SKILLVC_RAISE_ERRORS=1`` shows.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -329,7 +330,6 @@ def demo(directory: str | None, quiet: bool) -> None:
     Needs no network and no API key. Example: skillvc demo --dir /tmp/acme
     """
     import tempfile
-    from pathlib import Path
 
     from skillvc.demo import run_demo
     from skillvc.history import log_entries
@@ -338,6 +338,7 @@ def demo(directory: str | None, quiet: bool) -> None:
     from skillvc.workspace import open_workspace
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="skillvc-demo-"))
+    me = _own_command()
     click.echo(f"Creating the demo skills repo in {root}", err=True)
     summary = run_demo(root, progress=_progress(quiet))
     ws = open_workspace(root)
@@ -351,14 +352,30 @@ def demo(directory: str | None, quiet: bool) -> None:
         rejected = [e.to_dict() for e in log_entries(store, decision="rejected", limit=3)]
     click.echo("\n== Rejected candidates (skillvc log --rejected -n 3) ==")
     click.echo("\n\n".join(format_log_entry(e) for e in rejected) or "(none)")
-    click.echo(
-        "\nTry next:\n"
-        f"  cd {root}\n"
-        "  skillvc runs                   # the runs table\n"
-        "  skillvc log --rejected -p      # what was tried and refused, with diffs\n"
-        "  git log -p skills/             # accepted edits with their evidence\n"
-        "  skillvc train --new --no-buffer  # an ablation: watch rejected edits repeat"
-    )
+    steps = [
+        (f"cd {root}", ""),
+        (f"{me} runs", "the runs table"),
+        (f"{me} log --rejected -p", "what was tried and refused, with diffs"),
+        ("git log -p skills/", "accepted edits with their evidence"),
+        (f"{me} report", "the run as a pull-request description"),
+        (f"{me} train --new --no-buffer", "an ablation: watch rejected edits repeat"),
+    ]
+    width = max(len(cmd) for cmd, _ in steps)
+    click.echo("\nTry next:")
+    for cmd, why in steps:
+        click.echo(f"  {cmd:<{width}}  # {why}" if why else f"  {cmd}")
+
+
+def _own_command() -> str:
+    """How to run this skillvc again from another directory: "skillvc" when PATH finds this
+    very script, else its absolute path (e.g. a virtualenv that is not activated)."""
+    import shutil
+
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    found = shutil.which("skillvc")
+    if script is None or not script.exists() or (found and Path(found).resolve() == script):
+        return "skillvc"
+    return str(script) if script.name == "skillvc" else "skillvc"
 
 
 def _register_command_modules() -> None:
