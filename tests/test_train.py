@@ -465,3 +465,16 @@ def test_gate_confidence_rejects_gains_that_are_not_significant(
     assert all(g["p_value"] <= 0.01 for g in gates if g["decision"] == "accepted")
     body = git(strict, "log", "-1", "--format=%B", "main")
     assert "test)" in body and "p = " in body
+
+
+def test_demo_command_shows_runs_commits_rejections_and_next_steps(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "acme"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for heading in ("== Runs (skillvc runs) ==", "== Accepted edits are commits",
+                    "== Rejected candidates (skillvc log --rejected -n 3) ==", "Try next:"):
+        assert heading in out
+    assert "finished" in out and "refs/skillvc/rejected/" in out
+    assert f"cd {tmp_path / 'acme'}" in out
+    again = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "acme")])
+    assert again.exit_code == 4 and "is not empty." in again.output
