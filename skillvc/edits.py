@@ -174,13 +174,19 @@ def _apply_one(doc: SkillDocument, edit: Edit) -> SkillDocument | Unmatched:
 
 def _already_there(doc: SkillDocument, content: str) -> bool:
     """An add whose every non-blank line is already a line of the skill would only duplicate."""
-    wanted = [line.strip() for line in _norm(content).splitlines() if line.strip()]
+    wanted = [line.strip() for line in _norm(doc, content).splitlines() if line.strip()]
     present = {line.strip() for line in doc.text.splitlines()}
     return bool(wanted) and all(line in present for line in wanted)
 
 
-def _norm(text: str) -> str:
-    return text.replace("\r\n", "\n")
+def _norm(doc: SkillDocument, text: str) -> str:
+    """``text`` in the newline convention of ``doc.text``.
+
+    That is "\n", except in a file with mixed line endings, whose text keeps its "\r\n"
+    byte for byte (see skilldoc): there an edit's "\r\n" is kept too, so it can match those
+    lines and a diff of such a file turns back into edits that reproduce it.
+    """
+    return text if "\r\n" in doc.text else text.replace("\r\n", "\n")
 
 
 def _structure(doc: SkillDocument) -> tuple[object, ...]:
@@ -226,7 +232,7 @@ def _pick(doc: SkillDocument, occurrences: list[tuple[int, int]], what: str) -> 
 
 def _replace_or_delete(doc: SkillDocument, edit: Edit) -> str:
     text = doc.text
-    target, content = _norm(edit.target), _norm(edit.content)
+    target, content = _norm(doc, edit.target), _norm(doc, edit.content)
     if edit.op == "replace" and content == target:
         raise _NoMatch("no-op", "The replacement content equals the target.")
     try:
@@ -237,7 +243,7 @@ def _replace_or_delete(doc: SkillDocument, edit: Edit) -> str:
         start, end, target = _stripped_fallback(doc, target)
         # Drop the same surrounding whitespace from the content, so the text around the
         # target keeps its shape (models often pad targets with newlines).
-        lead, trail = _padding(_norm(edit.target))
+        lead, trail = _padding(_norm(doc, edit.target))
         if (
             content.startswith(lead)
             and content.endswith(trail)
@@ -284,11 +290,11 @@ def _stripped_fallback(doc: SkillDocument, target: str) -> tuple[int, int, str]:
 
 def _add(doc: SkillDocument, edit: Edit) -> str:
     text = doc.text
-    content = _norm(edit.content)
+    content = _norm(doc, edit.content)
     if not content.endswith("\n"):
         content += "\n"
     if edit.anchor is not None and edit.anchor.strip():
-        pos, prefix = _after_anchor(doc, _norm(edit.anchor).strip())
+        pos, prefix = _after_anchor(doc, _norm(doc, edit.anchor).strip())
         return text[:pos] + prefix + content + text[pos:]
     pos, suffix = len(text), ""
     last = doc.regions[-1] if doc.regions else None
@@ -375,7 +381,7 @@ def edits_from_diff(diff_text: str, doc: SkillDocument) -> list[Edit]:
     edits: list[Edit] = []
     working, delta = doc, 0
     for hunk in hunks:
-        old, new = _hunk_blocks(hunk)
+        old, new = _hunk_blocks(hunk, keep_crlf="\r\n" in working.text)
         edit = _edit_for_hunk(working, old, new, hunk.source_start + delta)
         edits.append(edit)
         # Later hunks are located in the text the earlier ones produce.
@@ -384,12 +390,12 @@ def edits_from_diff(diff_text: str, doc: SkillDocument) -> list[Edit]:
     return edits
 
 
-def _hunk_blocks(hunk: Any) -> tuple[list[str], list[str]]:
+def _hunk_blocks(hunk: Any, keep_crlf: bool = False) -> tuple[list[str], list[str]]:
     old: list[str] = []
     new: list[str] = []
     last = ""
     for line in hunk:
-        value = _norm(line.value)
+        value = line.value if keep_crlf else line.value.replace("\r\n", "\n")
         if line.line_type == " ":
             old.append(value)
             new.append(value)

@@ -13,7 +13,10 @@ from typing import Any
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no insignificant whitespace; unicode kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # NaN and infinities are not JSON; SQLite's JSON functions (and so every view) reject them.
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def sha256_hex(data: bytes | str) -> str:

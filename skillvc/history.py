@@ -127,29 +127,32 @@ def resolve(store: EventStore, ident: str) -> Event:
     """An event from an event id, ``<run>/<seq>``, an edit id prefix, a commit sha prefix or a
     run id."""
     ident = ident.strip()
-    if ident.isdigit():
+    # isdecimal, not isdigit: "²" is a digit that int() cannot read.
+    if ident.isdecimal():
         return store.get(int(ident))
     run_id, _, seq = ident.rpartition("/")
-    if run_id and seq.isdigit():  # "<run>/<seq>", as in a commit's Skillvc-Event trailer
+    if run_id and seq.isdecimal():  # "<run>/<seq>", as in a commit's Skillvc-Event trailer
         rows = store.query("SELECT id FROM events WHERE run_id = ? AND seq = ?", [run_id, int(seq)])
         if not rows:
             raise UnknownEventId(f"No event {seq} in run {run_id}.")
         return store.get(rows[0]["id"])
     if len(ident) >= 4:
-        like = ident.lower() + "%"
+        # Escape LIKE's wildcards: a typed "%" or "_" must not match arbitrary ids.
+        escaped = ident.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        like = escaped + "%"
         queries = [
             (
                 "SELECT id FROM events WHERE type = 'edit.proposed' "
-                "AND json_extract(payload, '$.edit.id') LIKE ? ORDER BY id LIMIT 2",
+                "AND json_extract(payload, '$.edit.id') LIKE ? ESCAPE '\\' ORDER BY id LIMIT 2",
                 "edit",
             ),
             (
                 "SELECT id FROM events WHERE type = 'commit.done' "
-                "AND json_extract(payload, '$.sha') LIKE ? ORDER BY id LIMIT 2",
+                "AND json_extract(payload, '$.sha') LIKE ? ESCAPE '\\' ORDER BY id LIMIT 2",
                 "commit",
             ),
             (
-                "SELECT id FROM events WHERE type = 'run.started' AND run_id LIKE ? "
+                "SELECT id FROM events WHERE type = 'run.started' AND run_id LIKE ? ESCAPE '\\' "
                 "ORDER BY id LIMIT 2",
                 "run",
             ),

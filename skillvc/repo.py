@@ -137,6 +137,18 @@ class SkillRepo:
         except git.GitCommandError:
             return None
 
+    def restore_file(self, relpath: str, content: bytes) -> None:
+        """Make the working-tree file and its index entry hold ``content`` (the committed
+        version), touching nothing else: how a crash between moving the branch and writing
+        the file is finished on resume."""
+        path = self._relpath(relpath)
+        target = self.root / path
+        if not target.exists() or target.read_bytes() != content:
+            write_atomic(target, content)
+        # -f: the path is committed, so an ignore rule must not make `git add` fail (it
+        # refuses new ignored paths) and undo a commit that is otherwise complete.
+        self._git.add("-f", "--", _literal(path))
+
     def remove_stale_temp_files(self, relpath: str) -> list[Path]:
         """Delete temp files a killed write of ``relpath`` left beside it; returns them.
 
@@ -161,7 +173,7 @@ class SkillRepo:
                 self._git.switch("-c", name)
         except git.GitCommandError as exc:
             raise StateConflict(
-                f"Could not switch to branch {name}: {exc.stderr.strip() or exc}",
+                f"Could not switch to branch {name}: {_git_reason(exc)}",
                 hint="Commit or stash your changes, then run the command again.",
             ) from None
 
@@ -245,7 +257,7 @@ class SkillRepo:
             except git.GitCommandError as exc:
                 raise SkillvcError(
                     f"Cannot place {path} in the tree of {parent_sha or 'an empty commit'}: "
-                    f"{exc.stderr.strip()}"
+                    f"{_git_reason(exc)}"
                 ) from None
         parent_args = ["-p", parent_sha] if parent_sha else []
         try:
@@ -290,8 +302,7 @@ class SkillRepo:
         target = self.root / path
         old_bytes = target.read_bytes() if target.exists() else None
         try:
-            write_atomic(target, content)
-            self._git.add("--", _literal(path))
+            self.restore_file(path, content)
         except BaseException:
             self._undo_commit(new, old, target, old_bytes)
             raise
@@ -329,7 +340,7 @@ class SkillRepo:
         except git.GitCommandError as exc:
             if not force and f"refs/tags/{full}" in self.refs(f"refs/tags/{full}"):
                 raise StateConflict(f"Tag {full} already exists.") from None
-            raise SkillvcError(f"Cannot create tag {full}: {exc.stderr.strip()}") from None
+            raise SkillvcError(f"Cannot create tag {full}: {_git_reason(exc)}") from None
 
     # -- history ----------------------------------------------------------------------------
 
@@ -438,7 +449,8 @@ class SkillRepo:
                 raise SkillvcError(f"{relpath} is outside the repository at {self.root}.") from None
         norm = posixpath.normpath(raw.as_posix())
         parts = norm.split("/")
-        if norm in ("", ".") or ".." in parts or ".git" in parts:
+        # ".GIT" is the git directory too on case-insensitive file systems (macOS, Windows).
+        if norm in ("", ".") or ".." in parts or ".git" in (p.lower() for p in parts):
             raise SkillvcError(f"{relpath} is not a file path inside the repository.")
         return norm
 
@@ -464,6 +476,14 @@ class SkillRepo:
         file, whose mode commit_file preserves, so HEAD and index agree afterwards.
         """
         out = self._git.ls_files("-s", "-z", "--", _literal(path), env=env)
+        if out.startswith(("120000 ", "160000 ")):
+            # Committing a regular file there would silently replace the user's link (or
+            # submodule) with a copy; the file it points to is the one to train.
+            kind = "a symbolic link" if out.startswith("120000 ") else "a submodule"
+            raise SkillvcError(
+                f"{path} is {kind} in git, not a regular file.",
+                hint="Point [skill] path in skillvc.toml at the file itself.",
+            )
         return "100755" if out.startswith("100755 ") else "100644"
 
     def _log(self, args: list[str]) -> list[CommitInfo]:
@@ -508,13 +528,31 @@ class SkillRepo:
 def ensure_gitignore(root: Path, entry: str) -> bool:
     """Append ``entry`` to ``root/.gitignore`` unless a line already says it; True if added."""
     path = Path(root) / ".gitignore"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if entry.strip() in (line.strip() for line in text.splitlines()):
+    # errors="replace": a .gitignore in another encoding is only searched here, never rewritten.
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    # "/.skillvc/", "/.skillvc", ".skillvc/" and ".skillvc" all ignore the root .skillvc/.
+    if entry.strip().strip("/") in (line.strip().strip("/") for line in text.splitlines()):
         return False
     separator = "\n" if text and not text.endswith("\n") else ""
     with path.open("a", encoding="utf-8") as f:
         f.write(f"{separator}{entry.strip()}\n")
     return True
+
+
+def _git_reason(exc: git.GitCommandError) -> str:
+    """git's own error line from ``exc``, without GitPython's "stderr: '...'" wrapping."""
+    text = str(exc.stderr).strip()
+    if text.startswith("stderr:"):
+        text = text[len("stderr:") :].strip().strip("'")
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("hint:")
+    ]
+    reason = lines[0] if lines else f"git exited with status {exc.status}"
+    for prefix in ("fatal: ", "error: "):
+        reason = reason.removeprefix(prefix)
+    return reason.rstrip(".") + "."
 
 
 def _literal(path: str) -> str:

@@ -19,11 +19,19 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skillvc.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
+from skillvc.errors import (
+    Locked,
+    NotADatabase,
+    SchemaTooNew,
+    SkillvcError,
+    StateConflict,
+    UnknownEventId,
+)
 from skillvc.events import Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.schema import SCHEMA_VERSION
@@ -40,23 +48,51 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+_BUSY_TIMEOUT = 30.0  # seconds to wait for another process's lock on the database
+
+
 class EventStore:
-    """An open event log. Thread-safe for appends (one connection, one write lock)."""
+    """An open event log, safe to share between threads.
+
+    One sqlite3 connection serves every thread, so every statement - reads included - runs
+    under one lock: a reader on a worker thread must never see the uncommitted rows of a
+    transaction another thread has open on the same connection (they may be rolled back),
+    nor have its half-read cursor aborted by that transaction's ROLLBACK.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
             conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, isolation_level=None, timeout=30
+                str(self.path),
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=_BUSY_TIMEOUT,
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn)
+        except sqlite3.OperationalError as exc:
+            # "database is locked" is also an OperationalError (a DatabaseError): it means
+            # busy, not corrupt, and must not be reported as "not a SQLite database".
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StateConflict(
+                    f"The event log {self.path} stayed locked by another process for "
+                    f"{_BUSY_TIMEOUT:.0f} s.",
+                    hint="Wait for the other skillvc command to finish, then run this again.",
+                ) from None
+            raise NotADatabase(f"{self.path} is not a SQLite database ({exc}).") from None
         except sqlite3.DatabaseError as exc:
             raise NotADatabase(f"{self.path} is not a SQLite database ({exc}).") from None
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         self.conn = conn
+        # Guards every use of ``conn`` (see the class docstring); re-entrant so a thread
+        # inside ``transaction()`` can still read and append.
         self._write_lock = threading.RLock()
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            conn.close()  # a refused log must not stay open (Windows would keep it locked)
+            raise
 
     @property
     def db(self) -> Any:
@@ -75,24 +111,37 @@ class EventStore:
             return
         from skillvc.migrations import MIGRATIONS
 
-        if found > SCHEMA_VERSION:
+        if found > SCHEMA_VERSION:  # checked before writing anything: the file may be read-only
             raise SchemaTooNew(
                 f"{self.path} has schema version {found}, newer than this skillvc "
                 f"understands ({SCHEMA_VERSION})."
             )
-        known = {m.name for m in MIGRATIONS._migrations}
-        unknown = [m.name for m in MIGRATIONS.applied(self.db) if m.name not in known]
-        if unknown:
-            raise SchemaTooNew(
-                f"{self.path} was migrated by a newer skillvc (unknown migration {unknown[0]})."
-            )
-        if MIGRATIONS.pending(self.db):
-            with self._write_lock:
-                MIGRATIONS.apply(self.db)
-                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        # BEGIN IMMEDIATE takes the database's write lock before looking, so two processes
+        # opening a fresh log at once migrate one after the other (the second then finds
+        # nothing to do) instead of failing with "table events already exists" or
+        # "database is locked".
+        with self.transaction():
+            found = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            if found == SCHEMA_VERSION:
+                return
+            if found > SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self.path} has schema version {found}, newer than this skillvc "
+                    f"understands ({SCHEMA_VERSION})."
+                )
+            known = {m.name for m in MIGRATIONS._migrations}
+            unknown = [m.name for m in MIGRATIONS.applied(self.db) if m.name not in known]
+            if unknown:
+                raise SchemaTooNew(
+                    f"{self.path} was migrated by a newer skillvc (unknown migration {unknown[0]})."
+                )
+            if MIGRATIONS.pending(self.db):
+                MIGRATIONS.apply(self.db)  # nested in ours: sqlite-utils uses savepoints
+            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
-        self.conn.close()
+        with self._write_lock:
+            self.conn.close()
 
     def __enter__(self) -> EventStore:
         return self
@@ -113,16 +162,13 @@ class EventStore:
         return digest
 
     def get_blob(self, digest: str) -> str:
-        row = self.conn.execute("SELECT content FROM blobs WHERE hash = ?", (digest,)).fetchone()
+        row = self._fetchone("SELECT content FROM blobs WHERE hash = ?", (digest,))
         if row is None:
             raise UnknownEventId(f"No blob {digest[:12]} in {self.path}.")
         return row[0]
 
     def has_blob(self, digest: str) -> bool:
-        return (
-            self.conn.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone()
-            is not None
-        )
+        return self._fetchone("SELECT 1 FROM blobs WHERE hash = ?", (digest,)) is not None
 
     # -- appending --------------------------------------------------------------------------
 
@@ -201,11 +247,22 @@ class EventStore:
         created = _now()
         version = current_version(type)
         body = canonical_json(dict(payload))
-        cur = self.conn.execute(
-            "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
-            "version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (type, body, run_id, seq, step, epoch, key, created, version),
-        )
+        try:
+            cur = self.conn.execute(
+                "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
+                "version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (type, body, run_id, seq, step, epoch, key, created, version),
+            )
+        except sqlite3.IntegrityError:
+            # Another process (say `skillvc eval` sharing the model-call cache) stored the
+            # same (type, key) or (run_id, seq) since we looked, or a run event carries a
+            # key already stored at another seq: the event is there, so return that one.
+            found = self._existing(type, run_id, seq, None) if seq is not None else None
+            if found is None and key is not None:
+                found = self._row("WHERE type = ? AND key = ?", (type, key))
+            if found is None:
+                raise
+            return found
         return Event(
             id=int(cur.lastrowid or 0),
             type=type,
@@ -229,17 +286,34 @@ class EventStore:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield
+                self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                # SQLite may already have rolled back by itself (disk full, I/O error); a
+                # second ROLLBACK would then hide the real error. A failed COMMIT must not
+                # leave the connection inside a transaction that every later append joins.
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
 
     # -- reading ----------------------------------------------------------------------------
 
+    def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._write_lock:  # see the class docstring: reads share the connection too
+            return self.conn.execute(sql, params).fetchone()
+
+    def _fetchall(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> tuple[list[str], list[Any]]:
+        """Column names and every row, read in full while holding the connection's lock."""
+        with self._write_lock:
+            cur = self.conn.execute(sql, params)
+            return [d[0] for d in cur.description or ()], cur.fetchall()
+
     def _row(self, where: str, params: Sequence[Any]) -> Event | None:
-        cur = self.conn.execute(f"SELECT {_COLUMNS} FROM events {where} LIMIT 1", params)
-        cur.row_factory = sqlite3.Row
-        row = cur.fetchone()
+        with self._write_lock:
+            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM events {where} LIMIT 1", params)
+            cur.row_factory = sqlite3.Row
+            row = cur.fetchone()
         return event_from_row(row) if row is not None else None
 
     def get(self, event_id: int) -> Event:
@@ -273,24 +347,23 @@ class EventStore:
         sql += " DESC" if newest_first else ""
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        cur = self.conn.execute(sql, params)
-        cur.row_factory = sqlite3.Row
-        return [event_from_row(r) for r in cur.fetchall()]
+        with self._write_lock:
+            cur = self.conn.execute(sql, params)
+            cur.row_factory = sqlite3.Row
+            rows = cur.fetchall()
+        return [event_from_row(r) for r in rows]
 
     def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict]:
         """Rows of a read-only SQL query (over the documented views) as dicts."""
-        cur = self.conn.execute(sql, params)
-        names = [d[0] for d in cur.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        names, rows = self._fetchall(sql, params)
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     def next_seq(self, run_id: str) -> int:
-        row = self.conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
-        ).fetchone()
+        row = self._fetchone("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,))
         return int(row[0]) + 1
 
     def count(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        return int(self._fetchone("SELECT COUNT(*) FROM events")[0])
 
     # -- the writer lock --------------------------------------------------------------------
 
@@ -316,6 +389,26 @@ class EventStore:
             yield
         finally:
             handle.close()
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch ``conn``'s database to WAL, waiting out other processes that hold it.
+
+    Changing the journal mode needs the database to itself and SQLite answers "database is
+    locked" at once, without its busy timeout, while another connection uses it; so retry
+    here. A log already in WAL mode (every open after the first) needs no change at all.
+    """
+    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    deadline = time.monotonic() + _BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def open_store(path: str | Path, *, create: bool = True) -> EventStore:

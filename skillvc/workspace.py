@@ -10,6 +10,7 @@ Layout of ``.skillvc/`` (local state, git-ignored):
 
 from __future__ import annotations
 
+import json
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,7 +150,7 @@ def init_workspace(
     if config_path.exists():
         config = load_config(root)
         skill_rel = config.skill.path
-        if skill and Path(skill).as_posix() != Path(skill_rel).as_posix():
+        if skill and _given_relpath(root, skill) != Path(skill_rel).as_posix():
             raise ConfigError(
                 f"{CONFIG_FILE} already trains {skill_rel}, not {skill}.",
                 hint=f"Edit [skill] path in {CONFIG_FILE} to change it.",
@@ -158,20 +159,23 @@ def init_workspace(
         result.notes.append(f"{CONFIG_FILE} already exists; left as it is.")
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
-        config_path.write_text(
-            render_config(
-                skill_path=skill_rel,
-                target_model=target_model or DEFAULT_TARGET,
-                optimizer_model=optimizer_model or DEFAULT_OPTIMIZER,
-                train_file=train_file,
-                val_file=val_file,
-                test_file=test_file,
-                scorer=scorer,
-                seed=seed,
-            ),
-            encoding="utf-8",
+        text = render_config(
+            skill_path=skill_rel,
+            target_model=target_model or DEFAULT_TARGET,
+            optimizer_model=optimizer_model or DEFAULT_OPTIMIZER,
+            train_file=train_file,
+            val_file=val_file,
+            test_file=test_file,
+            scorer=scorer,
+            seed=seed,
         )
-        load_config(root)  # the file we wrote must parse; fail loudly here if not
+        config_path.write_text(text, encoding="utf-8")
+        try:
+            load_config(root)  # the file we wrote must parse; fail loudly here if not
+        except BaseException:
+            # Leave no broken skillvc.toml behind: a re-run would keep it "as it is".
+            config_path.unlink(missing_ok=True)
+            raise
         result = InitResult(
             root=root, skill_path=skill_rel, git_initialised=git_initialised, config_written=True
         )
@@ -187,11 +191,21 @@ def init_workspace(
     return result
 
 
+def _given_relpath(root: Path, skill: str) -> str:
+    """``--skill`` as a path relative to the root, however the user wrote it (when it exists)."""
+    try:
+        return _skill_relpath(root, skill)
+    except (SkillFileMissing, ConfigError):
+        return Path(skill).as_posix()
+
+
 def _skill_relpath(root: Path, skill: str) -> str:
     candidate = Path(skill)
     full = candidate if candidate.is_absolute() else (Path.cwd() / candidate)
     if not full.exists():
         full = root / candidate
+    if full.is_dir() and (full / "SKILL.md").is_file():
+        full = full / "SKILL.md"  # `--skill skills/support` names the skill's directory
     if not full.is_file():
         raise SkillFileMissing(f"The skill file {skill} does not exist.")
     try:
@@ -217,12 +231,23 @@ def render_config(
     """The commented ``skillvc.toml`` written by ``init`` (templates/skillvc.toml)."""
     lines = []
     for split, value in (("train", train_file), ("val", val_file), ("test", test_file)):
-        lines.append(f'{split} = "{value}"' if value else f'# {split} = "evals/{split}.jsonl"')
+        lines.append(
+            f'{split} = "{_toml(value)}"' if value else f'# {split} = "evals/{split}.jsonl"'
+        )
     return string.Template(read_text("templates", "skillvc.toml")).substitute(
-        skill_path=skill_path,
-        target_model=target_model,
-        optimizer_model=optimizer_model,
+        skill_path=_toml(skill_path),
+        target_model=_toml(target_model),
+        optimizer_model=_toml(optimizer_model),
         tasks_block="\n".join(lines),
-        scorer=scorer,
-        seed=seed,
+        scorer=_toml(scorer),
+        seed=int(seed),
     )
+
+
+def _toml(value: str) -> str:
+    """``value`` escaped for the inside of a TOML basic ("...") string.
+
+    A quote or backslash in a path (legal in file names) would otherwise break the file.
+    JSON's string escapes are all valid TOML escapes.
+    """
+    return json.dumps(value, ensure_ascii=False)[1:-1]

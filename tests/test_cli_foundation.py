@@ -306,3 +306,59 @@ def test_init_can_install_the_pre_commit_hook(skill_repo: Path, run) -> None:
     assert result.exit_code == 0, result.output
     hook = skill_repo / ".git" / "hooks" / "pre-commit"
     assert hook.exists() and "skillvc-hook: pre-commit" in hook.read_text()
+
+
+# -- review fixes -----------------------------------------------------------------------------
+
+
+def test_show_treats_like_wildcards_literally(skill_repo: Path, run) -> None:
+    run(skill_repo, "init")
+    _seed_log(skill_repo)
+    # "%%%%" used to be a LIKE pattern matching every edit id; "²" crashed int().
+    for ident in ("%%%%", "____", "²"):
+        result = run(skill_repo, "show", ident)
+        assert result.exit_code == 3, (ident, result.output)
+        assert f"No event, edit, commit or run matches '{ident}'." in result.output
+
+
+def test_init_with_a_quote_in_the_skill_path_writes_valid_toml(git_repo: Path, run) -> None:
+    skill_dir = git_repo / 'odd "name" \\ dir'
+    skill_dir.mkdir()
+    (skill_dir / "SKILL.md").write_text("# x\n")
+    result = run(git_repo, "init", "--target", "sim:support", "--optimizer", "sim:support")
+    assert result.exit_code == 0, result.output
+    from skillvc.config import load_config
+
+    assert load_config(git_repo).skill.path == 'odd "name" \\ dir/SKILL.md'
+
+
+def test_init_accepts_the_skill_directory_and_a_path_from_a_subdirectory(
+    git_repo: Path, run
+) -> None:
+    (git_repo / "skills" / "a").mkdir(parents=True)
+    (git_repo / "skills" / "a" / "SKILL.md").write_text("# a\n")
+    (git_repo / "skills" / "b").mkdir(parents=True)
+    (git_repo / "skills" / "b" / "SKILL.md").write_text("# b\n")
+    result = run(git_repo, "init", "--skill", "skills/a")
+    assert result.exit_code == 0, result.output
+    assert 'path = "skills/a/SKILL.md"' in (git_repo / "skillvc.toml").read_text()
+    # Re-running from inside the skill's directory names the same file another way.
+    again = run(git_repo / "skills" / "a", "init", "--skill", "SKILL.md")
+    assert again.exit_code == 0, again.output
+    assert "already exists; left as it is." in again.output
+
+
+def test_init_removes_a_config_that_does_not_load(
+    skill_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skillvc import workspace
+    from skillvc.errors import ConfigError
+
+    def broken(root: Path) -> None:
+        raise ConfigError("bad config")
+
+    monkeypatch.setattr(workspace, "load_config", broken)
+    with pytest.raises(ConfigError):
+        workspace.init_workspace(skill_repo)
+    # Otherwise the next `skillvc init` would keep the broken file "as it is".
+    assert not (skill_repo / "skillvc.toml").exists()

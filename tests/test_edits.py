@@ -387,3 +387,20 @@ def test_add_that_only_duplicates_existing_lines_is_a_no_op() -> None:
     assert result.document.render() == doc.render()
     partly_new = apply_edits(doc, [Edit("add", content="- Be polite.\n- Be brief.")])
     assert partly_new.applied and b"- Be brief." in partly_new.document.render()
+
+
+def test_mixed_line_endings_diff_round_trips_and_crlf_targets_match() -> None:
+    # A file with mixed endings keeps its "\r\n" in text; normalising the edit's "\r\n" away
+    # made every target spanning such a line "missing" and broke edits_from_diff.
+    data = b"# Title\r\n\r\n- rule one\r\n- rule two\n- rule three\n"
+    doc = SkillDocument.parse(data)
+    assert doc.newline == "\n" and "\r\n" in doc.text
+    after = doc.with_text(doc.text.replace("- rule one\r\n", "- rule 1\r\n- rule 1b\r\n"))
+    edits = edits_from_diff(unified_diff(doc, after), doc)
+    result = apply_edits(doc, edits)
+    assert result.unmatched == ()
+    assert result.document.render() == after.render()
+    spanning = Edit("replace", target="- rule one\r\n- rule two", content="- rules")
+    out = apply_edits(doc, [spanning])
+    assert out.unmatched == ()
+    assert out.document.render() == b"# Title\r\n\r\n- rules\n- rule three\n"

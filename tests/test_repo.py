@@ -478,3 +478,48 @@ def test_remove_stale_temp_files_left_by_a_killed_write(skill_repo: Path) -> Non
     removed = SkillRepo(skill_repo).remove_stale_temp_files("skills/support/SKILL.md")
     assert removed == [stale] and not stale.exists()
     assert other.exists() and skill.read_text().startswith("---")
+
+
+def test_ensure_gitignore_recognises_equivalent_entries(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_bytes(b"caf\xe9/\n.skillvc\n")  # latin-1, not UTF-8
+    assert ensure_gitignore(tmp_path, "/.skillvc/") is False
+    assert (tmp_path / ".gitignore").read_bytes() == b"caf\xe9/\n.skillvc\n"
+
+
+# -- review fixes -----------------------------------------------------------------------------
+
+
+def test_new_skill_file_at_an_ignored_path_is_committed(repo: SkillRepo) -> None:
+    # `git add` refuses new ignored paths; that used to undo the commit with a raw git error.
+    assert ensure_gitignore(repo.root, "drafts/")
+    git(repo.root, "add", ".gitignore")
+    git(repo.root, "commit", "-q", "-m", "ignore drafts")
+    sha = repo.commit_file("drafts/SKILL.md", b"new\n", "add a draft skill")
+    assert repo.head_sha() == sha
+    assert repo.read_file("drafts/SKILL.md") == b"new\n"
+    assert (repo.root / "drafts" / "SKILL.md").read_bytes() == b"new\n"
+    assert not repo.is_dirty("drafts/SKILL.md")
+
+
+def test_a_symlinked_skill_file_is_refused_not_replaced(repo: SkillRepo) -> None:
+    os.symlink("support/SKILL.md", repo.root / "skills" / "LINK.md")
+    git(repo.root, "add", "skills/LINK.md")
+    git(repo.root, "commit", "-q", "-m", "link")
+    head = repo.head_sha()
+    with pytest.raises(SkillvcError, match="is a symbolic link in git"):
+        repo.commit_file("skills/LINK.md", b"new\n", "m")
+    assert repo.head_sha() == head
+    assert (repo.root / "skills" / "LINK.md").is_symlink()
+
+
+def test_the_git_directory_is_refused_whatever_its_case(repo: SkillRepo) -> None:
+    with pytest.raises(SkillvcError, match="not a file path inside the repository"):
+        repo.read_file(".GIT/config")
+
+
+def test_git_errors_are_one_clean_sentence(repo: SkillRepo) -> None:
+    with pytest.raises(StateConflict) as info:
+        repo.switch_branch("bad..name")
+    text = str(info.value)
+    assert "stderr" not in text and "fatal:" not in text and "\n" not in text
+    assert text.endswith("not a valid branch name.")

@@ -250,3 +250,126 @@ def test_second_writer_gets_a_clear_error_and_readers_still_work(tmp_path: Path)
     with s.writer_lock():  # released when the holder ends
         pass
     s.close()
+
+
+def test_reads_from_other_threads_never_see_an_open_transaction(store: EventStore) -> None:
+    # One connection serves every thread: without a lock around reads, a worker thread's
+    # cache look-up saw rows of another thread's transaction that was then rolled back.
+    inside, read_done = threading.Event(), threading.Event()
+    seen: list[object] = []
+
+    def reader() -> None:
+        inside.wait(5)
+        seen.append(store.find("model.call", "k"))
+        read_done.set()
+
+    t = threading.Thread(target=reader)
+    t.start()
+    with pytest.raises(RuntimeError), store.transaction():
+        store.append("model.call", {"response": "x"}, key="k")
+        inside.set()
+        # The reader must wait for the transaction to end rather than read inside it.
+        assert not read_done.wait(0.3)
+        raise RuntimeError("roll back")
+    t.join(5)
+    assert seen == [None]
+
+
+def test_concurrent_first_opens_migrate_once(tmp_path: Path) -> None:
+    # Two commands opening a fresh log at once used to fail with "table events already
+    # exists", "database is locked", or a NotADatabase error for a merely busy file.
+    path = tmp_path / "events.db"
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def opener() -> None:
+        barrier.wait(5)
+        try:
+            EventStore(path).close()
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=opener) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert len(MIGRATIONS.applied(sqlite_utils.Database(path))) == len(MIGRATIONS._migrations)
+
+
+def test_a_busy_database_is_not_called_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import skillvc.store as store_module
+
+    monkeypatch.setattr(store_module, "_BUSY_TIMEOUT", 0.2)
+    path = tmp_path / "events.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(SkillvcError, match="stayed locked by another process") as info:
+            EventStore(path)
+        assert not isinstance(info.value, NotADatabase)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_key_stored_meanwhile_by_another_process_is_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "events.db"
+    mine, theirs = open_store(path), open_store(path)
+    try:
+        # Both looked the key up and missed; the other process appended first.
+        monkeypatch.setattr(mine, "_existing", lambda *args: None)
+        first = theirs.append("model.call", {"response": "theirs"}, key="k")
+        again = mine.append("model.call", {"response": "mine"}, key="k")
+        assert again.id == first.id and again.payload == {"response": "theirs"}
+        assert mine.count() == 1
+    finally:
+        mine.close()
+        theirs.close()
+
+
+def test_run_event_with_a_key_already_stored_at_another_seq(store: EventStore) -> None:
+    first = store.append("commit.done", {"sha": "a"}, run_id="r", seq=3, key="gate:7")
+    again = store.append("commit.done", {"sha": "a"}, run_id="r", seq=5, key="gate:7")
+    assert again.id == first.id
+    assert store.count() == 1
+
+
+def test_a_failed_commit_does_not_leave_the_transaction_open(store: EventStore) -> None:
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), store.transaction():
+        store.append("rollout", {"i": 1}, run_id="r", seq=1)
+        raise Boom
+    assert not store.conn.in_transaction
+    store.append("rollout", {"i": 1}, run_id="r", seq=1)
+    assert store.count() == 1
+
+
+def test_a_refused_log_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "events.db"
+    open_store(path).close()
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    raw.commit()
+    raw.close()
+    opened: list[sqlite3.Connection] = []
+    real_connect = sqlite3.connect
+
+    def spy(*args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)  # type: ignore[arg-type]
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", spy)
+    with pytest.raises(SchemaTooNew):
+        open_store(path)
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        opened[0].execute("SELECT 1")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc.repo import SkillRepo, write_atomic
+from skillvc.repo import SkillRepo
 from skillvc.training.runlog import RunLog
 
 
@@ -160,7 +160,7 @@ def commit(
         else:
             sha = repo.store_candidate(ref or "", relpath, content, text, parent, trailers)
     elif accepted:
-        restore_worktree(repo, relpath, content)
+        repo.restore_file(relpath, content)
     log.emit(
         "commit.done",
         {"gate_id": gate_id, "sha": sha, "ref": ref or branch_ref(repo), "intent": intent.seq},
@@ -172,14 +172,6 @@ def commit(
 def branch_ref(repo: SkillRepo) -> str:
     branch = repo.current_branch()
     return f"refs/heads/{branch}" if branch else "HEAD"
-
-
-def restore_worktree(repo: SkillRepo, relpath: str, content: bytes) -> None:
-    """After a crash between moving the branch and writing the file, finish the write."""
-    path = repo.root / relpath
-    if not path.exists() or path.read_bytes() != content:
-        write_atomic(path, content)
-    repo.git_repo.git.add("--", relpath)
 
 
 def reconcile_pending(repo: SkillRepo, log: RunLog, relpath: str) -> None:
@@ -199,4 +191,4 @@ def reconcile_pending(repo: SkillRepo, log: RunLog, relpath: str) -> None:
     marker = f"{log.run_id}/{intent.seq}"
     if repo.head_sha() and repo.find_trailer("Skillvc-Event", marker, max_count=5):
         content = log.store.get_blob(intent.payload["content"]).encode("utf-8")
-        restore_worktree(repo, relpath, content)
+        repo.restore_file(relpath, content)
