@@ -11,6 +11,7 @@ Layout of ``.skillvc/`` (local state, git-ignored):
 from __future__ import annotations
 
 import json
+import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,11 +108,13 @@ class InitResult:
 
 def find_skill(root: Path) -> str:
     """The one ``SKILL.md`` under ``root`` (relative posix path), or a clear error."""
-    found = sorted(
-        p.relative_to(root).as_posix()
-        for p in root.rglob("SKILL.md")
-        if not _SKIP_DIRS.intersection(p.relative_to(root).parts)
-    )
+    found = []
+    for directory, subdirs, files in os.walk(root):
+        # Prune in place so big trees such as node_modules or .venv are never walked.
+        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS)
+        if "SKILL.md" in files:
+            found.append((Path(directory) / "SKILL.md").relative_to(root).as_posix())
+    found.sort()
     if not found:
         raise SkillFileMissing(
             f"No SKILL.md found in {root}.", hint="Name the skill file with --skill PATH."
