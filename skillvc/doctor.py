@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -38,8 +39,10 @@ ROLES = ("target", "optimizer")
 PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},)
 PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-PROBE_TIMEOUT_S = 30.0
-MIN_SECRET_LENGTH = 12  # a doctor that waits the run's full 120 s timeout feels hung
+PROBE_TIMEOUT_S = 30.0  # a doctor that waits the run's full 120 s timeout feels hung
+# "user:password@" at the start of a URL's authority (with or without a scheme).
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?([^/@:]*):([^/@]+)@")
+MIN_SECRET_LENGTH = 12
 
 
 class DoctorFailed(BackendError):
@@ -157,14 +160,21 @@ def check_endpoint(role: str, config: ModelConfig, backend: Backend) -> Check:
         default = DEFAULT_URLS.get(config.model.split(":", 1)[0], "the provider's default address")
         return Check(name, OK, f"{config.model} via {default} (the default).")
     source = "base_url" if config.base_url else _base_url_variable(config)
+    shown = _without_password(url)
     if not url.startswith(("http://", "https://")):
         return Check(
             name,
             FAIL,
-            f"{source} '{url}' does not start with http:// or https://.",
+            f"{source} '{shown}' does not start with http:// or https://.",
             "Write the full URL, e.g. http://localhost:8000/v1 for a local server.",
         )
-    return Check(name, OK, f"{config.model} via {url} (from {source}).")
+    return Check(name, OK, f"{config.model} via {shown} (from {source}).")
+
+
+def _without_password(url: str) -> str:
+    """``url`` with the password of ``https://user:secret@gateway/...`` replaced: a gateway
+    URL with credentials is a secret that no key variable holds, so redact() cannot know it."""
+    return _USERINFO.sub(lambda m: f"{m.group(1) or ''}{m.group(2)}:[redacted]@", url, count=1)
 
 
 def check_credentials(role: str, config: ModelConfig, backend: Backend) -> list[Check]:

@@ -11,11 +11,12 @@ Invariants:
   seen before (same model, parameters and messages) from the event log, so re-evaluating an
   unchanged skill on an unchanged split makes no model call and gives the same numbers.
 * Recorded once: the ``evaluation`` event is a cache event (no run id) whose key is the content
-  hash of (skill blob hash, split, dataset hash, target model + parameters, scorer + options +
-  judge model, gate metric, ids of items that errored). Evaluating the same content again
-  returns the stored event instead of writing another; the event keeps the revision named the
-  first time. An evaluation with failed calls gets its own key, so a later clean evaluation
-  is still recorded.
+  hash of (skill blob hash, split, dataset hash, target model + parameters, scorer + options,
+  judge model when a judge was asked, gate metric, samples, ids of items that errored, and
+  every item's scores). Evaluating the same content again returns the stored event instead of
+  writing another; the event keeps the revision named the first time. An evaluation with
+  failed calls, or whose scorer now scores differently (a changed ``python`` scorer), gets its
+  own key, so it is still recorded.
 * Errors are never scores: an item whose target call failed after its retries has ``error``
   set and no score; it is left out of every mean and of the paired difference, and counted.
 * Works from a fresh clone: the event log is created when missing (``ws.store(create=True)``);
@@ -326,25 +327,40 @@ def _judge(client: ModelClient) -> JudgeFn:
     return judge
 
 
-def evaluation_key(config: Config, skill: str, split: str, dataset: str, failed: list[str]) -> str:
-    """The cache key of an evaluation: what its numbers are a function of."""
-    return content_id(
-        {
-            "skill": skill,
-            "split": split,
-            "dataset": dataset,
-            "target": _model_identity(config.target),
-            "scorer": {
-                "name": config.tasks.scorer,
-                "options": config.tasks.scorer_options,
-                "judge": _model_identity(config.optimizer),
-            },
-            "metric": config.train.gate_metric,
-            "samples": config.train.samples,
-            "failed": failed,
-        },
-        length=32,
-    )
+def evaluation_key(
+    config: Config,
+    skill: str,
+    split: str,
+    dataset: str,
+    failed: list[str],
+    *,
+    scores: Sequence[tuple[str, float | None, float | None]] | None = None,
+    judge_used: bool = True,
+) -> str:
+    """The cache key of an evaluation: what its numbers are a function of.
+
+    ``scores`` (id, hard, soft per item) are part of it because the configuration does not
+    pin a scorer down: a ``python`` or ``command`` scorer whose code changed gives other
+    numbers for the same settings, and that evaluation must be recorded, not folded into the
+    old one. The judge model is part of it only when a judge was asked (``judge_used``), so
+    changing the optimizer does not record an exact-match evaluation a second time.
+    """
+    scorer: dict[str, Any] = {"name": config.tasks.scorer, "options": config.tasks.scorer_options}
+    if judge_used:
+        scorer["judge"] = _model_identity(config.optimizer)
+    identity: dict[str, Any] = {
+        "skill": skill,
+        "split": split,
+        "dataset": dataset,
+        "target": _model_identity(config.target),
+        "scorer": scorer,
+        "metric": config.train.gate_metric,
+        "samples": config.train.samples,
+        "failed": failed,
+    }
+    if scores is not None:
+        identity["scores"] = [list(s) for s in scores]
+    return content_id(identity, length=32)
 
 
 def _model_identity(config: ModelConfig) -> dict[str, Any]:
@@ -398,11 +414,21 @@ def _record(
         "cost_usd": None if totals.unpriced else totals.cost_usd,
         "unpriced_calls": totals.unpriced,
     }
-    before = store.count()
     failed = [r.id for r in results if not r.ok]
-    event = store.append(
-        "evaluation", payload, key=evaluation_key(config, skill, split, dataset, failed)
+    judge = client.snapshot().get("judge")
+    key = evaluation_key(
+        config,
+        skill,
+        split,
+        dataset,
+        failed,
+        scores=[(r.id, r.hard, r.soft) for r in results],
+        judge_used=judge is not None and (judge.replies + judge.errors) > 0,
     )
+    # Looked up, not inferred from the number of events: another process (a training run)
+    # may append events to the same log meanwhile.
+    recorded = store.find("evaluation", key) is None
+    event = store.append("evaluation", payload, key=key)
     return EvalResult(
         rev=version.rev,
         sha=version.sha,
@@ -425,7 +451,7 @@ def _record(
         cost_usd=payload["cost_usd"],
         unpriced_calls=totals.unpriced,
         event=event.id,
-        recorded=store.count() > before,
+        recorded=recorded,
     )
 
 

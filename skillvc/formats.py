@@ -195,7 +195,9 @@ def _yaml_error_sentence(doc: SkillDocument) -> str | None:
         # +2: the YAML starts on the file's second line, and marks count from 0.
         where = f" on line {mark.line + 2}" if mark is not None else ""
         return f"frontmatter is not valid YAML ({what}{where})"
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
+        # RecursionError: "[[[[..." nested thousands deep; SkillDocument.parse already
+        # caught it, so fall back to its message rather than crash the check.
         return None
     return None
 

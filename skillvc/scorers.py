@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skillvc import tasks
-from skillvc.errors import ScorerError
+from skillvc.errors import BackendError, ScorerError
 from skillvc.hashing import canonical_json
 from skillvc.tasks import TaskItem
 
@@ -126,6 +126,11 @@ def score_item(
         scorer = _override(item.scorer, options, judge)
     try:
         result = scorer.score(item, output)
+    except BackendError:
+        # The judge's model call failed (it is recorded as a model.error): an infrastructure
+        # failure, never a scorer fault. It keeps its own class, exit code (6) and hint, e.g.
+        # "refused the key in ANTHROPIC_API_KEY", so the caller can treat it as an error.
+        raise
     except ScorerError as exc:
         inner = exc.message.rstrip(".")
         inner = inner[:1].lower() + inner[1:]  # it continues our sentence
@@ -166,17 +171,21 @@ def _override(name: str, options: Mapping[str, Any] | None, judge: JudgeFn | Non
 
 # -- answer text --------------------------------------------------------------------------------
 
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+# An answer's text may not contain another opening tag: in "use the <answer> tag ...
+# <answer>Paris</answer>" (a mention, then the answer) or in nested tags, the innermost wins.
+_ANSWER_RE = re.compile(r"<answer>((?:(?!<answer>).)*?)</answer>", re.IGNORECASE | re.DOTALL)
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 # SQuAD removes ASCII string.punctuation (which includes symbols such as $ + < = > ^ ` | ~);
 # we also remove every Unicode punctuation character (categories P*), e.g. « » ¿ — “ ”.
 _ASCII_PUNCT = frozenset(string.punctuation)
 
 
-def extract_answer(output: str) -> str:
+def extract_answer(output: str | None) -> str:
     """The text of the last ``<answer>...</answer>`` if any, else the whole output; stripped."""
+    if not output:  # None or "": a backend that gave no text has given no answer
+        return ""
     found = _ANSWER_RE.findall(output)
-    return (found[-1] if found else output).strip()
+    return str(found[-1] if found else output).strip()
 
 
 def normalize_answer(text: str) -> str:
@@ -445,22 +454,28 @@ class JsonScorer:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             return Score(0.0, 0.0, f"not valid JSON ({exc.msg})")
-        if self.validator is not None:
-            error = next(iter(self.validator.iter_errors(value)), None)
-            if error is not None:
-                return Score(0.0, 0.5, f"fails the schema: {error.message}")
-        if item.targets:
-            expected = [_json_target(t) for t in item.targets]
-            if not any(_json_equal(value, e) for e in expected):
+        except (ValueError, RecursionError) as exc:
+            # Model output, not a scorer fault: an integer past Python's digit limit raises a
+            # plain ValueError, and "[[[[..." nested thousands deep a RecursionError.
+            return Score(0.0, 0.0, f"unreadable JSON ({type(exc).__name__})")
+        expected = [_json_target(t) for t in item.targets]
+        try:
+            if self.validator is not None:
+                error = next(iter(self.validator.iter_errors(value)), None)
+                if error is not None:
+                    return Score(0.0, 0.5, f"fails the schema: {error.message}")
+            if expected and not any(_json_equal(value, e) for e in expected):
                 return Score(0.0, 0.5, "valid JSON, but not equal to the target")
+        except RecursionError:  # valid, but nested too deep to validate or compare
+            return Score(0.0, 0.5, "valid JSON, but nested too deeply to check")
         return Score(1.0, 1.0, "valid JSON")
 
 
 def _json_target(target: str) -> Any:
     try:
         return json.loads(target)
-    except json.JSONDecodeError:
-        raise ScorerError(f"The json target {target!r} is not valid JSON.") from None
+    except (ValueError, RecursionError):  # JSONDecodeError, or too many digits / too deep
+        raise ScorerError(f"The json target {target[:200]!r} is not valid JSON.") from None
 
 
 def _json_equal(a: Any, b: Any) -> bool:
@@ -572,17 +587,14 @@ class CommandScorer:
         env = dict(os.environ)
         env["SKILLVC_TARGETS"] = json.dumps(list(item.targets), ensure_ascii=False)
         env["SKILLVC_ITEM"] = json.dumps(item.to_dict(), ensure_ascii=False, default=str)
+        # Imported here: the backends package imports the config, which scorers need not.
+        from skillvc.backends.command import communicate, start_process
+
         try:
-            proc = subprocess.run(
-                list(self.argv),
-                input=output,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                env=env,
-                timeout=self.timeout_s,
-            )
+            # Its own process group, killed whole on timeout: subprocess.run would kill only
+            # the direct child and leave e.g. the grader started by "sh -c" running.
+            proc = start_process(self.argv, stdin=True, env=env)
+            stdout, stderr = communicate(proc, output or "", self.timeout_s)
         except subprocess.TimeoutExpired:
             raise ScorerError(
                 f"The scoring command {self.argv[0]} took longer than {self.timeout_s:g}s."
@@ -591,22 +603,28 @@ class CommandScorer:
             raise ScorerError(
                 f"The scoring command {self.argv[0]} cannot run ({exc.strerror})."
             ) from None
-        stdout = proc.stdout.strip()
+        stdout = stdout.strip()
         if proc.returncode != 0:
-            tail = (proc.stderr.strip().splitlines() or [""])[-1]
+            tail = (stderr.strip().splitlines() or [""])[-1]
             return _binary(False, f"exit code {proc.returncode}: {tail}".rstrip(": "))
-        soft = _unit_float(stdout)
-        if soft is None:
+        value = _float(stdout)
+        if value is None:
             return _binary(True, stdout[:200])
-        return Score(1.0 if soft >= self.threshold else 0.0, soft, f"command score {soft:g}")
+        if not 0.0 <= value <= 1.0:
+            # "7" (out of 10) or "-1" is not a verdict we can read; passing it would be a guess.
+            raise ScorerError(
+                f"The scoring command {self.argv[0]} printed {stdout[:50]!r}, a number outside "
+                "0..1.",
+                hint="Print a score from 0 to 1 (or nothing, and let the exit code decide).",
+            )
+        return Score(1.0 if value >= self.threshold else 0.0, value, f"command score {value:g}")
 
 
-def _unit_float(text: str) -> float | None:
+def _float(text: str) -> float | None:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         return None
-    return value if 0.0 <= value <= 1.0 else None
 
 
 def _make_command(options: Mapping[str, Any], judge: JudgeFn | None) -> CommandScorer:

@@ -56,9 +56,7 @@ PROMPTFOO_ASSERTS = {
     "icontains": "includes",
     "regex": "regex",
 }
-OVERLAP_HINT = (
-    "Pass allow_overlap = true in [tasks] (or --allow-overlap) to accept this; the run records it."
-)
+OVERLAP_HINT = "Set allow_overlap = true in [tasks] to accept this; the run records it."
 MAX_NAMED = 5
 
 
@@ -185,7 +183,9 @@ def _read_text(path: Path, display: str) -> str:
 
 
 def _jsonl_rows(text: str, display: str) -> Iterator[_Row]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines() also splits at U+2028, U+0085, \x1c..., which
+    # JSON allows unescaped inside strings (json.dumps(..., ensure_ascii=False) writes them).
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -194,7 +194,18 @@ def _jsonl_rows(text: str, display: str) -> Iterator[_Row]:
             raise TaskSetError(
                 f"{display} line {number} is not valid JSON ({exc.msg} at column {exc.colno})."
             ) from None
+        except (ValueError, RecursionError) as exc:
+            raise TaskSetError(
+                f"{display} line {number} cannot be read ({_json_limit(exc)})."
+            ) from None
         yield _Row(_require_object(value, display, f"line {number}"), f"line {number}", number)
+
+
+def _json_limit(exc: ValueError | RecursionError) -> str:
+    """What json.loads hit that is not a syntax error: a too long integer or too deep nesting."""
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
+    return str(exc).split(":")[0]  # "Exceeds the limit (4300 digits) for integer string ..."
 
 
 def _json_rows(text: str, display: str) -> Iterator[_Row]:
@@ -204,6 +215,8 @@ def _json_rows(text: str, display: str) -> Iterator[_Row]:
         raise TaskSetError(
             f"{display} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})."
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise TaskSetError(f"{display} cannot be read ({_json_limit(exc)}).") from None
     if isinstance(value, dict):
         value = next((value[k] for k in ("items", "data") if isinstance(value.get(k), list)), None)
     if not isinstance(value, list):
@@ -325,7 +338,7 @@ def _get(row: _Row, fields: Mapping[str, Any], key: str) -> Any:
     if key in ("answers", "choices", "metadata") and stripped[:1] in "[{":
         try:
             return json.loads(stripped)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, too many digits, too deep
             return value  # a cell that merely starts with a bracket is plain text
     return value
 
@@ -334,7 +347,8 @@ def _render_input(fields: Mapping[str, Any], row: _Row, display: str, template: 
     if template == DEFAULT_TEMPLATE:
         for key in INPUT_FIELDS:
             value = _get(row, fields, key)
-            if value is not None and value != "":
+            # Blank text is no input: the model would get an empty user message.
+            if value is not None and not (isinstance(value, str) and not value.strip()):
                 return _input_text(value)
         raise TaskSetError(
             f"{display} {row.where} has no input (expected one of {', '.join(INPUT_FIELDS)}, "

@@ -487,3 +487,50 @@ def test_many_threads_share_one_backend(
         assert [r.text for r in replies] == [q.upper() for q in questions]
         assert len(loopback.requests) == 24
         assert len(store.events(types=["model.call"])) == 24
+
+
+# -- review regressions -------------------------------------------------------------------------
+
+
+@BOTH
+def test_key_with_a_pasted_newline_is_refused_naming_the_variable(
+    make: MakeBackend, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx rejects such a header and the SDK calls it a "connection error", which was retried
+    as an outage and never named the variable to fix."""
+    backend, config = make(loopback, monkeypatch)
+    monkeypatch.setenv(backend.key_env, KEY + "\n")
+    with pytest.raises(AuthenticationFailed, match=f"{backend.key_env} has leading or trailing"):
+        backend.complete(request(config))
+    assert loopback.requests == []
+
+
+def test_backoff_for_a_huge_attempt_number_does_not_overflow() -> None:
+    import random
+
+    from skillvc.backends.retry import RetryPolicy
+
+    policy = RetryPolicy(max_retries=5000, base_delay_s=1.0, max_delay_s=60.0)
+    assert 0.0 <= policy.delay(2000, None, random.Random(0)) <= 60.0
+
+
+def test_only_dated_snapshots_borrow_their_base_models_price() -> None:
+    """ "o3-pro" costs ten times "o3": pricing it as "o3" would let a budget overrun silently."""
+    from skillvc.backends.pricing import DEFAULT_PRICES, price_for
+
+    assert price_for("openai:gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["openai:gpt-4o-mini"]
+    assert price_for("anthropic:claude-sonnet-4-5-20250929") == (3.00, 15.00)
+    assert price_for("anthropic:claude-3-5-haiku-20241022") == (0.80, 4.00)
+    for unknown in ("openai:o3-pro", "openai:gpt-5-pro", "openai:gpt-4o-audio-preview"):
+        assert price_for(unknown) is None, unknown
+
+
+@pytest.mark.parametrize(
+    "entry", [0.5, {"input": "cheap", "output": 1}, {"input": -1, "output": 1}, {"input": True}]
+)
+def test_a_malformed_price_override_is_a_config_error(entry: object) -> None:
+    from skillvc.backends.pricing import cost_usd
+
+    with pytest.raises(ConfigError, match=r'\[prices\."openai:x"\] needs input and output'):
+        cost_usd("openai:x", 10, 10, {"openai:x": entry})  # type: ignore[dict-item]
+    assert cost_usd("openai:x", 10**6, 10**6, {"openai:x": {"input": 1, "output": 2}}) == 3.0

@@ -180,3 +180,49 @@ def test_crash_through_model_client_is_recorded(tmp_path: Path) -> None:
         assert event.payload["transient"] is False
         assert waits == [], "a crashed agent is not retried"
         assert store.events(types=["model.call"]) == []
+
+
+# -- review regressions -------------------------------------------------------------------------
+
+
+def test_task_text_with_a_nul_byte_in_arg_mode_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """Popen refuses an argument holding NUL with ValueError; that item cannot run, which must
+    be an error event for that item, not an exception that ends the whole run."""
+    config = ModelConfig(
+        model="command:agent",
+        harness="command",
+        command=[sys.executable, str(AGENTS / "echo_agent.py"), "{input}"],
+        input_mode="arg",
+    )
+    backend = CommandBackend.from_config(config)
+    with pytest.raises(AgentFailed, match="could not be started"):
+        backend.complete(request("a\x00b"))
+    with open_store(tmp_path / "events.db") as store:
+        client = ModelClient(store, {"target": backend}, {"target": config}, sleep=lambda s: None)
+        with pytest.raises(CallFailed):
+            client.call("target", [{"role": "user", "content": "a\x00b"}])
+        assert [e.payload["kind"] for e in store.events(types=["model.error"])] == ["AgentFailed"]
+
+
+def test_children_left_running_after_a_normal_exit_are_killed(tmp_path: Path) -> None:
+    """An agent that starts a background helper (a daemon, a language server) and exits 0 must
+    not leave it running after the task and its scratch directory are gone."""
+    pid_file = tmp_path / "daemon.pid"
+    code = (
+        "import subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+        "                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "print('done')\n"
+    )
+    backend = CommandBackend.from_config(
+        ModelConfig(model="command:agent", harness="command", command=[sys.executable, "-c", code])
+    )
+    assert backend.complete(request("hi")).text == "done"
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(daemon):
+        os.kill(daemon, 9)
+        pytest.fail("the agent's background child outlived the task")

@@ -355,3 +355,24 @@ def test_outside_a_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         f"FAIL  config: No skillvc.toml in {tmp_path.resolve()}. "
         "Fix: Run 'skillvc init' in the repository first."
     )
+
+
+# -- review regressions -------------------------------------------------------------------------
+
+
+def test_password_in_a_gateway_url_is_not_printed(
+    repo: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway URL with credentials is a secret no key variable holds, so redact() misses it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    host = loopback.url.split("://", 1)[1]
+    secret = "gateway-PASSWORD-9f3a"
+    configure(repo, f'model = "openai:llama3"\nbase_url = "http://me:{secret}@{host}/v1"')
+    result = doctor("--json")
+    assert secret not in result.output
+    (backend,) = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "target backend"]
+    assert backend["detail"] == f"openai:llama3 via http://me:[redacted]@{host}/v1 (from base_url)."
+    monkeypatch.setenv("OPENAI_BASE_URL", f"gw.example:{secret}@x/v1")
+    configure(repo, 'model = "openai:llama3"')
+    result = doctor()
+    assert secret not in result.output and result.exit_code == 6

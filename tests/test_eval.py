@@ -428,3 +428,70 @@ def test_failed_calls_are_errors_not_zeros(
     healed = evaluate(ws, None, "val")
     assert healed.errors == 0 and healed.n == 10 and healed.fresh_calls == 2
     assert healed.event != result.event and count_events(root, "evaluation") == 2
+
+
+# -- review regressions: what the evaluation event's key covers ---------------------------------
+
+
+def test_a_scorer_that_now_scores_differently_is_recorded_again(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings do not pin a python scorer down: its code can change behind the same
+    function name. An evaluation whose numbers differ must be recorded, not folded into the
+    event of the old numbers (which known_scores and the report would go on showing)."""
+    monkeypatch.chdir(demo)
+    (demo / "review_verdict_scorer.py").write_text(
+        "from pathlib import Path\n\n"
+        "def grade(output, item):\n"
+        "    return float(Path('verdict.txt').read_text())\n"
+    )
+    toml = demo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'scorer = "exact"\n',
+            'scorer = "python"\nscorer_options = { function = "review_verdict_scorer:grade" }\n',
+        )
+    )
+    ws = open_workspace(demo)
+    (demo / "verdict.txt").write_text("1")
+    first = evaluate(ws, None, "val")
+    assert first.recorded and first.mean == 1.0
+    (demo / "verdict.txt").write_text("0")
+    changed = evaluate(ws, None, "val")
+    assert changed.mean == 0.0 and changed.fresh_calls == 0
+    assert changed.recorded and changed.event != first.event
+    again = evaluate(ws, None, "val")
+    assert not again.recorded and again.event == changed.event
+    assert count_events(demo, "evaluation") == 2
+
+
+def test_changing_an_unused_judge_does_not_record_the_evaluation_again(demo: Path) -> None:
+    ws = open_workspace(demo)
+    first = evaluate(ws, "HEAD", "val")
+    toml = demo / "skillvc.toml"
+    # The exact scorer never asks the judge (the optimizer's model), so this changes nothing.
+    toml.write_text(toml.read_text().replace("temperature = 0.7", "temperature = 0.2"))
+    again = evaluate(open_workspace(demo), "HEAD", "val")
+    assert (again.recorded, again.event) == (False, first.event)
+    assert count_events(demo, "evaluation") == 1
+
+
+def test_recorded_is_right_while_another_process_writes_to_the_log(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'recorded' was inferred from the number of events, which a concurrent writer (a training
+    run on the same log) also raises."""
+    from skillvc.store import EventStore
+
+    ws = open_workspace(demo)
+    first = evaluate(ws, "HEAD", "val")
+    original = EventStore.append
+
+    def append_with_a_concurrent_writer(self: EventStore, type: str, *args: Any, **kw: Any) -> Any:
+        if type == "evaluation":  # another writer appends just before us
+            original(self, "model.error", {"role": "target", "error": "elsewhere"})
+        return original(self, type, *args, **kw)
+
+    monkeypatch.setattr(EventStore, "append", append_with_a_concurrent_writer)
+    again = evaluate(ws, "HEAD", "val")
+    assert (again.recorded, again.event) == (False, first.event)

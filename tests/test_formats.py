@@ -296,3 +296,15 @@ def test_protected_changes() -> None:
     vanished = doc(before.text.split("<!-- SLOW_UPDATE_START -->")[0])
     assert protected_changes(before, vanished) == ["slow-update"]
     assert protected_changes(before, doc(skill())) == ["a", "slow-update"]
+
+
+# -- review regressions -------------------------------------------------------------------------
+
+
+def test_deeply_nested_frontmatter_is_a_problem_not_a_crash() -> None:
+    """PyYAML recurses per nesting level; "[[[[..." thousands deep raised RecursionError out of
+    the check (and so out of validate, the pre-commit hook and the training loop)."""
+    data = ("---\nname: " + "[" * 5000 + "\n---\n# Body\n").encode()
+    problems = check_bytes(SKILL, data)
+    assert [p.rule for p in problems] == ["frontmatter-yaml"]
+    assert problems[0].message.startswith(f"{SKILL}: ")

@@ -504,3 +504,108 @@ def test_score_item_wraps_failures(result: Any, message: str) -> None:
 def test_score_item_unknown_override() -> None:
     with pytest.raises(ScorerError, match="Unknown scorer 'nope'"):
         score_item(item("x", scorer="nope"), "x", get_scorer("exact"))
+
+
+# -- odd model output and infrastructure failures (review regressions) --------------------------
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        # A mention of the tag before the answer must not swallow the text up to the answer.
+        ("Put it in an <answer> tag. <answer>Paris</answer>", "Paris"),
+        ("<answer>draft <answer>Paris</answer> more</answer>", "Paris"),
+        (None, ""),
+    ],
+)
+def test_extract_answer_with_stray_or_nested_tags(output: str | None, expected: str) -> None:
+    assert extract_answer(output) == expected
+
+
+def test_exact_scores_the_answer_after_a_mentioned_tag() -> None:
+    output = "I will use the <answer> tag as asked.\n<answer>Paris</answer>"
+    assert hard("exact", item("Paris"), output) == 1.0
+
+
+@pytest.mark.parametrize(
+    "output",
+    ["1" * 5000, "[" * 100_000, '{"a": ' * 50_000],
+    ids=["integer-past-the-digit-limit", "deep-array", "deep-object"],
+)
+def test_json_scorer_scores_unreadable_json_as_wrong_instead_of_crashing(output: str) -> None:
+    s = score_item(item(), output, get_scorer("json"))
+    assert (s.hard, s.soft) == (0.0, 0.0) and "unreadable JSON" in s.detail
+
+
+def test_json_scorer_target_past_the_digit_limit_is_a_scorer_error() -> None:
+    with pytest.raises(ScorerError, match="is not valid JSON"):
+        score_item(item("1" * 5000), "1", get_scorer("json"))
+
+
+def test_a_failed_judge_call_is_a_backend_error_not_a_scorer_error() -> None:
+    """The judge's call failing (auth, retries exhausted) is infrastructure: it keeps its class,
+    exit code 6 and hint instead of being dressed up as a broken scorer (exit 5)."""
+    from skillvc.calls import CallFailed
+    from skillvc.errors import AuthenticationFailed, BackendError
+
+    def refused(system: str, user: str) -> str:
+        raise AuthenticationFailed("anthropic:x refused the key in ANTHROPIC_API_KEY (HTTP 401).")
+
+    def exhausted(system: str, user: str) -> str:
+        raise CallFailed("judge call to anthropic:x failed: HTTP 529.")
+
+    for judge, cls in ((refused, AuthenticationFailed), (exhausted, CallFailed)):
+        with pytest.raises(cls) as caught:
+            score_item(item("x"), "y", get_scorer("judge", judge=judge))
+        assert isinstance(caught.value, BackendError)
+        assert not isinstance(caught.value, ScorerError)
+
+
+def test_command_scorer_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    """subprocess.run's timeout kills only the direct child; a grader started through a shell
+    (or spawning helpers) must not keep running after the scorer gave up."""
+    import os
+    import time
+
+    pid_file = tmp_path / "grandchild.pid"
+    argv = _script(
+        tmp_path,
+        f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(60)
+        """,
+    )
+    scorer = get_scorer("command", {"argv": argv, "timeout_s": 1.0})
+    with pytest.raises(ScorerError, match="took longer"):
+        score_item(item("x"), "x", scorer)
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(grandchild):
+        os.kill(grandchild, 9)
+        pytest.fail("the scoring command's child outlived the timeout")
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a killed orphan may linger as a zombie until init reaps it
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("printed", ["7", "-1", "nan"])
+def test_command_scorer_number_outside_unit_range_is_an_error(tmp_path: Path, printed: str) -> None:
+    """A grader printing "7" (out of 10) must not be read as a pass by its exit code."""
+    argv = _script(tmp_path, f"print({printed!r})\n")
+    with pytest.raises(ScorerError, match="outside 0..1"):
+        score_item(item("x"), "x", get_scorer("command", {"argv": argv}))

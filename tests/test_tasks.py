@@ -499,3 +499,52 @@ def test_to_dict_round_trips_through_json() -> None:
         "fields": {},
         "source": "f:1",
     }
+
+
+# -- review regressions -------------------------------------------------------------------------
+
+
+def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path: Path) -> None:
+    """JSON allows U+2028, U+0085, \\x1c... unescaped in strings (ensure_ascii=False writes them);
+    str.splitlines() would cut the row in two there."""
+    text = "a\u2028b \x85c \x1cd \x0be \x0cf"
+    rows = [{"id": "x", "input": text, "target": "y"}, {"id": "z", "input": "q", "target": "y"}]
+    path = write(
+        tmp_path / "t.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows)
+    )
+    items = read_items(path, scorer="exact")
+    assert [i.id for i in items] == ["x", "z"] and items[0].input == text
+    assert items[1].source.endswith(":2")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "reason"),
+    [
+        ("t.jsonl", '{"id": "a", "input": "q", "target": ' + "1" * 5000 + "}\n", "limit"),
+        ("t.jsonl", "[" * 100_000 + "\n", "nested too deeply"),
+        ("t.json", "[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_json_past_the_parser_limits_is_a_task_set_error(
+    tmp_path: Path, name: str, text: str, reason: str
+) -> None:
+    """Not a crash with a traceback: one TaskSetError naming the file (and the line)."""
+    error = error_of(read_items, write(tmp_path / name, text), scorer="exact")
+    assert str(tmp_path / name) in error.message and reason in error.message
+
+
+def test_csv_cell_with_a_huge_json_number_is_kept_as_text(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.csv", "id,input,answers\na,q,[" + "1" * 5000 + "]\n")
+    assert read_items(path, scorer="exact")[0].targets == ("[" + "1" * 5000 + "]",)
+
+
+def test_blank_input_is_no_input(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.jsonl", jsonl({"id": "a", "input": "  \n ", "target": "x"}))
+    assert "has no input" in error_of(read_items, path, scorer="exact").message
+    # A blank field gives way to the next alias.
+    path = write(tmp_path / "u.jsonl", jsonl({"input": " ", "question": "Q?", "target": "x"}))
+    assert read_items(path, scorer="exact")[0].input == "Q?"
+
+
+def test_overlap_hint_names_only_settings_that_exist() -> None:
+    assert "--allow-overlap" not in OVERLAP_HINT and "allow_overlap = true" in OVERLAP_HINT

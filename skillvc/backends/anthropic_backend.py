@@ -30,9 +30,8 @@ from typing import Any
 import anthropic
 
 from skillvc.backends.base import CallRequest, CallResult, TransientError
-from skillvc.backends.retry import translated_sdk_errors
+from skillvc.backends.retry import require_key, translated_sdk_errors
 from skillvc.config import ModelConfig
-from skillvc.errors import AuthenticationFailed
 
 DEFAULT_MAX_TOKENS = 4096
 KEY_HINT = (
@@ -62,11 +61,7 @@ class AnthropicBackend:
     def _get_client(self) -> anthropic.Anthropic:
         with self._lock:
             if self._client is None:
-                key = os.environ.get(self.key_env, "")
-                if not key:
-                    raise AuthenticationFailed(
-                        f"{self.key_env} is not set.", hint=KEY_HINT.format(var=self.key_env)
-                    )
+                key = require_key(self.key_env, KEY_HINT.format(var=self.key_env))
                 self._key = key
                 self._client = anthropic.Anthropic(
                     api_key=key,

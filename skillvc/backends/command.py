@@ -17,7 +17,8 @@ included); placeholders are replaced in one pass, so task text containing ``{wor
 expanded again; the skill is never written outside the scratch directory. A non-zero exit or a
 timeout raises ``AgentFailed`` (a ``BackendError``, not ``TransientError``): a crashed or hung
 agent is an error, never a wrong answer, and retrying a hang would cost another full timeout.
-On timeout the whole process group is killed, so the agent's children do not linger.
+On timeout, and after a normal exit, the whole process group is killed, so the agent's
+children do not linger.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from skillvc.backends.base import CallRequest, CallResult
@@ -129,34 +131,19 @@ class CommandBackend:
         timeout = self.config.task_timeout_s
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                # Its own process group, so a timeout can kill the agent and all its children.
-                start_new_session=os.name == "posix",
-            )
-        except OSError as exc:
+            proc = start_process(argv, cwd=cwd, stdin=stdin is not None)
+        except (OSError, ValueError) as exc:
+            # ValueError: an argument holds a NUL byte or an unencodable character (task text
+            # in input_mode = "arg"); that item cannot be run, which is an error, not a crash.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise AgentFailed(
-                f"Agent command '{self.program}' could not be started ({exc.strerror or exc})."
+                f"Agent command '{self.program}' could not be started ({reason})."
             ) from None
         try:
-            stdout, stderr = proc.communicate(stdin, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                _, stderr = proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # a child escaped the group and holds the pipes
-                stderr = ""
-                for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        pipe.close()
-            tail = redact((stderr or "")[-STDERR_TAIL:])
+            stdout, stderr = communicate(proc, stdin, timeout)
+        except subprocess.TimeoutExpired as exc:
+            stderr = exc.stderr if isinstance(exc.stderr, str) else ""
+            tail = redact(stderr[-STDERR_TAIL:])
             raise AgentFailed(
                 f"Agent command '{self.program}' timed out after {timeout:g} s and was killed.",
                 stderr_tail=tail,
@@ -179,11 +166,66 @@ class CommandBackend:
         )
 
 
+def start_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    stdin: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.Popen[str]:
+    """Start ``argv`` (no shell) with text pipes, in its own process group on POSIX."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        # Its own process group, so a timeout can kill the program and all its children.
+        start_new_session=os.name == "posix",
+    )
+
+
+def communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) -> tuple[str, str]:
+    """``proc.communicate`` that never leaves processes behind.
+
+    On timeout the whole process group is killed and ``subprocess.TimeoutExpired`` is raised
+    with the stderr read so far; if anything else interrupts the wait (Ctrl-C), the group is
+    killed too. After a normal exit, children the program left running in its group (a
+    daemon, a language server) are killed as well: they would outlive the task and its
+    scratch directory.
+    """
+    try:
+        stdout, stderr = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        try:
+            _, stderr = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a child escaped the group and holds the pipes
+            stderr = ""
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()  # the program itself was killed: reap it, leave no zombie
+        raise subprocess.TimeoutExpired(exc.cmd, exc.timeout, stderr=stderr or "") from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    _kill_group(proc)
+    return stdout or "", stderr or ""
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     try:
         if os.name == "posix":
+            # Also after the leader was reaped: its id stays taken while any member of the
+            # group lives, and an empty group just gives ProcessLookupError.
             os.killpg(proc.pid, signal.SIGKILL)
         else:  # pragma: no cover - non-POSIX
             proc.kill()
     except (ProcessLookupError, PermissionError):
-        pass  # it exited between the timeout and the kill
+        pass  # nothing left in the group

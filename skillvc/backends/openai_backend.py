@@ -33,9 +33,9 @@ from typing import Any
 import openai
 
 from skillvc.backends.base import CallRequest, CallResult, TransientError
-from skillvc.backends.retry import translated_sdk_errors
+from skillvc.backends.retry import require_key, translated_sdk_errors
 from skillvc.config import ModelConfig
-from skillvc.errors import AuthenticationFailed, ConfigError
+from skillvc.errors import ConfigError
 
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 KEY_HINT = (
@@ -96,11 +96,7 @@ class OpenAIBackend:
             return self._client
 
     def _make_client(self) -> openai.OpenAI:
-        key = os.environ.get(self.key_env, "")
-        if not key:
-            raise AuthenticationFailed(
-                f"{self.key_env} is not set.", hint=KEY_HINT.format(var=self.key_env)
-            )
+        key = require_key(self.key_env, KEY_HINT.format(var=self.key_env))
         self._key = key
         c = self.config
         if self.azure:

@@ -8,7 +8,11 @@ never a made-up zero. ``sim:`` models are free by definition.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
+
+from skillvc.errors import ConfigError
 
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "openai:gpt-4o": (2.50, 10.00),
@@ -25,8 +29,13 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "anthropic:claude-sonnet-4-5": (3.00, 15.00),
     "anthropic:claude-sonnet-4": (3.00, 15.00),
     "anthropic:claude-haiku-4-5": (1.00, 5.00),
+    "anthropic:claude-3-5-haiku": (0.80, 4.00),
     "anthropic:claude-3-5-haiku-latest": (0.80, 4.00),
 }
+
+
+# A dated snapshot suffix: OpenAI's "-2024-07-18", Anthropic's "-20250929".
+_SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
 def price_for(
@@ -34,17 +43,32 @@ def price_for(
 ) -> tuple[float, float] | None:
     """(input, output) USD per 1M tokens for ``model``, or None when unknown."""
     if overrides and model in overrides:
-        entry = overrides[model]
-        return float(entry.get("input", 0.0)), float(entry.get("output", 0.0))
+        return _override(model, overrides[model])
     if model.startswith("sim:"):
         return (0.0, 0.0)
     if model in DEFAULT_PRICES:
         return DEFAULT_PRICES[model]
-    # Dated snapshots ("gpt-4o-mini-2024-07-18") price like their base model.
-    for name in sorted(DEFAULT_PRICES, key=len, reverse=True):
-        if model.startswith(name + "-"):
-            return DEFAULT_PRICES[name]
-    return None
+    # Dated snapshots ("gpt-4o-mini-2024-07-18") price like their base model. Only dates:
+    # "o3-pro" or "gpt-5-pro" cost many times their prefix, and a made-up price would let a
+    # budget overrun silently, so any other suffix is unknown.
+    return DEFAULT_PRICES.get(_SNAPSHOT.sub("", model))
+
+
+def _override(model: str, entry: object) -> tuple[float, float]:
+    """A ``[prices."<model>"]`` entry, checked: a bad one fails with a sentence, not a crash."""
+
+    def number(side: str) -> float:
+        raw = entry.get(side, 0.0) if isinstance(entry, Mapping) else None
+        value = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else -1.0
+        if math.isfinite(value) and value >= 0:
+            return value
+        raise ConfigError(
+            f'[prices."{model}"] needs input and output as non-negative numbers '
+            "(USD per 1M tokens).",
+            hint=f'Write e.g. [prices."{model}"] input = 0.5 and output = 1.5 in skillvc.toml.',
+        )
+
+    return number("input"), number("output")
 
 
 def cost_usd(

@@ -13,6 +13,7 @@ import datetime
 import email.utils
 import json
 import math
+import os
 import random
 import threading
 import time
@@ -38,7 +39,8 @@ class RetryPolicy:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_delay_s)
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        # The exponent is capped: 2 ** 1100 overflows a float, and 2 ** 62 s is past any cap.
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2 ** min(attempt - 1, 62))
         return rng.uniform(0, ceiling)
 
 
@@ -189,6 +191,25 @@ def error_for_status(
     if is_retryable_status(status):
         return TransientError(message, retry_after=parse_retry_after(headers))
     return BackendError(message)
+
+
+def require_key(key_env: str, hint: str) -> str:
+    """The API key in ``key_env``, or ``AuthenticationFailed`` naming the variable.
+
+    A key with surrounding whitespace (a pasted newline) is refused here, as ``skillvc doctor``
+    does: the HTTP client would reject the header and the SDK report a "connection error",
+    which is retried as an outage and never names the variable to fix.
+    """
+    key = os.environ.get(key_env, "")
+    if not key:
+        raise AuthenticationFailed(f"{key_env} is not set.", hint=hint)
+    if key != key.strip():
+        raise AuthenticationFailed(
+            f"{key_env} has leading or trailing whitespace (a pasted newline?).",
+            hint=f'Export it again without spaces or newlines, e.g. export {key_env}="$(tr -d '
+            "'[:space:]' < keyfile)\".",
+        )
+    return key
 
 
 @contextlib.contextmanager
