@@ -216,6 +216,10 @@ def override(config: Config, section: str, **values: Any) -> Config:
 
 
 def validate(config: Config) -> None:
+    from skillvc.backends.pricing import price_for
+
+    for model in config.prices:  # a malformed price fails now, not after the first paid call
+        price_for(model, config.prices)
     t = config.train
     if t.lr_schedule not in ("cosine", "linear", "constant"):
         raise ConfigError(f"lr_schedule '{t.lr_schedule}' is not one of cosine, linear, constant.")

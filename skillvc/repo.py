@@ -137,6 +137,17 @@ class SkillRepo:
         except git.GitCommandError:
             return None
 
+    def has_file(self, relpath: str, rev: str = "HEAD") -> bool:
+        """Whether ``relpath`` exists at ``rev`` (which must name a commit)."""
+        self.resolve(rev)
+        status, _, _ = self._git.cat_file(
+            "-e",
+            f"{rev}:{self._relpath(relpath)}",
+            with_exceptions=False,
+            with_extended_output=True,
+        )
+        return status == 0
+
     def restore_file(self, relpath: str, content: bytes) -> None:
         """Make the working-tree file and its index entry hold ``content`` (the committed
         version), touching nothing else: how a crash between moving the branch and writing

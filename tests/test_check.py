@@ -148,3 +148,20 @@ def test_check_refuses_to_decide_when_calls_fail(
         "(first error: target call to openai:loopback-sim failed: "
     )
     assert "overloaded" in first
+
+
+def test_check_passes_a_change_that_adds_the_skill(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = demo / "skills" / "acme-returns" / "SKILL.md"
+    text = skill.read_text()
+    git(demo, "rm", "-q", str(skill.relative_to(demo)))
+    commit_all(demo, "no skill yet")
+    base = git(demo, "rev-parse", "HEAD")
+    skill.parent.mkdir(parents=True, exist_ok=True)
+    skill.write_text(text)
+    git(demo, "add", str(skill.relative_to(demo)))
+    commit_all(demo, "add the skill")
+    result = run_cli(demo, monkeypatch, "check", "--base", base)
+    assert result.exit_code == 0, result.output
+    assert "does not exist at" in result.output and "nothing to compare" in result.output

@@ -19,8 +19,22 @@ def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()):
 def test_every_command_has_help_with_an_example() -> None:
     commands = list(_leaf_commands(cli))
     names = {c[0] for c in commands}
-    assert {"init", "train", "log", "show", "runs", "demo", "eval", "check", "report", "diff",
-            "blame", "doctor", "validate", "hooks"} <= names
+    assert {
+        "init",
+        "train",
+        "log",
+        "show",
+        "runs",
+        "demo",
+        "eval",
+        "check",
+        "report",
+        "diff",
+        "blame",
+        "doctor",
+        "validate",
+        "hooks",
+    } <= names
     for path in commands:
         result = CliRunner().invoke(cli, [*path, "--help"])
         assert result.exit_code == 0, path

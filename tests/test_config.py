@@ -66,3 +66,10 @@ def test_snapshot_holds_no_secret_values(tmp_path: Path) -> None:
     snap = config.to_dict()
     assert snap["target"]["api_key_env"] == "MY_KEY"
     assert snap["train"]["epochs"] == 4
+
+
+def test_malformed_prices_fail_when_the_config_loads(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        parse_config('[prices."openai:my-model"]\ninput = "cheap"\n', tmp_path)
+    ok = parse_config('[prices."openai:my-model"]\ninput = 0.5\noutput = 1.5\n', tmp_path)
+    assert ok.prices["openai:my-model"]["input"] == 0.5

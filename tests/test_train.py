@@ -471,10 +471,67 @@ def test_demo_command_shows_runs_commits_rejections_and_next_steps(tmp_path: Pat
     result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "acme"), "--quiet"])
     assert result.exit_code == 0, result.output
     out = result.output
-    for heading in ("== Runs (skillvc runs) ==", "== Accepted edits are commits",
-                    "== Rejected candidates (skillvc log --rejected -n 3) ==", "Try next:"):
+    for heading in (
+        "== Runs (skillvc runs) ==",
+        "== Accepted edits are commits",
+        "== Rejected candidates (skillvc log --rejected -n 3) ==",
+        "Try next:",
+    ):
         assert heading in out
     assert "finished" in out and "refs/skillvc/rejected/" in out
     assert f"cd {tmp_path / 'acme'}" in out
     again = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "acme")])
     assert again.exit_code == 4 and "is not empty." in again.output
+
+
+def test_a_failed_judge_call_is_an_item_error_not_a_score(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from skillvc.backends import get_backend
+    from skillvc.calls import ModelClient
+    from skillvc.config import ModelConfig
+    from skillvc.scorers import get_scorer
+    from skillvc.tasks import TaskItem
+    from skillvc.training.evaluate import Evaluator
+
+    target = ModelConfig(model="sim:support")
+    # A judge that cannot be reached: a closed port on loopback, no retries.
+    judge = ModelConfig(
+        model="openai:gpt-4o-mini",
+        base_url="http://127.0.0.1:9/v1",
+        api_key_env="SKILLVC_TEST_KEY",
+        max_retries=0,
+        timeout_s=2,
+    )
+    os.environ["SKILLVC_TEST_KEY"] = "sk-test-judge-0000000000"
+    try:
+        with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(2) as pool:
+            client = ModelClient(
+                store,
+                {"target": get_backend(target), "judge": get_backend(judge)},
+                {"target": target, "judge": judge},
+            )
+
+            def ask_judge(system: str, user: str) -> str:
+                return client.call(
+                    "judge",
+                    [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                ).text
+
+            scorer = get_scorer("judge", {"rubric": "Is it right?"}, judge=ask_judge)
+            item = TaskItem(
+                id="t1",
+                input="Issue: late. Days since delivery: 3. Tier: gold.",
+                targets=("store-credit",),
+            )
+            (rollout,) = Evaluator(client, scorer, pool, judge=ask_judge).run(
+                "# S\n", [item], "val"
+            )
+            assert not rollout.ok and rollout.hard is None
+            assert "could not be reached" in (rollout.error or "")
+            assert (
+                store.query("SELECT COUNT(*) AS n FROM events WHERE type = 'model.error'")[0]["n"]
+                == 1
+            )
+    finally:
+        del os.environ["SKILLVC_TEST_KEY"]

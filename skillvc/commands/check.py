@@ -75,6 +75,10 @@ def command(
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
+    if not ws.repo.has_file(ws.skill_relpath, base):
+        # A pull request that adds the skill has nothing to regress from.
+        click.echo(f"OK: {ws.skill_relpath} does not exist at {base}; nothing to compare.")
+        return
     comparison = compare(ws, base, head, split, workers=workers)
     for result in (comparison.a, comparison.b):
         require_evidence(result, ws.config.train.max_failure_rate)

@@ -91,7 +91,10 @@ class Evaluator:
             reply = self.client.call("target", messages, sample=sample)
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
-        score = score_item(item, reply.text, self.scorer, self.scorer_options, judge=self.judge)
+        try:
+            score = score_item(item, reply.text, self.scorer, self.scorer_options, judge=self.judge)
+        except CallFailed as exc:  # the judge's model call failed: an error, never a score
+            return Rollout(item.id, skill_hash, reply.text, None, None, error=exc.message)
         return Rollout(
             item.id,
             skill_hash,
