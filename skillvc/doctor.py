@@ -104,6 +104,8 @@ def diagnose(path: str | Path = ".") -> Report:
     config_check, config = check_config(path)
     checks = [config_check]
     if config is not None:
+        checks.append(check_skill(config))
+        checks.append(check_tasks(config))
         for role in ROLES:
             checks.extend(check_role(role, getattr(config, role)))
     secrets = _key_values(config)
@@ -121,6 +123,49 @@ def check_config(path: str | Path) -> tuple[Check, Config | None]:
         return Check("config", FAIL, exc.message, exc.hint), None
     models = f"target {config.target.model}, optimizer {config.optimizer.model}"
     return Check("config", OK, f"{root / CONFIG_FILE} loads ({models})."), config
+
+
+def check_skill(config: Config) -> Check:
+    """The skill file exists and passes its format rules (what training will need)."""
+    from skillvc.formats import check_bytes
+
+    path = config.skill_path
+    if not path.is_file():
+        return Check(
+            "skill",
+            FAIL,
+            f"{config.skill.path} does not exist.",
+            "Point [skill] path in skillvc.toml at the skill file.",
+        )
+    problems = check_bytes(config.skill.path, path.read_bytes(), max_bytes=config.skill.max_bytes)
+    if problems:
+        return Check(
+            "skill",
+            FAIL,
+            problems[0].message,
+            "Run 'skillvc validate' for every problem and fix the file.",
+        )
+    return Check("skill", OK, f"{config.skill.path} passes its format rules.")
+
+
+def check_tasks(config: Config) -> Check:
+    """The task set loads and has the splits training needs (no model call)."""
+    from skillvc.tasks import load_taskset
+
+    try:
+        taskset = load_taskset(config.tasks, config.root)
+    except SkillvcError as exc:
+        return Check("tasks", FAIL, exc.message, exc.hint)
+    counts = taskset.counts()
+    summary = ", ".join(f"{n} {split}" for split, n in counts.items())
+    if not counts.get("train") or not counts.get("val"):
+        return Check(
+            "tasks",
+            FAIL,
+            f"The task set has {summary}; training needs train and val.",
+            "Set [tasks] train and val in skillvc.toml.",
+        )
+    return Check("tasks", OK, f"the task set loads ({summary}).")
 
 
 def check_role(role: str, config: ModelConfig) -> list[Check]:

@@ -130,7 +130,7 @@ class SchemaTooNew(BadData):
 class ConfigError(BadData):
     """skillvc.toml or a command-line override is invalid."""
 
-    hint = "Fix skillvc.toml; 'skillvc init --help' shows every key."
+    hint = "Fix skillvc.toml; its comments and the README's tables list every key."
 
 
 class SkillDocumentError(BadData):

@@ -55,7 +55,7 @@ _SKIP_DIRS = {".git", ".skillvc", "node_modules", ".venv", "venv", "__pycache__"
 class ValidationFailed(BadData):
     """Skill documents break format rules, or staged changes touch protected regions."""
 
-    hint = "Fix the files listed above, stage them, and commit again."
+    hint = "Fix the files listed above (when committing: stage them and commit again)."
 
 
 class HooksPathConflict(StateConflict):

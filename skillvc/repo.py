@@ -35,6 +35,7 @@ from types import TracebackType
 import git
 
 from skillvc.errors import (
+    ConfigError,
     DirtySkillFile,
     NotAGitRepo,
     SkillFileMissing,
@@ -73,7 +74,7 @@ class SkillRepo:
         try:
             self.git_repo = git.Repo(path, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise NotAGitRepo(f"{path} is not inside a git repository.") from None
+            raise NotAGitRepo(f"{Path(path).resolve()} is not inside a git repository.") from None
         if self.git_repo.working_tree_dir is None:
             self.git_repo.close()
             raise NotAGitRepo(f"{path} is a bare git repository with no working tree.")
@@ -177,6 +178,14 @@ class SkillRepo:
         git itself refuses when the switch would overwrite uncommitted changes, and that
         refusal is reported as a StateConflict; nothing is forced.
         """
+        status, _, _ = self._git.check_ref_format(
+            "--branch", name, with_exceptions=False, with_extended_output=True
+        )
+        if status != 0:
+            raise ConfigError(
+                f"'{name}' is not a valid git branch name.",
+                hint="Use letters, digits, '-', '_' and '/', e.g. train/support-skill.",
+            )
         try:
             if self._git.rev_parse("--verify", "-q", f"refs/heads/{name}", with_exceptions=False):
                 self._git.switch(name)

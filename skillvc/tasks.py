@@ -57,6 +57,10 @@ PROMPTFOO_ASSERTS = {
     "regex": "regex",
 }
 OVERLAP_HINT = "Set allow_overlap = true in [tasks] to accept this; the run records it."
+DUPLICATE_HINT = (
+    "Give every item its own id (or set allow_overlap = true in [tasks] to accept this; the "
+    "run records it)."
+)
 MAX_NAMED = 5
 
 
@@ -170,7 +174,10 @@ def _read_text(path: Path, display: str) -> str:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise TaskSetError(f"Task file {display} does not exist.") from None
+        raise TaskSetError(
+            f"Task file {display} does not exist.",
+            hint="Check the file names under [tasks] in skillvc.toml.",
+        ) from None
     except OSError as exc:
         raise TaskSetError(f"Task file {display} cannot be read ({exc.strerror}).") from None
     try:
@@ -464,8 +471,10 @@ def load_taskset(config: TasksConfig, root: Path) -> TaskSet:
     if problems and not config.allow_overlap:
         shown = "; ".join(problems[:MAX_NAMED])
         more = f"; and {len(problems) - MAX_NAMED} more" if len(problems) > MAX_NAMED else ""
+        duplicates = any(p.startswith("duplicate id") for p in problems)
         raise TaskSetError(
-            f"The task set has {len(problems)} overlap(s): {shown}{more}.", hint=OVERLAP_HINT
+            f"The task set has {len(problems)} overlap(s): {shown}{more}.",
+            hint=DUPLICATE_HINT if duplicates else OVERLAP_HINT,
         )
     return TaskSet(
         train=tuple(splits["train"]),

@@ -80,7 +80,7 @@ def find_root(path: str | Path = ".") -> Path:
     for candidate in (start, *start.parents):
         if (candidate / ".git").exists():
             return candidate
-    raise NotAGitRepo(f"{path} is not inside a git repository.")
+    raise NotAGitRepo(f"{start} is not inside a git repository.")
 
 
 def open_workspace(path: str | Path = ".") -> Workspace:
@@ -146,6 +146,9 @@ def init_workspace(
     repo = SkillRepo.find(root)
     git_initialised = repo is None
     if repo is None:
+        if not (root / CONFIG_FILE).exists():
+            # Find the skill before `git init`, so a directory without one is left untouched.
+            _skill_relpath(root, skill) if skill else find_skill(root)
         repo = SkillRepo.init(root)
     root = repo.root
     config_path = root / CONFIG_FILE
@@ -162,6 +165,8 @@ def init_workspace(
         result.notes.append(f"{CONFIG_FILE} already exists; left as it is.")
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
+        if not (train_file or val_file or test_file):
+            train_file, val_file, test_file = find_task_files(root)
         text = render_config(
             skill_path=skill_rel,
             target_model=target_model or DEFAULT_TARGET,
@@ -182,6 +187,14 @@ def init_workspace(
         result = InitResult(
             root=root, skill_path=skill_rel, git_initialised=git_initialised, config_written=True
         )
+        if train_file or val_file:
+            found = ", ".join(f for f in (train_file, val_file, test_file) if f)
+            result.notes.append(f"Task files: {found} (see [tasks] in {CONFIG_FILE}).")
+        else:
+            result.notes.append(
+                f"No task files found: set [tasks] train and val in {CONFIG_FILE} before "
+                "training (evals/{train,val,test}.jsonl are found automatically)."
+            )
 
     state = root / STATE_DIR
     if not (state / DB_NAME).exists():
@@ -192,6 +205,31 @@ def init_workspace(
     if not result.changed:
         result.notes.append("Already initialised; nothing changed.")
     return result
+
+
+TASK_DIRS = ("evals", "tasks", "data", ".")
+TASK_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
+def find_task_files(root: Path) -> tuple[str | None, str | None, str | None]:
+    """``train``/``val``/``test`` task files in a conventional place (evals/, tasks/, data/ or
+    the top), as relative paths; None for a split without one. ``validation`` and ``dev``
+    count as val."""
+    for directory in TASK_DIRS:
+        found: dict[str, str] = {}
+        for split, names in (
+            ("train", ("train",)),
+            ("val", ("val", "validation", "dev")),
+            ("test", ("test",)),
+        ):
+            for name in names:
+                for suffix in TASK_SUFFIXES:
+                    path = root / directory / f"{name}{suffix}"
+                    if split not in found and path.is_file():
+                        found[split] = path.relative_to(root).as_posix()
+        if "train" in found or "val" in found:
+            return found.get("train"), found.get("val"), found.get("test")
+    return None, None, None
 
 
 def _given_relpath(root: Path, skill: str) -> str:
@@ -210,7 +248,10 @@ def _skill_relpath(root: Path, skill: str) -> str:
     if full.is_dir() and (full / "SKILL.md").is_file():
         full = full / "SKILL.md"  # `--skill skills/support` names the skill's directory
     if not full.is_file():
-        raise SkillFileMissing(f"The skill file {skill} does not exist.")
+        raise SkillFileMissing(
+            f"The skill file {skill} does not exist.",
+            hint="Pass an existing file (or its directory) to --skill.",
+        )
     try:
         return full.resolve().relative_to(root).as_posix()
     except ValueError:

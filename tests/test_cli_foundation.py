@@ -362,3 +362,25 @@ def test_init_removes_a_config_that_does_not_load(
         workspace.init_workspace(skill_repo)
     # Otherwise the next `skillvc init` would keep the broken file "as it is".
     assert not (skill_repo / "skillvc.toml").exists()
+
+
+def test_init_finds_conventional_task_files(skill_repo: Path, run) -> None:
+    evals = skill_repo / "evals"
+    evals.mkdir()
+    for name in ("train.jsonl", "validation.csv", "test.jsonl"):
+        (evals / name).write_text("")
+    result = run(skill_repo, "init")
+    assert "Task files: evals/train.jsonl, evals/validation.csv, evals/test.jsonl" in result.output
+    config = (skill_repo / "skillvc.toml").read_text()
+    assert 'train = "evals/train.jsonl"' in config and 'val = "evals/validation.csv"' in config
+
+
+def test_init_says_when_no_task_files_are_found(skill_repo: Path, run) -> None:
+    result = run(skill_repo, "init")
+    assert "No task files found: set [tasks] train and val in skillvc.toml" in result.output
+
+
+def test_init_in_a_directory_without_a_skill_leaves_no_git_repo(tmp_path: Path, run) -> None:
+    result = run(tmp_path, "init")
+    assert result.exit_code == 3 and "No SKILL.md found" in result.output
+    assert not (tmp_path / ".git").exists()

@@ -74,7 +74,9 @@ def test_simulator_needs_nothing(repo: Path) -> None:
         "ok    target backend: sim:support (offline simulator, always reachable)."
     )
     assert "offline simulator, always reachable" in line(result, "optimizer backend")
-    assert lines(result)[-1] == "All 3 checks passed."
+    assert line(result, "skill").startswith("ok    skill: skills/acme-returns/SKILL.md passes")
+    assert line(result, "tasks") == "ok    tasks: the task set loads (60 train, 30 val, 30 test)."
+    assert lines(result)[-1] == "All 5 checks passed."
 
 
 def test_openai_is_reached_with_one_tiny_unrecorded_call(
@@ -142,6 +144,8 @@ def test_json_report(repo: Path) -> None:
     assert report["ok"] is True
     assert [c["name"] for c in report["checks"]] == [
         "config",
+        "skill",
+        "tasks",
         "target backend",
         "optimizer backend",
     ]
@@ -172,7 +176,7 @@ def test_missing_keys_are_named_and_nothing_is_sent(
     )
     assert line(result, "target reachable").startswith("skip  target reachable: not tried")
     assert loopback.requests == []
-    assert "Error: 2 of 7 checks failed (target key, optimizer key)." in result.stderr
+    assert "Error: 2 of 9 checks failed (target key, optimizer key)." in result.stderr
     assert "Hint: Fix the lines marked FAIL above" in result.stderr
     assert json.loads(doctor("--json").stdout)["ok"] is False
 
@@ -187,7 +191,7 @@ def test_azure_settings_are_named(repo: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "AZURE_OPENAI_API_KEY is not set." in line(result, "target key")
     assert "AZURE_OPENAI_ENDPOINT" in line(result, "target azure endpoint")
     assert "api_version" in line(result, "target azure api version")
-    assert "3 of 7 checks failed" in result.stderr
+    assert "3 of 9 checks failed" in result.stderr
 
 
 def test_refused_key_is_reported_without_the_key(
@@ -376,3 +380,19 @@ def test_password_in_a_gateway_url_is_not_printed(
     configure(repo, 'model = "openai:llama3"')
     result = doctor()
     assert secret not in result.output and result.exit_code == 6
+
+
+def test_missing_tasks_and_a_broken_skill_fail_before_training(repo: Path) -> None:
+    config = repo / "skillvc.toml"
+    config.write_text(
+        config.read_text().replace('val = "evals/val.jsonl"', 'val = "evals/vall.jsonl"')
+    )
+    skill = repo / "skills/acme-returns/SKILL.md"
+    skill.write_text(skill.read_text().replace("name: acme-returns", "name: Acme Returns"))
+    result = doctor()
+    assert result.exit_code == 6
+    assert line(result, "tasks").startswith("FAIL  tasks: ")
+    assert "vall.jsonl" in line(result, "tasks")
+    assert line(result, "skill").startswith(
+        "FAIL  skill: skills/acme-returns/SKILL.md: frontmatter name"
+    )

@@ -116,7 +116,7 @@ def test_validate_paths_prints_one_line_per_problem_and_exits_5(repo: Path, run)
     ]
     assert result.stderr == (
         "Error: 2 problems in 1 skill file.\n"
-        "Hint: Fix the files listed above, stage them, and commit again.\n"
+        "Hint: Fix the files listed above (when committing: stage them and commit again).\n"
     )
     assert run(repo, "validate", "--max-bytes", "20000", SKILL).stdout == NAME_PROBLEM + "\n"
 
@@ -536,7 +536,7 @@ def test_github_workflow_parses_and_runs_the_check() -> None:
     runs = "\n".join(s.get("run", "") for s in steps)
     assert "pip install skillvc" in runs
     assert 'skillvc check --base "origin/$BASE_REF"' in runs
-    assert "skillvc report --format markdown" in runs
+    assert "skillvc report --format" not in runs  # needs the local event log; see README
     check = next(s for s in steps if s.get("id") == "check")
     assert check["env"]["BASE_REF"] == "${{ github.base_ref }}"
     comment = next(s for s in steps if s.get("uses", "").startswith("actions/github-script"))

@@ -18,6 +18,7 @@ from skillvc.errors import (
     NotAGitRepo,
     SkillFileMissing,
     SkillvcError,
+    ConfigError,
     StateConflict,
     UnknownRevision,
 )
@@ -518,8 +519,14 @@ def test_the_git_directory_is_refused_whatever_its_case(repo: SkillRepo) -> None
 
 
 def test_git_errors_are_one_clean_sentence(repo: SkillRepo) -> None:
-    with pytest.raises(StateConflict) as info:
-        repo.switch_branch("bad..name")
+    sha = repo.head_sha()
+    assert sha is not None
+    with pytest.raises(SkillvcError) as info:
+        repo.tag("bad..tag", sha)  # git refuses the name; its reason comes through cleanly
     text = str(info.value)
     assert "stderr" not in text and "fatal:" not in text and "\n" not in text
-    assert text.endswith("not a valid branch name.")
+
+
+def test_an_invalid_branch_name_is_refused_before_git_runs(repo: SkillRepo) -> None:
+    with pytest.raises(ConfigError, match="'bad..name' is not a valid git branch name."):
+        repo.switch_branch("bad..name")

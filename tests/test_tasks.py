@@ -12,7 +12,7 @@ import pytest
 from skillvc.config import TasksConfig
 from skillvc.errors import TaskSetError
 from skillvc.hashing import content_id
-from skillvc.tasks import OVERLAP_HINT, TaskItem, TaskSet, load_taskset, read_items
+from skillvc.tasks import DUPLICATE_HINT, OVERLAP_HINT, TaskItem, TaskSet, load_taskset, read_items
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 
@@ -333,7 +333,7 @@ def test_duplicate_ids_name_items_and_files(tmp_path: Path) -> None:
     assert str(err) == (
         "The task set has 1 overlap(s): duplicate id 'a' (evals/train.jsonl:1, evals/val.jsonl:1)."
     )
-    assert err.hint == OVERLAP_HINT
+    assert err.hint == DUPLICATE_HINT
 
 
 def test_cross_split_input_overlap_is_whitespace_normalised(tmp_path: Path) -> None:
