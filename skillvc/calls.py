@@ -16,6 +16,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
@@ -54,6 +55,10 @@ class RoleStats:
     tokens: int = 0
     cost_usd: float = 0.0
     unpriced: int = 0
+    # The exact sum behind ``cost_usd``. Replies are added in the order threads finish, and a
+    # float sum depends on that order; an exact one does not, so the costs in commit messages,
+    # events and budget checks are the same for a resumed run as for an uninterrupted one.
+    cost_exact: Fraction = Fraction(0)
 
     def add(self, reply: Reply) -> None:
         self.replies += 1
@@ -62,7 +67,8 @@ class RoleStats:
         if reply.cost_usd is None:
             self.unpriced += 1
         else:
-            self.cost_usd += reply.cost_usd
+            self.cost_exact += Fraction(reply.cost_usd)
+            self.cost_usd = float(self.cost_exact)
 
 
 def model_params(config: ModelConfig) -> dict[str, Any]:
@@ -254,6 +260,7 @@ class ModelClient:
             total.fresh += s.fresh
             total.errors += s.errors
             total.tokens += s.tokens
-            total.cost_usd += s.cost_usd
+            total.cost_exact += s.cost_exact
             total.unpriced += s.unpriced
+        total.cost_usd = float(total.cost_exact)
         return total

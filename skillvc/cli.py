@@ -112,7 +112,14 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
 @click.option("--rejected", "decision", flag_value="rejected", help="Only rejected candidates.")
 @click.option("--accepted", "decision", flag_value="accepted", help="Only accepted candidates.")
 @click.option("--run", "run_id", metavar="RUN", help="Only this run.")
-@click.option("-n", "--max-count", "limit", type=int, metavar="N", help="Show at most N entries.")
+@click.option(
+    "-n",
+    "--max-count",
+    "limit",
+    type=click.IntRange(min=1),  # SQLite reads LIMIT -1 as "no limit"
+    metavar="N",
+    help="Show at most N entries.",
+)
 @click.option("-p", "--patch", is_flag=True, help="Show the skill diff of each candidate.")
 @json_option
 def log(
@@ -137,6 +144,7 @@ def log(
         return
     if not rendered:
         click.echo("No gate decisions yet; run 'skillvc train' first.", err=True)
+        return  # not an empty line on stdout as well
     click.echo("\n\n".join(format_log_entry(e) for e in rendered))
 
 
@@ -293,7 +301,14 @@ def train(
 
 
 @cli.command()
-@click.option("-n", "--max-count", "limit", type=int, metavar="N", help="Show at most N runs.")
+@click.option(
+    "-n",
+    "--max-count",
+    "limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Show at most N runs.",
+)
 @json_option
 def runs(limit: int | None, as_json: bool) -> None:
     """Training runs with their scores, calls, tokens and cost.

@@ -234,6 +234,14 @@ def validate(config: Config) -> None:
         raise ConfigError("[train] learning_rate and min_learning_rate must be at least 1 edit.")
     if t.min_learning_rate > t.learning_rate:
         raise ConfigError("[train] min_learning_rate must not exceed learning_rate.")
+    if t.rejected_buffer_size < 0:
+        raise ConfigError("[train] rejected_buffer_size must be at least 0.")
+    if not 0 <= t.max_failure_rate <= 1:
+        raise ConfigError("[train] max_failure_rate must be between 0 and 1 (e.g. 0.25).")
+    if t.budget_usd is not None and not t.budget_usd > 0:  # also refuses NaN
+        raise ConfigError("[train] budget_usd must be more than 0 (USD).")
+    if config.skill.max_bytes < 1:
+        raise ConfigError("[skill] max_bytes must be at least 1.")
     for role in ("target", "optimizer"):
         m: ModelConfig = getattr(config, role)
         if ":" not in m.model:

@@ -8,6 +8,7 @@ a table of steps), long parts folded in ``<details>`` so it stays readable on Gi
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,15 +120,40 @@ def _bound(entry: dict[str, Any]) -> float | None:
     return bound if bound is not None else entry.get("val_after")
 
 
-def _md_text(text: str | None, width: int = 160) -> str:
-    text = " ".join((text or "").split()).replace("|", "\\|")
+def _one_line(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _md_text(text: str | None, width: int = 160) -> str:
+    # Edits quote skills, which hold tags such as <answer>: GitHub would render (or drop) them
+    # as HTML, and a quoted </details> would end a folded section early. A lone backtick
+    # would open a code span that swallows the rest of the line.
+    text = _one_line(text, width)
+    for char, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def _md_code(text: str | None, width: int = 60) -> str:
+    """``text`` as an inline code span, which backticks in it must not end early."""
+    text = _one_line(text, width)
+    ticks = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _fenced(lang: str, body: str) -> list[str]:
+    """A fenced code block longer than any backtick run in ``body``: skills often hold ```
+    blocks of their own, which would otherwise close the diff and spill it into the page."""
+    fence = "`" * max(3, max((len(run) for run in re.findall("`+", body)), default=0) + 1)
+    return [f"{fence}{lang}", body, fence]
 
 
 def _edit_line(edit: dict[str, Any]) -> str:
     op = edit.get("op")
     if op == "add":
-        where = f" after `{_md_text(edit.get('anchor'), 60)}`" if edit.get("anchor") else ""
+        where = f" after {_md_code(edit.get('anchor'), 60)}" if edit.get("anchor") else ""
         head = f"**add**{where}: “{_md_text(edit.get('content'))}”"
     elif op == "replace":
         head = (
@@ -219,9 +245,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                     "",
                     "<details><summary>Diff</summary>",
                     "",
-                    "```diff",
-                    s["patch"].rstrip("\n"),
-                    "```",
+                    *_fenced("diff", s["patch"].rstrip("\n")),
                     "",
                     "</details>",
                 ]
@@ -236,7 +260,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ]
             out += [_edit_line(e) for e in s["edits"]] or ["- slow-update guidance"]
             if s.get("patch"):
-                out += ["", "```diff", s["patch"].rstrip("\n"), "```"]
+                out += ["", *_fenced("diff", s["patch"].rstrip("\n"))]
             out += ["", "</details>"]
     return "\n".join(out) + "\n"
 

@@ -14,11 +14,11 @@ import pytest
 
 from skillvc import repo as repo_module
 from skillvc.errors import (
+    ConfigError,
     DirtySkillFile,
     NotAGitRepo,
     SkillFileMissing,
     SkillvcError,
-    ConfigError,
     StateConflict,
     UnknownRevision,
 )

@@ -76,6 +76,7 @@ class Evidence:
     p_value: float | None = None
     test: str | None = None
     confidence: float = 0.0
+    after_bound: float | None = None  # early stop: the best mean the candidate could reach
 
 
 def message(ev: Evidence) -> str:
@@ -99,14 +100,30 @@ def message(ev: Evidence) -> str:
         early = f", stopped early after {ev.n_evaluated}" if ev.early_stopped else ""
         if ev.decision == "accepted":
             verdict = "accepted"
-        elif ev.after is not None and ev.before is not None and ev.after > ev.before:
+        elif (
+            # Only a significance requirement can refuse a gain. (Means over different items,
+            # after candidate errors, can show after > before without a paired gain.)
+            ev.confidence > 0
+            and ev.p_value is not None
+            and ev.p_value > 1 - ev.confidence
+            and ev.after is not None
+            and ev.before is not None
+            and ev.after > ev.before
+        ):
             verdict = f"rejected (gain not significant at {ev.confidence:.0%})"
         else:
             verdict = "rejected (no strict improvement)"
         if ev.p_value is not None:
             verdict += f", p = {ev.p_value:.3g} ({ev.test} test)"
+        # After an early stop the candidate's mean covers only the items the current skill
+        # fails most; the bound it could still reach is the number that decided.
+        after = (
+            f"<={_score(ev.after_bound)}"
+            if ev.early_stopped and ev.after_bound is not None
+            else _score(ev.after)
+        )
         lines.append(
-            f"Gate: val {ev.metric} {_score(ev.before)} -> {_score(ev.after)} "
+            f"Gate: val {ev.metric} {_score(ev.before)} -> {after} "
             f"(n={ev.n}{early}{flips}); {verdict}."
         )
     where = f"step {ev.step}, " if ev.step is not None else ""

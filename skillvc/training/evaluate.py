@@ -67,23 +67,26 @@ class Evaluator:
     on_rollouts: Callable[[str, Sequence[Rollout]], None] | None = None
     scorer_options: Mapping[str, Any] | None = None
     samples: int = 1
-    memo: dict[tuple[str, str], Rollout] = field(default_factory=dict)
+    # Keyed by split too: ids are unique only within a split when allow_overlap is set (two
+    # files both numbering their items 1, 2, 3...), and a val item must never be given the
+    # rollout of the train item that happens to share its id.
+    memo: dict[tuple[str, str, str], Rollout] = field(default_factory=dict)
     calls: int = 0
 
     def run(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
         skill_hash = sha256_hex(skill)
-        todo = [it for it in items if (skill_hash, it.id) not in self.memo]
+        todo = [it for it in items if (skill_hash, split, it.id) not in self.memo]
         jobs = [(it, k) for it in todo for k in range(self.samples)]
         results = list(self.pool.map(lambda job: self._one(skill, skill_hash, *job), jobs))
         fresh = [
             _combine(results[i * self.samples : (i + 1) * self.samples]) for i in range(len(todo))
         ]
         for r in fresh:
-            self.memo[(skill_hash, r.item_id)] = r
+            self.memo[(skill_hash, split, r.item_id)] = r
         self.calls += len(results)
         if fresh and self.on_rollouts is not None:
             self.on_rollouts(split, fresh)
-        return [self.memo[(skill_hash, it.id)] for it in items]
+        return [self.memo[(skill_hash, split, it.id)] for it in items]
 
     def _one(self, skill: str, skill_hash: str, item: TaskItem, sample: int) -> Rollout:
         messages = [{"role": "system", "content": skill}, {"role": "user", "content": item.input}]

@@ -22,11 +22,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from skillvc import prompts
-from skillvc.calls import RoleStats
-from skillvc.config import Config, override, parse_config_dict
+from skillvc.calls import CallFailed, RoleStats
+from skillvc.config import Config, override, parse_config_dict, validate
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.formats import new_problems
 from skillvc.skilldoc import SkillDocument
@@ -99,12 +100,18 @@ def train(
             config = dataclasses.replace(
                 config, train=dataclasses.replace(config.train, budget_usd=budget_usd)
             )
+            validate(config)  # a zero, negative or NaN budget is a usage error, not a stop
         ctx = prepare_run(ws, store, config, unfinished)
         trainer = Trainer(ws, store, config, ctx, progress or (lambda line: None))
         try:
             return trainer.train()
         except AuthenticationFailed as exc:
             ctx.log.note("run.stopped", {"reason": "authentication", "message": exc.message})
+            raise
+        except CallFailed as exc:
+            # A slow or meta update whose optimizer call failed: the run stops (and resumes
+            # later), recorded as stopped like any other failure, never as an empty update.
+            ctx.log.note("run.stopped", {"reason": "failures", "message": exc.message})
             raise
 
 
@@ -189,6 +196,8 @@ class Trainer:
             meta=s.meta if self.t.meta_skill else "",
             step=s.step,
         )
+        # Before any reflection event: a stopped run then retries these calls on resume.
+        self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
         for p in reflection.proposals:
             self.log.emit(
                 "edit.proposed",
@@ -248,7 +257,7 @@ class Trainer:
         else:
             reason = "no edit could be applied" if chosen else "no edits proposed"
             self.log.emit("step.empty", {"reason": reason})
-            verdict = f"val {self.state.current_val:.3f}, no candidate"
+            verdict = f"val {_fmt(self.state.current_val)}, no candidate"
         self.report(epoch, lr, counts, verdict, before)
         self.check_budget()
 
@@ -329,15 +338,20 @@ class Trainer:
             s.reject(edits, self.t.rejected_buffer_size)
         else:
             s.accept(candidate, sha, edits)
-            if result is not None:
-                s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
+            # Free after a gate (the candidate was evaluated in full); after a forced update it
+            # is the only way the checkpoint and best_val describe the skill they name.
+            s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
         if result is None:
-            return "forced (ungated)"
-        after = "-" if result.after is None else f"{result.after:.3f}"
-        early = (
-            f" (stopped early at {result.n_evaluated}/{result.n})" if result.early_stopped else ""
-        )
-        return f"val {result.before:.3f} -> {after}{early} {decision}"
+            return f"forced (ungated), val {_fmt(s.current_val)}"
+        if result.early_stopped:
+            # The mean over the items evaluated (those the current skill fails come first) says
+            # little; the best mean the candidate could still have reached is what decided.
+            after = (
+                f"<={_fmt(result.after_bound)} (stopped early at {result.n_evaluated}/{result.n})"
+            )
+        else:
+            after = _fmt(result.after)
+        return f"val {_fmt(result.before)} -> {after} {decision}"
 
     def slow_update(self, epoch: int, epoch_start_skill: str) -> None:
         s = self.state
@@ -438,7 +452,7 @@ class Trainer:
             cost_usd=totals.cost_usd,
             unpriced_calls=totals.unpriced,
             calls_saved_by_early_stop=s.calls_saved,
-            calls_by_role={role: st.replies for role, st in self.client.snapshot().items()},
+            calls_by_role={role: st.replies for role, st in sorted(self.client.snapshot().items())},
         )
         self.log.emit(
             "run.finished",
@@ -477,7 +491,7 @@ class Trainer:
         The check comes first so a run that stops for failures has not logged the failed
         rollouts: on resume they are retried rather than replayed.
         """
-        self.check_failures(rollouts)
+        self.check_failures(sum(1 for r in rollouts if not r.ok), len(rollouts), "target")
         for r in rollouts:
             self.log.emit(
                 "rollout",
@@ -525,6 +539,7 @@ class Trainer:
             metric=self.t.gate_metric,
             before=result.before if result else self.state.current_val,
             after=result.after if result else None,
+            after_bound=result.after_bound if result else None,
             n=result.n if result else 0,
             n_evaluated=result.n_evaluated if result else 0,
             early_stopped=result.early_stopped if result else False,
@@ -542,11 +557,13 @@ class Trainer:
             cost_usd=usage["cost_usd"],
         )
 
-    def check_failures(self, rollouts: Sequence[Rollout]) -> None:
-        errors = sum(1 for r in rollouts if not r.ok)
-        if rollouts and errors / len(rollouts) > self.t.max_failure_rate:
+    def check_failures(self, errors: int, total: int, role: str) -> None:
+        """Stop the run when too many calls of ``role`` failed: an outage of the optimizer
+        must not quietly turn every step into an empty one, as one of the target must not
+        turn into scores."""
+        if total and errors / total > self.t.max_failure_rate:
             message = (
-                f"{errors} of {len(rollouts)} target calls failed in {self.phase} "
+                f"{errors} of {total} {role} calls failed in {self.phase} "
                 f"(last error: {(self.client.last_error or 'unknown').rstrip('.')})."
             )
             self.log.note("run.stopped", {"reason": "failures", "message": message})
@@ -576,15 +593,17 @@ class Trainer:
         """Calls (per role), tokens and cost since ``before``; None cost when a price is
         unknown. Counts answers from the log too, so a resumed run reports the same."""
         calls: dict[str, int] = {}
-        tokens, cost, unknown = 0, 0.0, False
-        for role, now in self.client.snapshot().items():
+        tokens, cost, unknown = 0, Fraction(0), False
+        # Sorted roles and exact sums: the roles' order in the snapshot is the order threads
+        # first used them, which must not show in a commit message.
+        for role, now in sorted(self.client.snapshot().items()):
             was = before.get(role, RoleStats())
             if now.replies - was.replies:
                 calls[role] = now.replies - was.replies
             tokens += now.tokens - was.tokens
-            cost += now.cost_usd - was.cost_usd
+            cost += now.cost_exact - was.cost_exact
             unknown |= now.unpriced > was.unpriced
-        return {"calls": calls, "tokens": tokens, "cost_usd": None if unknown else cost}
+        return {"calls": calls, "tokens": tokens, "cost_usd": None if unknown else float(cost)}
 
     def report(self, epoch: int, lr: int, edits: str, verdict: str, before: Usage) -> None:
         usage = self.usage_since(before)
@@ -594,3 +613,8 @@ class Trainer:
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
             f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s"
         )
+
+
+def _fmt(value: float | None) -> str:
+    """A val score for a progress line; None when no item could be scored (all errors)."""
+    return "n/a" if value is None else f"{value:.3f}"

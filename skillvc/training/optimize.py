@@ -37,6 +37,8 @@ class Reflection:
     proposals: list[Proposal] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)  # unusable answers, with why
     calls: int = 0
+    minibatches: int = 0
+    call_failures: int = 0  # minibatches whose optimizer call failed (infrastructure, not JSON)
 
 
 MAX_CASE_CHARS = 4000  # per input and per output: keeps a minibatch prompt bounded
@@ -129,7 +131,9 @@ def reflect(
         "successes": "these answers scored full marks; keep what made them work",
     }
 
-    def one(batch: tuple[str, list[dict[str, Any]]]) -> tuple[list[Edit], int, str | None]:
+    def one(
+        batch: tuple[str, list[dict[str, Any]]],
+    ) -> tuple[list[Edit], int, str | None, bool]:
         kind, cases = batch
         messages = prompts.render(
             "reflect",
@@ -145,19 +149,20 @@ def reflect(
         try:
             payload, calls, error = ask_json(client, messages, "edits", step)
         except CallFailed as exc:
-            return [], 1, exc.message
+            return [], 1, exc.message, True
         if payload is None:
-            return [], calls, error
+            return [], calls, error, False
         try:
-            return _parse_edits(payload), calls, None
+            return _parse_edits(payload), calls, None, False
         except prompts.ParseError as exc:
-            return [], calls, f"unusable edits: {exc}"
+            return [], calls, f"unusable edits: {exc}", False
 
-    result = Reflection()
-    for index, ((kind, _), (edits, calls, error)) in enumerate(
+    result = Reflection(minibatches=len(batches))
+    for index, ((kind, _), (edits, calls, error, call_failed)) in enumerate(
         zip(batches, pool.map(one, batches), strict=True)
     ):
         result.calls += calls
+        result.call_failures += call_failed
         result.proposals.extend(Proposal(e, index, kind) for e in edits)
         if error:
             result.failures.append({"minibatch": index, "kind": kind, "error": error})
@@ -212,6 +217,11 @@ def apply_selected(
         unmatched.extend(result.unmatched)
         if not result.changed:
             continue
+        if _visible_lines(result.document) == _visible_lines(current):
+            # Only blank lines or trailing spaces changed: nothing a reader sees, yet the gate
+            # would pay a val pass for it, and noise could even "accept" it as a commit.
+            unmatched.append(Unmatched(edit, "no-op", "The edit changes only whitespace."))
+            continue
         problems = new_problems(path, doc, result.document, max_bytes=max_bytes)
         if problems:
             detail = " ".join(p.message for p in problems)
@@ -220,3 +230,8 @@ def apply_selected(
         current = result.document
         applied.append(edit)
     return ApplyResult(document=current, applied=tuple(applied), unmatched=tuple(unmatched))
+
+
+def _visible_lines(doc: SkillDocument) -> list[str]:
+    # Leading indentation stays: it nests lists and makes code blocks in Markdown.
+    return [line.rstrip() for line in doc.render().decode("utf-8").splitlines() if line.strip()]

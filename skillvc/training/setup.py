@@ -21,9 +21,10 @@ from skillvc.backends import get_backend
 from skillvc.backends.pricing import price_for
 from skillvc.calls import ModelClient, secret_values
 from skillvc.config import Config
-from skillvc.errors import ConfigError, TaskSetError
+from skillvc.errors import ConfigError, StateConflict, TaskSetError
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
+from skillvc.repo import SkillRepo
 from skillvc.scorers import Scorer, get_scorer
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem, TaskSet, load_taskset
@@ -52,19 +53,28 @@ class RunContext:
 
 
 def find_unfinished(store: EventStore) -> Event | None:
-    """The newest run that has started and not finished (stopped and killed runs count)."""
+    """The newest run, when it has not finished (stopped and killed runs count).
+
+    Only the newest run is a candidate: a run left unfinished and then superseded by
+    ``--new`` is abandoned. Resuming it after the newer run finished would replay it on a
+    branch that has moved on, and fail at its first commit after paying for the replay.
+    """
     rows = store.query(
-        "SELECT s.id FROM events s WHERE s.type = 'run.started' AND NOT EXISTS "
-        "(SELECT 1 FROM events f WHERE f.type = 'run.finished' AND f.run_id = s.run_id) "
+        "SELECT s.id, EXISTS (SELECT 1 FROM events f WHERE f.type = 'run.finished' "
+        "AND f.run_id = s.run_id) AS finished FROM events s WHERE s.type = 'run.started' "
         "ORDER BY s.id DESC LIMIT 1"
     )
-    return store.get(rows[0]["id"]) if rows else None
+    if not rows or rows[0]["finished"]:
+        return None
+    return store.get(rows[0]["id"])
 
 
 def prepare_run(
     ws: Workspace, store: EventStore, config: Config, unfinished: Event | None
 ) -> RunContext:
     taskset = load_taskset(config.tasks, ws.root)
+    if unfinished is not None:
+        _check_same_inputs(unfinished, taskset)
     if not taskset.val or not taskset.train:
         raise TaskSetError(
             "Training needs train and val items "
@@ -84,6 +94,8 @@ def prepare_run(
     if config.train.branch and repo.current_branch() != config.train.branch:
         repo.switch_branch(config.train.branch)
     repo.ensure_clean(relpath)
+    if unfinished is not None:
+        _check_branch_position(repo, log, unfinished)
 
     if unfinished is None:
         ws.require_skill()
@@ -185,6 +197,71 @@ def failures_to_replay(store: EventStore, run_id: str) -> dict[str, str]:
         [run_id, run_id],
     )
     return {r["key"]: r["error"] for r in rows}
+
+
+def _check_same_inputs(unfinished: Event, taskset: TaskSet) -> None:
+    """Refuse to resume a run whose task set or prompt templates changed since it started.
+
+    The replay would send different prompts: every call would miss the cache, the run would
+    mix rollouts of two task sets, and its events would no longer be those of one recipe.
+    """
+    started = unfinished.payload
+    recorded = (started.get("dataset") or {}).get("hash")
+    if recorded is not None and recorded != taskset.hash:
+        raise TaskSetError(
+            f"The task set changed since run {unfinished.run_id} started "
+            f"(dataset {str(recorded)[:12]}, now {taskset.hash[:12]}).",
+            hint="Restore the task files to resume the run, or start another run with "
+            "'skillvc train --new'.",
+        )
+    templates = started.get("templates")
+    if templates is not None and templates != prompts.template_hashes():
+        raise ConfigError(
+            f"The optimizer's prompt templates changed since run {unfinished.run_id} started "
+            "(was skillvc upgraded?).",
+            hint="Resume it with the skillvc version that started it, or start another run "
+            "with 'skillvc train --new'.",
+        )
+
+
+def _check_branch_position(repo: SkillRepo, log: RunLog, unfinished: Event) -> None:
+    """Refuse to resume when HEAD is not where the run left its branch.
+
+    The run commits with a compare-and-swap on its last commit, so a branch that moved (a
+    commit, reset or checkout since the run stopped) would fail the run at its first new
+    accepted step, after paying for the replay and the step. Say so before any call.
+    """
+    expected = str(unfinished.payload["base_commit"])
+    for done in log.store.events(run_id=log.run_id, types=["commit.done"], newest_first=True):
+        if not str(done.payload.get("ref") or "").startswith("refs/skillvc/"):
+            expected = str(done.payload["sha"])  # the run's last commit on its branch
+            break
+    head = repo.head_sha()
+    if head == expected:
+        return
+    # A kill between moving the branch and logging commit.done leaves HEAD at the commit of
+    # the pending intent (reconcile_pending has restored its file): that is the run's too.
+    pending = log.store.events(
+        run_id=log.run_id, types=["commit.intent"], newest_first=True, limit=1
+    )
+    if pending and pending[0].payload.get("accepted") and head is not None:
+        marker = f"{log.run_id}/{pending[0].seq}"
+        if repo.find_trailer("Skillvc-Event", marker, max_count=1) == head:
+            return
+    where = repo.current_branch() or "HEAD"
+    started_on = unfinished.payload.get("branch")
+    if started_on and started_on != where:
+        raise StateConflict(
+            f"Run {log.run_id} trains branch {started_on}, and {where} is checked out.",
+            hint=f"Run 'git switch {started_on}' to resume the run, or start another run here "
+            "with 'skillvc train --new'.",
+        )
+    raise StateConflict(
+        f"{where} moved since run {log.run_id} stopped: it is at {(head or 'no commit')[:10]}, "
+        f"the run left it at {expected[:10]}.",
+        hint=f"Move {where} back to {expected[:10]} (e.g. 'git reset --keep {expected[:10]}') "
+        "to resume the run, or start another run from here with 'skillvc train --new'.",
+    )
 
 
 def _check_budget_prices(config: Config) -> None:

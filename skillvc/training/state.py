@@ -42,7 +42,8 @@ class RunState:
         # stopping never changes what later reflections see; candidate_size tells the optimizer
         # whether an edit failed on its own or inside a bundle.
         rejected = [{**e, "decision": "rejected", "candidate_size": len(edits)} for e in edits]
-        self.buffer = (self.buffer + rejected)[-buffer_size:]
+        # Not [-buffer_size:] alone: [-0:] is the whole list, so a size of 0 kept everything.
+        self.buffer = (self.buffer + rejected)[-buffer_size:] if buffer_size > 0 else []
         self.rejected += 1
         self.epoch_rejected.extend(rejected)
 
