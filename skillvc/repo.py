@@ -233,7 +233,14 @@ class SkillRepo:
     def ensure_clean(self, relpath: str) -> None:
         """Raise DirtySkillFile when ``relpath`` has uncommitted changes."""
         if self.is_dirty(relpath):
-            raise DirtySkillFile(f"{self._relpath(relpath)} has uncommitted changes.")
+            path = self._relpath(relpath)
+            head = self.head_sha()
+            if head is None or not self.has_file(path, head):
+                raise DirtySkillFile(
+                    f"{path} is not committed yet.",
+                    hint=f"Commit it first: git add {path} && git commit -m 'Add the skill'.",
+                )
+            raise DirtySkillFile(f"{path} has uncommitted changes.")
 
     def ensure_identity(self) -> None:
         """Raise SkillvcError when git has no author or committer identity to commit with."""

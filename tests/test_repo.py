@@ -168,7 +168,8 @@ def test_dirty_skill_file_is_refused(skill_repo: Path, kind: str) -> None:
     before = status(skill_repo)
     with SkillRepo(skill_repo) as r:
         assert r.is_dirty(path)
-        with pytest.raises(DirtySkillFile, match=f"^{path} has uncommitted changes.$"):
+        expected = "is not committed yet" if kind == "untracked" else "has uncommitted changes"
+        with pytest.raises(DirtySkillFile, match=f"^{path} {expected}.$"):
             r.commit_file(path, NEW_SKILL, "edit")
     assert git(skill_repo, "rev-parse", "HEAD") == head
     assert target.read_text() == "my own edit\n"
@@ -530,3 +531,13 @@ def test_git_errors_are_one_clean_sentence(repo: SkillRepo) -> None:
 def test_an_invalid_branch_name_is_refused_before_git_runs(repo: SkillRepo) -> None:
     with pytest.raises(ConfigError, match="'bad..name' is not a valid git branch name."):
         repo.switch_branch("bad..name")
+
+
+def test_a_skill_file_never_committed_says_so(git_repo: Path) -> None:
+    (git_repo / "README.md").write_text("x\n")
+    git(git_repo, "add", "README.md")
+    git(git_repo, "commit", "-qm", "first")
+    (git_repo / "SKILL.md").write_text("# new\n")
+    with pytest.raises(DirtySkillFile, match="SKILL.md is not committed yet.") as info:
+        SkillRepo(git_repo).ensure_clean("SKILL.md")
+    assert "git add SKILL.md" in info.value.hint

@@ -283,7 +283,7 @@ def one_sided_p_value(differences: Sequence[float]) -> tuple[float | None, str |
     n = len(differences)
     mu = math.fsum(differences) / n
     if n < 2:
-        return (0.0 if mu > 0 else 1.0), "normal"
+        return None, None  # one item cannot show significance either way
     sd = math.sqrt(math.fsum((d - mu) ** 2 for d in differences) / (n - 1))
     if sd <= EPS:
         return (0.0 if mu > 0 else 1.0), "normal"

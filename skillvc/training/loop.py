@@ -309,7 +309,7 @@ class Trainer:
                 chunk=self.t.workers,
                 confidence=self.t.gate_confidence,
             )
-            s.calls_saved += result.calls_saved
+            s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
         decision = result.decision if result else "forced"
         gate_event = self.log.emit(
             "gate",
