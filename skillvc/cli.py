@@ -17,6 +17,9 @@ from skillvc import __version__
 from skillvc.errors import INTERNAL_ERROR_EXIT_CODE, SkillvcError, redact, should_reraise
 from skillvc.output import echo_json, format_log_entry, json_option
 
+# Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
+POSITIVE = click.IntRange(min=1)
+
 
 class SkillvcGroup(click.Group):
     """Turns library errors into one clear sentence, a hint and a stable exit code."""
@@ -208,11 +211,11 @@ def _summary_lines(summary: Any) -> list[str]:
 
 @cli.command()
 @click.option("--new", is_flag=True, help="Start a new run even if one is unfinished.")
-@click.option("--epochs", type=int, help="Passes over the train split [4].")
-@click.option("--batch-size", type=int, help="Train items per step [40].")
-@click.option("--minibatch-size", type=int, help="Trajectories per reflection call [8].")
-@click.option("--lr", "learning_rate", type=int, help="Edits per step at the start [4].")
-@click.option("--min-lr", "min_learning_rate", type=int, help="Edits per step at the end [2].")
+@click.option("--epochs", type=POSITIVE, help="Passes over the train split [4].")
+@click.option("--batch-size", type=POSITIVE, help="Train items per step [40].")
+@click.option("--minibatch-size", type=POSITIVE, help="Trajectories per reflection call [8].")
+@click.option("--lr", "learning_rate", type=POSITIVE, help="Edits per step at the start [4].")
+@click.option("--min-lr", "min_learning_rate", type=POSITIVE, help="Edits per step at the end [2].")
 @click.option(
     "--lr-schedule",
     type=click.Choice(["cosine", "linear", "constant"]),
@@ -223,13 +226,13 @@ def _summary_lines(summary: Any) -> list[str]:
     type=click.Choice(["hard", "soft", "mixed"]),
     help="Score the gate compares: 0/1, 0..1, or their mean [hard].",
 )
-@click.option("--samples", type=int, help="Runs of each item per skill version, averaged [1].")
+@click.option("--samples", type=POSITIVE, help="Runs of each item per skill version, averaged [1].")
 @click.option(
     "--gate-confidence",
-    type=float,
+    type=click.FloatRange(0, 1, max_open=True),
     help="Also require a significant gain, e.g. 0.9 [0: strict improvement only].",
 )
-@click.option("--workers", type=int, help="Model calls in flight at once [16].")
+@click.option("--workers", type=POSITIVE, help="Model calls in flight at once [16].")
 @click.option("--seed", type=int, help="Shuffling seed [42].")
 @click.option("--branch", help="Train on this branch (created from HEAD if needed).")
 @click.option(
@@ -267,7 +270,11 @@ def _summary_lines(summary: Any) -> list[str]:
     default=None,
     help="Evaluate every val item in every gate.",
 )
-@click.option("--budget-usd", type=float, help="Stop cleanly at a step boundary past this cost.")
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(0, min_open=True),
+    help="Stop cleanly at a step boundary past this cost.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
 def train(
@@ -291,7 +298,9 @@ def train(
         progress=_progress(quiet or as_json),
     )
     if as_json:
-        echo_json(dataclasses.asdict(summary))
+        data = dataclasses.asdict(summary)
+        data = {"run": data.pop("run_id"), **data}  # the same key as `skillvc runs --json`
+        echo_json(data)
         return
     click.echo("\n".join(_summary_lines(summary)))
     click.echo(

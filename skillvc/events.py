@@ -61,6 +61,7 @@ EVENT_TYPES: dict[str, EventType] = {
     for t in [
         EventType("run.started", 1, "config snapshot, models, dataset and template hashes"),
         EventType("run.resumed", 1, "a later process picked up an unfinished run"),
+        EventType("baseline", 1, "the seed skill's val score, before the first step"),
         EventType("run.finished", 1, "baseline, best and test scores, calls, tokens, cost"),
         EventType("run.stopped", 1, "the run stopped early (budget, failures); resumable"),
         EventType("step.started", 1, "learning rate and the batch of train items"),

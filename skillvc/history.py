@@ -56,7 +56,9 @@ class LogEntry:
             "decision": p.get("decision"),
             "metric": p.get("metric"),
             "val_before": p.get("before", {}).get("mean"),
-            "val_after": p.get("after", {}).get("mean"),
+            # An early-stopped candidate's partial mean is biased (it is taken over the items
+            # the current skill fails first): only the bound that decided is reported.
+            "val_after": None if p.get("early_stopped") else p.get("after", {}).get("mean"),
             "val_after_bound": p.get("after", {}).get("bound"),
             "n": p.get("before", {}).get("n"),
             "n_evaluated": p.get("after", {}).get("n"),
@@ -97,6 +99,11 @@ def log_entries(
     elif decision == "rejected":
         clauses.append("json_extract(payload, '$.decision') = 'rejected'")
     if run_id is not None:
+        known = store.query(
+            "SELECT 1 FROM events WHERE type = 'run.started' AND run_id = ? LIMIT 1", [run_id]
+        )
+        if not known:
+            raise UnknownEventId(f"No run {run_id} in the event log.")
         clauses.append("run_id = ?")
         params.append(run_id)
     sql = f"SELECT id FROM events WHERE {' AND '.join(clauses)} ORDER BY id DESC"

@@ -136,7 +136,9 @@ VIEWS = {
                   AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')) AS accepted,
                (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
                   AND json_extract(g.payload, '$.decision') = 'rejected') AS rejected,
-               json_extract(f.payload, '$.baseline_val') AS baseline_val,
+               COALESCE(json_extract(f.payload, '$.baseline_val'),
+                        (SELECT json_extract(b.payload, '$.val') FROM events b
+                          WHERE b.run_id = s.run_id AND b.type = 'baseline')) AS baseline_val,
                json_extract(f.payload, '$.best_val') AS best_val,
                json_extract(f.payload, '$.baseline_test') AS baseline_test,
                json_extract(f.payload, '$.test') AS test,

@@ -82,7 +82,7 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     ]
     n = entry["n"]
     evaluated = entry["n_evaluated"]
-    early = f", stopped early after {evaluated}" if entry["early_stopped"] else ""
+    early = f", stopped early after {evaluated} of {n}" if entry["early_stopped"] else ""
     lr = f"  lr {entry['lr']}" if entry["lr"] is not None else ""
     if entry.get("p_value") is not None:
         lr += f"  p={entry['p_value']:.3g} ({entry['test']} test)"
@@ -100,7 +100,11 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
     for miss in entry.get("unmatched", []):
-        lines.append(f"    unmatched ({miss.get('reason')}): {_short(miss.get('detail'), 80)}")
+        what = f"{miss['op']} {_short(miss.get('text'), 40)!r} " if "op" in miss else ""
+        lines.append(
+            f"    unmatched {what}[{str(miss.get('id', ''))[:8]}] ({miss.get('reason')}): "
+            f"{_short(miss.get('detail'), 80)}"
+        )
     if entry.get("patch"):
         lines.append("")
         lines.extend("    " + line for line in entry["patch"].rstrip("\n").splitlines())

@@ -19,6 +19,19 @@ from skillvc.runs import list_runs
 from skillvc.store import EventStore
 
 
+def _last_stop(store: EventStore, run_id: str) -> str:
+    """Why a stopped run stopped, as the sentence it stopped with."""
+    stops = store.events(run_id=run_id, types=["run.stopped"], newest_first=True, limit=1)
+    if not stops:
+        return ""
+    p = stops[0].payload
+    if p.get("message"):
+        return str(p["message"])
+    if p.get("reason") == "budget":
+        return f"budget ${p.get('budget_usd', 0):.4f} reached after step {p.get('step')}."
+    return f"{p.get('reason', 'unknown reason')}."
+
+
 def latest_run(store: EventStore) -> str:
     rows = store.query(
         "SELECT run_id FROM events WHERE type = 'run.started' ORDER BY id DESC LIMIT 1"
@@ -69,6 +82,7 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
     return {
         "run": run_id,
         "status": runs[run_id]["status"],
+        "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
         "models": started.get("models", {}),
         "base_commit": started.get("base_commit"),
         "best_commit": done.get("best_commit"),
@@ -111,7 +125,10 @@ def _arrow(before: float | None, after: float | None, entry: dict[str, Any]) -> 
     if entry["decision"] == "forced":
         return f"{_s(before)} → (ungated)"
     if entry.get("early_stopped"):
-        return f"{_s(before)} → ≤{_s(_bound(entry))} (stopped early)"
+        return (
+            f"{_s(before)} → ≤{_s(_bound(entry))} (stopped early after "
+            f"{entry.get('n_evaluated')} of {entry.get('n')})"
+        )
     return f"{_s(before)} → {_s(after)}"
 
 
@@ -197,6 +214,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     out = [
         f"## skillvc training run `{report['run']}` ({report['status']})",
         "",
+        *(
+            [f"Stopped: {_md_text(report['stopped'])} Run `skillvc train` to resume it.", ""]
+            if report.get("stopped")
+            else []
+        ),
         f"| {sc['metric'] or 'score'} | baseline | best |",
         "|---|---|---|",
         f"| val (n={counts.get('val', '?')}) | {_s(sc['baseline_val'])} | {_s(sc['best_val'])} |",

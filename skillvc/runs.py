@@ -64,7 +64,8 @@ def list_runs(store: EventStore, limit: int | None = None) -> list[dict[str, Any
                 "test": r["test"],
                 "calls": u.get("calls", 0),
                 "tokens": u.get("tokens", 0) or 0,
-                "cost_usd": u.get("cost_usd") if not u.get("unpriced") else None,
+                # No calls of its own (all answered from the log) costs nothing, not "unknown".
+                "cost_usd": None if u.get("unpriced") else (u.get("cost_usd") or 0.0),
                 "unpriced_calls": u.get("unpriced", 0) or 0,
                 "best_commit": r["best_commit"],
             }

@@ -236,7 +236,9 @@ def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
     assert (
         json.loads(run(skill_repo, "log", "-n", "1", "--json").output)[0]["decision"] == "rejected"
     )
-    assert json.loads(run(skill_repo, "log", "--run", "other", "--json").output) == []
+    assert json.loads(run(skill_repo, "log", "--run", "run-a", "--json").output)[0]["run"] == "run-a"
+    unknown = CliRunner().invoke(cli, ["log", "--run", "other"])
+    assert unknown.exit_code == 3 and "No run other in the event log." in unknown.output
 
     text = run(skill_repo, "log", "--accepted", "-p").output
     assert "step 1 (epoch 1)" in text and "val 0.500 -> 0.600 (hard, n=20)" in text

@@ -342,7 +342,7 @@ def test_commit_message_of_an_early_stop_shows_the_bound() -> None:
     text = commits.message(
         _evidence(after=0.571, after_bound=0.733, early_stopped=True, n_evaluated=14)
     )
-    assert "0.800 -> <=0.733 (n=30, stopped early after 14)" in text
+    assert "0.800 -> <=0.733 (n=30, stopped early after 14 of 30)" in text
 
 
 def test_a_rejection_without_a_confidence_rule_is_never_called_not_significant() -> None:

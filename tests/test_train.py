@@ -210,7 +210,15 @@ def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: 
     with pytest.raises(BudgetExceeded, match=r"stopped after step 1: it has cost \$0\.0\d+ of"):
         train(open_workspace(stopped), budget_usd=0.01)
     with open_store(stopped / ".skillvc/events.db") as store:
-        assert store.query("SELECT status FROM runs")[0]["status"] == "stopped"
+        row = store.query("SELECT status, baseline_val FROM runs")[0]
+        assert row == {"status": "stopped", "baseline_val": reference.baseline_val}
+        from skillvc.report import render_markdown, run_report
+
+        markdown = render_markdown(run_report(store, None, SKILL))
+    assert "(stopped)" in markdown
+    assert "Stopped: budget $0.0100 reached after step 1. Run `skillvc train` to resume it." in (
+        markdown
+    )
     resumed = train(open_workspace(stopped), budget_usd=100.0)
     assert resumed.resumed and resumed.run_id == reference.run_id
     assert history(stopped)["accepted"] == history(full)["accepted"]
@@ -535,3 +543,19 @@ def test_a_failed_judge_call_is_an_item_error_not_a_score(tmp_path: Path) -> Non
             )
     finally:
         del os.environ["SKILLVC_TEST_KEY"]
+
+
+def test_out_of_range_flags_are_usage_errors_naming_the_flag(
+    seed_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    monkeypatch.chdir(repo)
+    for args, flag in (
+        (["--epochs", "0"], "--epochs"),
+        (["--budget-usd", "-1"], "--budget-usd"),
+        (["--gate-confidence", "1"], "--gate-confidence"),
+    ):
+        result = CliRunner().invoke(cli, ["train", *args])
+        assert result.exit_code == 2 and f"Invalid value for '{flag}'" in result.output
+    with open_store(repo / ".skillvc/events.db") as store:
+        assert store.count() == 0

@@ -188,7 +188,7 @@ def test_training_run_over_http(
     }
 
     (row,) = json.loads(run("runs", "--json").stdout)
-    assert row["run"] == summary["run_id"] and row["calls"] == len(calls)
+    assert row["run"] == summary["run"] and row["calls"] == len(calls)
     assert row["tokens"] == len(calls) * (PROMPT_TOKENS + COMPLETION_TOKENS)
     if setup.price is None:
         assert row["cost_usd"] is None and row["unpriced_calls"] == len(calls)
@@ -254,7 +254,7 @@ def test_failing_target_calls_stop_the_run_which_resumes_when_healthy(
     resumed, summary = train()
 
     assert resumed.exit_code == 0, resumed.output
-    assert summary is not None and summary["resumed"] and summary["run_id"] == row["run"]
+    assert summary is not None and summary["resumed"] and summary["run"] == row["run"]
     assert summary["status"] == "finished" and summary["accepted"] >= 1
     assert len(accepted_commits(repo, seed)) == summary["accepted"]
     (row,) = json.loads(run("runs", "--json").stdout)

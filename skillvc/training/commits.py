@@ -13,6 +13,7 @@ depend on thread timing).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,27 +31,38 @@ def _score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _q(text: str | None, width: int) -> str:
+    """Quoted for a commit message: plain double quotes, no escaping (this is prose)."""
+    return f'"{_short(text, width)}"'
+
+
+def _bare(text: str | None) -> str:
+    """The text without a leading Markdown list marker, for the one-line subject."""
+    return re.sub(r"^\s*[-*+]\s+", "", " ".join((text or "").split()))
+
+
 def describe_edit(edit: dict[str, Any]) -> str:
     op = edit["op"]
     if op == "add":
-        where = f" after {_short(edit.get('anchor'), 40)!r}" if edit.get("anchor") else ""
-        return f"add{where}: {_short(edit.get('content'), 200)!r}"
+        where = f" after {_q(edit.get('anchor'), 40)}" if edit.get("anchor") else ""
+        return f"add{where}: {_q(edit.get('content'), 200)}"
     if op == "replace":
-        return (
-            f"replace {_short(edit.get('target'), 80)!r} with {_short(edit.get('content'), 120)!r}"
-        )
-    return f"delete {_short(edit.get('target'), 120)!r}"
+        return f"replace {_q(edit.get('target'), 80)} with {_q(edit.get('content'), 120)}"
+    return f"delete {_q(edit.get('target'), 120)}"
 
 
-def subject(kind: str, edits: Sequence[dict[str, Any]], step: int | None) -> str:
+def subject(kind: str, edits: Sequence[dict[str, Any]], step: int | None, epoch: int) -> str:
     if kind == "slow_update":
-        return "skillvc: slow update of the epoch guidance"
+        return f"skillvc: slow update of the epoch guidance [epoch {epoch}]"
     if not edits:
         return f"skillvc: step {step}"
     head = edits[0]
-    text = _short(head.get("content") or head.get("target"), 50).lstrip("- ")
     more = f" (+{len(edits) - 1} more)" if len(edits) > 1 else ""
-    return f"skillvc: {head['op']} {text!r}{more} [step {step}]"
+    if head["op"] == "replace":
+        what = f"{_q(_bare(head.get('target')), 30)} -> {_q(_bare(head.get('content')), 30)}"
+    else:
+        what = _q(_bare(head.get("content") or head.get("target")), 50)
+    return f"skillvc: {head['op']} {what}{more} [step {step}]"
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,7 @@ class Evidence:
 
 
 def message(ev: Evidence) -> str:
-    lines = [subject(ev.kind, ev.edits, ev.step), ""]
+    lines = [subject(ev.kind, ev.edits, ev.step, ev.epoch), ""]
     if ev.kind == "slow_update":
         lines.append("Guidance written into the protected slow-update region of the skill.")
     else:
@@ -97,7 +109,7 @@ def message(ev: Evidence) -> str:
         if ev.gained or ev.lost:
             names = ", ".join([*(f"+{i}" for i in ev.gained[:8]), *(f"-{i}" for i in ev.lost[:8])])
             flips = f"; flipped {len(ev.gained)} up, {len(ev.lost)} down: {names}"
-        early = f", stopped early after {ev.n_evaluated}" if ev.early_stopped else ""
+        early = f", stopped early after {ev.n_evaluated} of {ev.n}" if ev.early_stopped else ""
         if ev.decision == "accepted":
             verdict = "accepted"
         elif (

@@ -143,7 +143,7 @@ class Trainer:
     def train(self) -> RunSummary:
         self.progress(
             f"run {self.ctx.run_id}: {'resuming' if self.ctx.resumed else 'starting'} "
-            f"({self.total_steps} steps over {self.t.epochs} epochs)"
+            f"({_n(self.total_steps, 'step')} over {_n(self.t.epochs, 'epoch')})"
         )
         with ThreadPoolExecutor(max_workers=self.t.workers) as self.pool:
             self.evaluator = Evaluator(
@@ -158,6 +158,7 @@ class Trainer:
             self.phase = "the baseline evaluation"
             self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)
+            self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
             for epoch in range(1, self.t.epochs + 1):
                 epoch_start_skill = self.state.skill
                 for batch in self.batches(epoch):
@@ -243,7 +244,14 @@ class Trainer:
         )
         if result.changed:
             unmatched = [
-                {"id": u.edit.id, "reason": u.reason, "detail": u.detail} for u in result.unmatched
+                {
+                    "id": u.edit.id,
+                    "op": u.edit.op,
+                    "text": (u.edit.content or u.edit.target)[:120],
+                    "reason": u.reason,
+                    "detail": u.detail,
+                }
+                for u in result.unmatched
             ]
             verdict = self.decide(
                 "step",
@@ -347,7 +355,8 @@ class Trainer:
             # The mean over the items evaluated (those the current skill fails come first) says
             # little; the best mean the candidate could still have reached is what decided.
             after = (
-                f"<={_fmt(result.after_bound)} (stopped early at {result.n_evaluated}/{result.n})"
+                f"<={_fmt(result.after_bound)} "
+                f"(stopped early after {result.n_evaluated} of {result.n})"
             )
         else:
             after = _fmt(result.after)
@@ -385,10 +394,9 @@ class Trainer:
         payload, _, error = ask_json(self.client, messages, "guidance", None)
         guidance = str(payload.get("guidance", "")).strip() if payload else ""
         if not guidance or guidance == previous:
-            self.log.emit(
-                "slow_update",
-                {"skipped": True, "error": error, "reason": error or "no new guidance"},
-            )
+            reason = error or "no new guidance"
+            self.log.emit("slow_update", {"skipped": True, "error": error, "reason": reason})
+            self.progress(f"epoch {epoch}/{self.t.epochs} slow update: skipped ({reason})")
             return
         candidate = s.doc.with_region(SLOW_UPDATE_REGION, "\n" + guidance + "\n")
         problems = new_problems(
@@ -611,10 +619,14 @@ class Trainer:
         self.progress(
             f"epoch {epoch}/{self.t.epochs} step {self.state.step}/{self.total_steps} lr {lr} | "
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
-            f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s"
+            f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s elapsed"
         )
 
 
 def _fmt(value: float | None) -> str:
     """A val score for a progress line; None when no item could be scored (all errors)."""
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
