@@ -157,21 +157,35 @@ def log(
 def show(ident: str, as_json: bool) -> None:
     """One event, edit, commit or run with its full evidence, like 'git show'.
 
-    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a commit sha
-    (prefixes work) or a run id.
+    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a run id, or
+    a training commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag).
     Example: skillvc show 42
     """
+    from skillvc.errors import SkillvcError
     from skillvc.history import show as show_event
+    from skillvc.output import format_runs
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
+
+    def git_rev(rev: str) -> str | None:
+        try:
+            return ws.repo.resolve(rev)
+        except SkillvcError:
+            return None
+
     with ws.store() as store:
-        data = show_event(store, ident)
+        data = show_event(store, ident, resolve_rev=git_rev)
     if as_json:
         echo_json(data)
         return
     if "entry" in data:
         click.echo(format_log_entry(data["entry"]))
+        return
+    if data.get("run") is not None:
+        click.echo(format_runs([data["run"]]))
+        for entry in data["entries"]:
+            click.echo("\n" + format_log_entry(entry))
         return
     event = data["event"]
     click.echo(

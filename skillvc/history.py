@@ -6,6 +6,7 @@ its evidence. JSON keys are stable; the README lists them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,9 +177,30 @@ def resolve(store: EventStore, ident: str) -> Event:
     raise UnknownEventId(f"No event, edit, commit or run matches '{ident}'.")
 
 
-def show(store: EventStore, ident: str, *, with_patch: bool = True) -> dict[str, Any]:
-    """Everything the log knows about one event, with the evidence behind it."""
-    event = resolve(store, ident)
+def show(
+    store: EventStore,
+    ident: str,
+    *,
+    with_patch: bool = True,
+    resolve_rev: Callable[[str], str | None] | None = None,
+) -> dict[str, Any]:
+    """Everything the log knows about one event, with the evidence behind it.
+
+    ``resolve_rev`` turns a git revision (``HEAD~2``, a tag) into a commit sha, so a
+    training commit can be named the way git names it.
+    """
+    try:
+        event = resolve(store, ident)
+    except UnknownEventId:
+        sha = resolve_rev(ident) if resolve_rev is not None else None
+        if sha is None:
+            raise
+        try:
+            event = resolve(store, sha)
+        except UnknownEventId:
+            raise UnknownEventId(
+                f"{ident} ({sha[:10]}) is not a commit made by skillvc training."
+            ) from None
     if event.type in ("commit.intent", "commit.done") and "gate_id" in event.payload:
         event = store.get(int(event.payload["gate_id"]))  # a commit is shown by its evidence
     data: dict[str, Any] = {"event": event.to_dict()}
@@ -196,6 +218,11 @@ def show(store: EventStore, ident: str, *, with_patch: bool = True) -> dict[str,
                 [edit_id],
             )
         ]
+    elif event.type == "run.started":
+        from skillvc.runs import list_runs
+
+        data["run"] = next((r for r in list_runs(store) if r["run"] == event.run_id), None)
+        data["entries"] = [e.to_dict() for e in reversed(log_entries(store, run_id=event.run_id))]
     elif event.type == "model.call":
         for name in ("prompt", "response"):
             digest = event.payload.get(name)

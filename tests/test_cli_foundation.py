@@ -262,7 +262,8 @@ def test_show_by_event_edit_and_commit(skill_repo: Path, run) -> None:
     assert by_edit["event"]["type"] == "edit.proposed"
     assert by_edit["gates"] == [ids["accepted"]]
 
-    assert "run.started" in run(skill_repo, "show", "run-a").output
+    shown = run(skill_repo, "show", "run-a").output
+    assert "run-a  unfinished" in shown and "replace '- Be polite.'" in shown
 
 
 def test_show_unknown_id(skill_repo: Path, run) -> None:

@@ -116,3 +116,17 @@ def test_show_follows_a_commit_trailer_back_to_its_evidence(repo) -> None:
     assert shown["entry"]["patch"].startswith("--- a/")
     missing = CliRunner().invoke(cli, ["show", f"{summary.run_id}/99999"])
     assert missing.exit_code == 3 and f"No event 99999 in run {summary.run_id}." in missing.output
+
+
+def test_show_accepts_git_revisions_and_summarises_runs(repo) -> None:
+    path, summary = repo
+    best = json.loads(invoke("show", f"skillvc/{summary.run_id}/best", "--json").output)
+    assert best["entry"]["commit"] == git(path, "rev-parse", f"skillvc/{summary.run_id}/best")
+    seed = git(path, "rev-list", "--max-parents=0", "HEAD")
+    human = CliRunner().invoke(cli, ["show", seed])
+    assert human.exit_code == 3 and "is not a commit made by skillvc training." in human.output
+    run = json.loads(invoke("show", summary.run_id, "--json").output)
+    assert run["run"]["accepted"] == summary.accepted
+    assert len(run["entries"]) == summary.accepted + summary.rejected
+    text = invoke("show", summary.run_id).output
+    assert text.startswith("run ") and f"{summary.run_id}  finished" in text
