@@ -54,15 +54,19 @@ def _short(text: str | None, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _q(text: str | None, width: int) -> str:
+    return f'"{_short(text, width)}"'
+
+
 def format_edit(edit: dict[str, Any]) -> list[str]:
     op = edit.get("op", "?")
     if op == "add":
-        where = f" after {_short(edit.get('anchor'), 30)!r}" if edit.get("anchor") else ""
-        head = f"add{where}: {_short(edit.get('content'))}"
+        where = f" after {_q(edit.get('anchor'), 30)}" if edit.get("anchor") else ""
+        head = f"add{where}: {_q(edit.get('content'), 70)}"
     elif op == "replace":
-        head = f"replace {_short(edit.get('target'), 30)!r} -> {_short(edit.get('content'), 40)}"
+        head = f"replace {_q(edit.get('target'), 30)} -> {_q(edit.get('content'), 40)}"
     else:
-        head = f"delete {_short(edit.get('target'))!r}"
+        head = f"delete {_q(edit.get('target'), 70)}"
     lines = [f"    {head}  [{str(edit.get('id', ''))[:8]}]"]
     if edit.get("rationale"):
         lines.append(f"      why: {_short(edit['rationale'], 90)}")
@@ -100,7 +104,7 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
     for miss in entry.get("unmatched", []):
-        what = f"{miss['op']} {_short(miss.get('text'), 40)!r} " if "op" in miss else ""
+        what = f"{miss['op']} {_q(miss.get('text'), 40)} " if "op" in miss else ""
         lines.append(
             f"    unmatched {what}[{str(miss.get('id', ''))[:8]}] ({miss.get('reason')}): "
             f"{_short(miss.get('detail'), 80)}"

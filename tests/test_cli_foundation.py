@@ -263,7 +263,7 @@ def test_show_by_event_edit_and_commit(skill_repo: Path, run) -> None:
     assert by_edit["gates"] == [ids["accepted"]]
 
     shown = run(skill_repo, "show", "run-a").output
-    assert "run-a  unfinished" in shown and "replace '- Be polite.'" in shown
+    assert "run-a  unfinished" in shown and 'replace "- Be polite." -> "- Be curt."' in shown
 
 
 def test_show_unknown_id(skill_repo: Path, run) -> None:
