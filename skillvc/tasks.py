@@ -78,16 +78,7 @@ class TaskItem:
     source: str = ""  # "evals/train.jsonl:12" (file:line, or file:item for JSON)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "input": self.input,
-            "targets": list(self.targets),
-            "choices": list(self.choices),
-            "metadata": dict(self.metadata),
-            "scorer": self.scorer,
-            "fields": dict(self.fields),
-            "source": self.source,
-        }
+        return {**self._content(), "fields": dict(self.fields), "source": self.source}
 
     def _content(self) -> dict[str, Any]:
         """What the set hash covers: everything but the raw row and its location."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -74,3 +76,23 @@ def skill_repo(git_repo: Path) -> Path:
     git(git_repo, "add", ".")
     git(git_repo, "commit", "-q", "-m", "seed skill")
     return git_repo
+
+
+@pytest.fixture(scope="session")
+def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's seed skills repo, made once per session; tests copy it (``copy_repo``), so
+    every copy has the same seed commit sha and therefore the same run ids."""
+    from skillvc.demo import create_demo_repo
+
+    root = tmp_path_factory.mktemp("seed") / "repo"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        mp.setenv("HOME", str(root.parent))
+        create_demo_repo(root)
+    return root
+
+
+def copy_repo(seed: Path, dest: Path) -> Path:
+    shutil.copytree(seed, dest)
+    return dest

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import git
 from loopback import LoopbackServer, loopback  # noqa: F401 - the fixture
-from test_eval import (  # noqa: F401 - demo_seed and demo are fixtures
+from test_eval import (  # noqa: F401 - demo is a fixture
     GOOD_RULE,
     HARMFUL_RULE,
     _loopback_target,
@@ -19,7 +19,6 @@ from test_eval import (  # noqa: F401 - demo_seed and demo are fixtures
     commit_all,
     count_events,
     demo,
-    demo_seed,
     format_repo,
     run_cli,
     trained,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import statistics
 from pathlib import Path
@@ -24,7 +23,6 @@ from loopback import LoopbackServer, loopback  # noqa: F401 - the fixture
 
 from skillvc import simworld
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
 from skillvc.errors import TaskSetError, UnknownRevision
 from skillvc.evaluation import evaluate
 from skillvc.scorers import extract_answer, normalize_answer
@@ -41,24 +39,6 @@ assert HARMFUL_RULE in {r.text for r in simworld.HARMFUL}
 
 
 # -- helpers shared with test_check.py ----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's seed repo, made once per module; tests copy it."""
-    root = tmp_path_factory.mktemp("seed") / "repo"
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": str(root.parent)}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        create_demo_repo(root)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return root
 
 
 @pytest.fixture

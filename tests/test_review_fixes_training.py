@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,7 +17,6 @@ from skillvc.backends.sim import SimBackend
 from skillvc.calls import ModelClient, Reply, RoleStats
 from skillvc.cli import cli
 from skillvc.config import ModelConfig
-from skillvc.demo import create_demo_repo
 from skillvc.edits import Edit
 from skillvc.errors import (
     BackendError,
@@ -46,20 +44,8 @@ PRICED = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
 
 
 @pytest.fixture(scope="module")
-def seed_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("seed") / "repo"
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": str(root.parent)}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        create_demo_repo(root)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return root
+def seed_repo(demo_seed: Path) -> Path:
+    return demo_seed
 
 
 def priced_copy(seed: Path, dest: Path, extra: str = "") -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,12 +13,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import git
+from conftest import copy_repo, git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
 from skillvc.errors import BudgetExceeded, ConfigError, DirtySkillFile, Locked
 from skillvc.store import open_store
 from skillvc.training.evaluate import EPS, scan
@@ -31,30 +29,8 @@ SKILL = "skills/acme-returns/SKILL.md"
 
 
 @pytest.fixture(scope="module")
-def seed_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's seed repo, made once; tests copy it (same seed commit sha everywhere)."""
-    root = tmp_path_factory.mktemp("seed") / "repo"
-    env = {
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "HOME": str(root.parent),
-    }
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        create_demo_repo(root)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return root
-
-
-def copy_repo(seed: Path, dest: Path) -> Path:
-    shutil.copytree(seed, dest)
-    return dest
+def seed_repo(demo_seed: Path) -> Path:
+    return demo_seed
 
 
 def history(repo: Path) -> dict:
