@@ -28,6 +28,7 @@ from typing import Any
 from skillvc import prompts
 from skillvc.calls import CallFailed, RoleStats
 from skillvc.config import Config, override, parse_config_dict, validate
+from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.formats import new_problems
 from skillvc.skilldoc import SkillDocument
@@ -35,7 +36,16 @@ from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
 from skillvc.training import commits
 from skillvc.training.evaluate import Evaluator, GateResult, Rollout, gate, mean
-from skillvc.training.optimize import aggregate, apply_selected, ask_json, reflect, select
+from skillvc.training.optimize import (
+    Merged,
+    Proposal,
+    Reflection,
+    aggregate,
+    apply_selected,
+    ask_json,
+    reflect,
+    select,
+)
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import RunContext, find_unfinished, prepare_run
 from skillvc.training.state import Edits, RunState
@@ -167,6 +177,7 @@ class Trainer:
             return self.finish()
 
     def train_step(self, epoch: int, batch: Sequence[TaskItem]) -> None:
+        """One step, the stages in data-flow order."""
         s = self.state
         s.step += 1
         self.log.step, self.log.epoch = s.step, epoch
@@ -183,7 +194,36 @@ class Trainer:
             {"lr": lr, "batch": [it.id for it in batch], "total_steps": self.total_steps},
         )
         self.phase = f"step {s.step}"
-        rollouts = self.evaluator.run(s.skill, batch, "train")
+        rollouts = self.evaluator.run(s.skill, batch, "train")  # forward pass
+        reflection = self.reflect(batch, rollouts, lr)  # backward pass
+        merged = self.aggregate(reflection.proposals)
+        chosen = self.select(merged, lr)
+        result = self.apply(chosen)
+        counts = (
+            f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
+            f"{len(result.unmatched)} unmatched"
+        )
+        if result.changed:
+            verdict = self.decide(
+                "step",
+                epoch,
+                lr,
+                result.document,
+                [e.to_dict() for e in result.applied],
+                [_unmatched(u) for u in result.unmatched],
+                before,
+            )
+        else:
+            reason = "no edit could be applied" if chosen else "no edits proposed"
+            self.log.emit("step.empty", {"reason": reason})
+            verdict = f"val {_fmt(self.state.current_val)}, no candidate"
+        self.report(epoch, lr, counts, verdict, before)
+        self.check_budget()
+
+    def reflect(
+        self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout], lr: int
+    ) -> Reflection:
+        s = self.state
         reflection = reflect(
             self.client,
             self.pool,
@@ -211,7 +251,10 @@ class Trainer:
             )
         for failure in reflection.failures:
             self.log.emit("reflection.failed", failure)
-        merged = aggregate(reflection.proposals)
+        return reflection
+
+    def aggregate(self, proposals: Sequence[Proposal]) -> list[Merged]:
+        merged = aggregate(proposals)
         self.log.emit(
             "edits.merged",
             {
@@ -221,6 +264,9 @@ class Trainer:
                 ]
             },
         )
+        return merged
+
+    def select(self, merged: Sequence[Merged], lr: int) -> list[Merged]:
         chosen, dropped = select(merged, lr)
         self.log.emit(
             "edits.selected",
@@ -230,44 +276,21 @@ class Trainer:
                 "dropped": [m.edit.id for m in dropped],
             },
         )
+        return chosen
+
+    def apply(self, chosen: Sequence[Merged]) -> ApplyResult:
         result = apply_selected(
-            s.doc, [m.edit for m in chosen], self.relpath, max_bytes=self.config.skill.max_bytes
+            self.state.doc,
+            [m.edit for m in chosen],
+            self.relpath,
+            max_bytes=self.config.skill.max_bytes,
         )
         for miss in result.unmatched:
             self.log.emit(
                 "edit.unmatched",
                 {"edit": miss.edit.to_dict(), "reason": miss.reason, "detail": miss.detail},
             )
-        counts = (
-            f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
-            f"{len(result.unmatched)} unmatched"
-        )
-        if result.changed:
-            unmatched = [
-                {
-                    "id": u.edit.id,
-                    "op": u.edit.op,
-                    "text": (u.edit.content or u.edit.target)[:120],
-                    "reason": u.reason,
-                    "detail": u.detail,
-                }
-                for u in result.unmatched
-            ]
-            verdict = self.decide(
-                "step",
-                epoch,
-                lr,
-                result.document,
-                [e.to_dict() for e in result.applied],
-                unmatched,
-                before,
-            )
-        else:
-            reason = "no edit could be applied" if chosen else "no edits proposed"
-            self.log.emit("step.empty", {"reason": reason})
-            verdict = f"val {_fmt(self.state.current_val)}, no candidate"
-        self.report(epoch, lr, counts, verdict, before)
-        self.check_budget()
+        return result
 
     def end_epoch(self, epoch: int, epoch_start_skill: str) -> None:
         self.log.step, self.log.epoch = None, epoch
@@ -621,6 +644,18 @@ class Trainer:
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
             f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s elapsed"
         )
+
+
+def _unmatched(miss: Unmatched) -> dict[str, Any]:
+    """How an unmatched edit is shown in a gate event (and so in the log and report)."""
+    edit = miss.edit
+    return {
+        "id": edit.id,
+        "op": edit.op,
+        "text": (edit.content or edit.target)[:120],
+        "reason": miss.reason,
+        "detail": miss.detail,
+    }
 
 
 def _fmt(value: float | None) -> str:
