@@ -43,7 +43,9 @@ class SkillvcGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(1)
         except KeyboardInterrupt:
-            click.echo("Interrupted; run 'skillvc train' again to resume.", err=True)
+            training = ctx.invoked_subcommand == "train"
+            resume = "; run 'skillvc train' again to resume" if training else ""
+            click.echo(f"Interrupted{resume}.", err=True)
             ctx.exit(130)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if should_reraise():
