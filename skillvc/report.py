@@ -18,6 +18,18 @@ from skillvc.history import LogEntry, entry_patch, log_entries
 from skillvc.runs import list_runs
 from skillvc.store import EventStore
 
+# The [train] settings a report shows.
+SETTINGS = (
+    "epochs",
+    "batch_size",
+    "minibatch_size",
+    "learning_rate",
+    "min_learning_rate",
+    "lr_schedule",
+    "gate_metric",
+    "seed",
+)
+
 
 def _last_stop(store: EventStore, run_id: str) -> str:
     """Why a stopped run stopped, as the sentence it stopped with."""
@@ -87,19 +99,7 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
         "base_commit": started.get("base_commit"),
         "best_commit": done.get("best_commit"),
         "dataset": started.get("dataset", {}),
-        "settings": {
-            k: train.get(k)
-            for k in (
-                "epochs",
-                "batch_size",
-                "minibatch_size",
-                "learning_rate",
-                "min_learning_rate",
-                "lr_schedule",
-                "gate_metric",
-                "seed",
-            )
-        },
+        "settings": {k: train.get(k) for k in SETTINGS},
         "scores": {
             "metric": train.get("gate_metric"),
             "baseline_val": done.get("baseline_val"),

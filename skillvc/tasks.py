@@ -186,16 +186,7 @@ def _jsonl_rows(text: str, display: str) -> Iterator[_Row]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskSetError(
-                f"{display} line {number} is not valid JSON ({exc.msg} at column {exc.colno})."
-            ) from None
-        except (ValueError, RecursionError) as exc:
-            raise TaskSetError(
-                f"{display} line {number} cannot be read ({_json_limit(exc)})."
-            ) from None
+        value = _parse_json(line, f"{display} line {number}", with_line=False)
         yield _Row(_require_object(value, display, f"line {number}"), f"line {number}", number)
 
 
@@ -206,15 +197,19 @@ def _json_limit(exc: ValueError | RecursionError) -> str:
     return str(exc).split(":")[0]  # "Exceeds the limit (4300 digits) for integer string ..."
 
 
-def _json_rows(text: str, display: str) -> Iterator[_Row]:
+def _parse_json(text: str, where: str, *, with_line: bool) -> Any:
+    """``json.loads`` whose failures are one TaskSetError sentence naming ``where``."""
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TaskSetError(
-            f"{display} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})."
-        ) from None
+        at = f"line {exc.lineno} column {exc.colno}" if with_line else f"column {exc.colno}"
+        raise TaskSetError(f"{where} is not valid JSON ({exc.msg} at {at}).") from None
     except (ValueError, RecursionError) as exc:
-        raise TaskSetError(f"{display} cannot be read ({_json_limit(exc)}).") from None
+        raise TaskSetError(f"{where} cannot be read ({_json_limit(exc)}).") from None
+
+
+def _json_rows(text: str, display: str) -> Iterator[_Row]:
+    value = _parse_json(text, display, with_line=True)
     if isinstance(value, dict):
         value = next((value[k] for k in ("items", "data") if isinstance(value.get(k), list)), None)
     if not isinstance(value, list):

@@ -26,7 +26,7 @@ from skillvc.errors import (
     StateConflict,
     TaskSetError,
 )
-from skillvc.report import render_markdown
+from skillvc.report import SETTINGS, render_markdown
 from skillvc.scorers import get_scorer
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import open_store
@@ -366,19 +366,7 @@ def test_report_markdown_survives_fences_backticks_and_tags() -> None:
         "status": "finished",
         "models": {"target": "openai:m", "optimizer": "openai:m"},
         "dataset": {"hash": "h", "counts": {"val": 2, "test": 0}},
-        "settings": {
-            k: 1
-            for k in (
-                "epochs",
-                "batch_size",
-                "minibatch_size",
-                "learning_rate",
-                "min_learning_rate",
-                "lr_schedule",
-                "gate_metric",
-                "seed",
-            )
-        },
+        "settings": dict.fromkeys(SETTINGS, 1),
         "scores": {"metric": "hard"},
         "usage": {"calls": 1, "tokens": 1, "cost_usd": 0.0, "unpriced_calls": 0},
         "steps": [step],
