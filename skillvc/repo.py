@@ -221,6 +221,17 @@ class SkillRepo:
         except git.GitCommandError:
             raise SkillFileMissing(f"{path} does not exist in revision {rev}.") from None
 
+    def export_tree(self, rev: str, dest: Path) -> None:
+        """Write every file of ``rev`` under ``dest`` (an empty directory outside the repo).
+
+        Built from a temporary index, so the real index, HEAD and working tree are untouched;
+        ``git checkout-index`` keeps symbolic links and executable bits as committed.
+        """
+        sha = self.resolve(rev)
+        with self._temp_index() as env:
+            self._git.read_tree(sha, env=env)
+            self._git.checkout_index("-a", "-f", f"--prefix={dest.resolve()}/", env=env)
+
     def is_dirty(self, relpath: str) -> bool:
         """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""
         path = self._relpath(relpath)
