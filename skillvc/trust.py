@@ -392,7 +392,7 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, Mapping):  # an empty table adds no key, as if it were absent
             flat.update(_flatten(value, name + "."))
         else:
             flat[name] = value
