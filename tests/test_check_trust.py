@@ -221,6 +221,11 @@ def test_pr_that_removes_the_val_items_it_breaks_is_reported_and_fails(
     assert data["task_changes"]["test"] == {"added": [], "removed": [], "edited": []}
     assert data["task_files_changed"] == ["evals/val.jsonl"]
     assert data["comparison"]["n"] == len(rows) + len(broken)  # the base's val set
+    # The same through git: --head names the pull request, whatever the working tree holds.
+    git(demo, "checkout", "-q", "main")
+    by_rev = run_cli(demo, monkeypatch, "check", "--base", "main", "--head", "pr", "--json")
+    assert by_rev.exit_code == 7
+    assert json.loads(by_rev.stdout)["task_changes"] == data["task_changes"]
 
 
 def test_renamed_skill_is_compared_not_waved_through(
