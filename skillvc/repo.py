@@ -228,9 +228,14 @@ class SkillRepo:
         ``git checkout-index`` keeps symbolic links and executable bits as committed.
         """
         sha = self.resolve(rev)
-        with self._temp_index() as env:
-            self._git.read_tree(sha, env=env)
-            self._git.checkout_index("-a", "-f", f"--prefix={dest.resolve()}/", env=env)
+        try:
+            with self._temp_index() as env:
+                self._git.read_tree(sha, env=env)
+                self._git.checkout_index("-a", "-f", f"--prefix={dest.resolve()}/", env=env)
+        except git.GitCommandError as exc:  # e.g. a required LFS filter that is not installed
+            raise SkillvcError(
+                f"Could not write out the files of {rev}: {_git_reason(exc)}"
+            ) from None
 
     def is_dirty(self, relpath: str) -> bool:
         """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""
