@@ -237,6 +237,15 @@ class SkillRepo:
                 f"Could not write out the files of {rev}: {_git_reason(exc)}"
             ) from None
 
+    def tracks(self, relpath: str, rev: str | None = None) -> bool:
+        """Whether any file at or under ``relpath`` is in the index (``rev`` None) or in ``rev``."""
+        path = _literal(self._relpath(relpath))
+        if rev is None:
+            out = self._git.ls_files("-z", "--", path)
+        else:
+            out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
+        return bool(out)
+
     def is_dirty(self, relpath: str) -> bool:
         """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""
         path = self._relpath(relpath)

@@ -19,6 +19,8 @@ A pull request's content is untrusted; the base revision and the user's own conf
   of the skill's path are reported, with the items added, removed and edited per split; any of
   them fails the check (``ConfigChanged``, exit 7) unless the caller allows them, and even then
   the verdict is the base's.
+* The event log that answers repeated model calls is the checker's own: a ``.skillvc/``
+  committed to the repository (at HEAD or in the change) is refused (exit 4).
 * A skill absent at BASE (or no ``skillvc.toml`` at BASE) has nothing to regress from and
   passes; a skill present at BASE and absent at HEAD fails (``SkillDeleted``), and one the head
   moved is compared at its new path, with the move reported.
@@ -38,7 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.config import CONFIG_FILE, Config, TasksConfig, parse_config
-from skillvc.errors import BackendError, SkillDeleted, SkillDocumentError, SkillvcError
+from skillvc.errors import (
+    BackendError,
+    SkillDeleted,
+    SkillDocumentError,
+    SkillvcError,
+    StateConflict,
+)
 from skillvc.evaluation import (
     WORKTREE,
     Comparison,
@@ -50,7 +58,7 @@ from skillvc.evaluation import (
 from skillvc.output import fmt_score
 from skillvc.repo import SkillRepo
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
-from skillvc.workspace import Workspace
+from skillvc.workspace import STATE_DIR, Workspace
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -211,6 +219,7 @@ def check_change(
             return _replace(
                 result, message=f"OK: {skill_rel} does not exist at {base}; nothing to compare."
             )
+        refuse_tracked_log(repo, head)
         head_files = HeadFiles(repo, root, head)
         head_config, config_keys, config_error = config_changes(config, base_text, head_files)
         head_skill = _head_skill(head_files, skill_rel, head_config)
@@ -263,6 +272,18 @@ def check_change(
 
 def _replace(result: CheckResult, **values: Any) -> CheckResult:
     return dataclasses.replace(result, **values)
+
+
+def refuse_tracked_log(repo: SkillRepo, head: str | None) -> None:
+    """Refuse an event log that came with the change: the check answers model calls it made
+    before from the log, so a committed ``.skillvc/events.db`` could hold made-up answers."""
+    revs = [None, "HEAD", head] if repo.head_sha() else [None, head]
+    if any(repo.tracks(STATE_DIR, rev) for rev in dict.fromkeys(revs)):
+        raise StateConflict(
+            f"{STATE_DIR}/ is committed to the repository, so the check cannot trust the model "
+            "answers cached in it.",
+            hint=f"Untrack it ('git rm -r --cached {STATE_DIR}'), commit, and run the check again.",
+        )
 
 
 @contextmanager

@@ -334,3 +334,21 @@ def test_no_config_at_base_has_nothing_to_compare(
     data = json.loads(result.stdout)
     assert data["verdict"] == "pass" and data["comparison"] is None
     assert data["message"] == "OK: skillvc.toml does not exist at HEAD~1; nothing to compare."
+
+
+def test_event_log_committed_by_the_pr_is_refused(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log answers repeated calls; one that came with the change could hold made-up ones."""
+    assert run_cli(demo, monkeypatch, "eval", "--split", "val").exit_code == 0
+    pull_request(demo)
+    git(demo, "add", "-f", ".skillvc/events.db")
+    commit_all(demo, "Cache some answers")
+    for args in (("--base", "main"), ("--base", "main", "--head", "pr")):
+        result = run_cli(demo, monkeypatch, "check", *args, "--allow-config-change")
+        assert result.exit_code == 4
+        assert result.stderr.splitlines() == [
+            "Error: .skillvc/ is committed to the repository, so the check cannot trust the "
+            "model answers cached in it.",
+            "Hint: Untrack it ('git rm -r --cached .skillvc'), commit, and run the check again.",
+        ]
