@@ -187,6 +187,24 @@ class RegressionFound(SkillvcError):
     hint = "Look at the flipped items, or pass --allow-drop to tolerate a small drop."
 
 
+class ConfigChanged(RegressionFound):
+    """'skillvc check' found that the change edits skillvc.toml, a task file or the skill's path."""
+
+    hint = (
+        "The check judged the change by the base's settings and tasks; a maintainer who accepts "
+        "the new ones reruns it with --allow-config-change."
+    )
+
+
+class SkillDeleted(RegressionFound):
+    """'skillvc check' found that the change deletes the skill it is configured to check."""
+
+    hint = (
+        "Restore the file, or move it with 'git mv' and point [skill] path in skillvc.toml at "
+        "its new place."
+    )
+
+
 INTERNAL_ERROR_EXIT_CODE = 70
 RAISE_ENV = "SKILLVC_RAISE_ERRORS"
 

@@ -33,6 +33,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from skillvc.backends import Backend, CallRequest, CallResult, get_backend
@@ -206,9 +207,15 @@ def evaluate(
     return _evaluate(ws, read_skill(ws, rev), split, workers)
 
 
-def _evaluate(ws: Workspace, version: SkillVersion, split: str, workers: int | None) -> EvalResult:
+def _evaluate(
+    ws: Workspace,
+    version: SkillVersion,
+    split: str,
+    workers: int | None,
+    tasks_root: Path | None = None,
+) -> EvalResult:
     config = ws.config
-    taskset = load_taskset(config.tasks, ws.root)
+    taskset = load_taskset(config.tasks, tasks_root or ws.root)
     items = split_items(taskset, split)
     with ws.store(create=True) as store:
         client = make_client(store, config)
@@ -234,6 +241,22 @@ def compare(
     check_split(split)
     version_a, version_b = read_skill(ws, rev_a), read_skill(ws, rev_b)  # both, before any call
     return pair(_evaluate(ws, version_a, split, workers), _evaluate(ws, version_b, split, workers))
+
+
+def compare_versions(
+    ws: Workspace,
+    version_a: SkillVersion,
+    version_b: SkillVersion,
+    split: str,
+    *,
+    tasks_root: Path,
+    workers: int | None = None,
+) -> Comparison:
+    """``compare`` for skill texts already read, with the task files under ``tasks_root``
+    (``skillvc check``: the base revision's files, not the working tree's)."""
+    check_split(split)
+    a = _evaluate(ws, version_a, split, workers, tasks_root)
+    return pair(a, _evaluate(ws, version_b, split, workers, tasks_root))
 
 
 def pair(a: EvalResult, b: EvalResult) -> Comparison:

@@ -221,6 +221,31 @@ class SkillRepo:
         except git.GitCommandError:
             raise SkillFileMissing(f"{path} does not exist in revision {rev}.") from None
 
+    def export_tree(self, rev: str, dest: Path) -> None:
+        """Write every file of ``rev`` under ``dest`` (an empty directory outside the repo).
+
+        Built from a temporary index, so the real index, HEAD and working tree are untouched;
+        ``git checkout-index`` keeps symbolic links and executable bits as committed.
+        """
+        sha = self.resolve(rev)
+        try:
+            with self._temp_index() as env:
+                self._git.read_tree(sha, env=env)
+                self._git.checkout_index("-a", "-f", f"--prefix={dest.resolve()}/", env=env)
+        except git.GitCommandError as exc:  # e.g. a required LFS filter that is not installed
+            raise SkillvcError(
+                f"Could not write out the files of {rev}: {_git_reason(exc)}"
+            ) from None
+
+    def tracks(self, relpath: str, rev: str | None = None) -> bool:
+        """Whether any file at or under ``relpath`` is in the index (``rev`` None) or in ``rev``."""
+        path = _literal(self._relpath(relpath))
+        if rev is None:
+            out = self._git.ls_files("-z", "--", path)
+        else:
+            out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
+        return bool(out)
+
     def is_dirty(self, relpath: str) -> bool:
         """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""
         path = self._relpath(relpath)

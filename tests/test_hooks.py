@@ -462,7 +462,9 @@ def test_pre_push_checks_against_the_remote_tip_or_the_merge_base(
     tip = head(repo)
     pushed = new_commit(repo, "a.txt")
     assert push(repo, "main").returncode == 0
-    assert log.read_text() == f"-m skillvc check --base {tip} --head {pushed}\n"
+    assert (
+        log.read_text() == f"-m skillvc check --base {tip} --head {pushed} --allow-config-change\n"
+    )
 
     # A new branch has no remote tip: its base is the merge-base with the default branch.
     log.unlink()
@@ -472,7 +474,10 @@ def test_pre_push_checks_against_the_remote_tip_or_the_merge_base(
     git(repo, "switch", "-q", "main")  # the pushed commit is checked, not the checkout
     result = push(repo, "feature")
     assert result.returncode == 0, result.stderr
-    assert log.read_text() == f"-m skillvc check --base {main_tip} --head {feature}\n"
+    assert (
+        log.read_text()
+        == f"-m skillvc check --base {main_tip} --head {feature} --allow-config-change\n"
+    )
     git(repo, "switch", "-q", "feature")
 
     # A regression (exit 7) refuses the push; deleting a branch checks nothing.

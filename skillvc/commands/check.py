@@ -1,23 +1,32 @@
-"""``skillvc check --base REV [--head REV] [--allow-drop X] [--split val] [--json]``.
+"""``skillvc check --base REV [--head REV] [--allow-drop X] [--allow-config-change] [--json]``.
 
 The gate of ``skillvc train`` applied to any change, such as a human edit in a pull request:
 evaluate the skill at BASE and at HEAD (default: the working-tree file), pair them item by item
-and fail when the change scores worse than its base by more than the allowed drop.
+and fail when the change scores worse than its base by more than the allowed drop. The library
+side is ``skillvc.trust.check_change``; this module parses options and renders.
 
 Invariants:
 
-* Needs nothing but the repository and ``skillvc.toml``: the event log is created when missing,
-  so it runs in a fresh CI clone; model calls made before are answered from the log.
+* The base decides: ``skillvc.toml`` and the task files as committed at BASE give the skill
+  path, task set, scorer, models, base URLs, harness and prices for both sides; the head only
+  brings the skill text (see ``skillvc.trust``). A head that changes ``skillvc.toml``, a task
+  file or the skill's path is reported and fails (exit 7, ``ConfigChanged``) unless
+  ``--allow-config-change`` is given; the verdict is the base's either way.
+* Needs nothing but the repository: the event log is created when missing, so it runs in a
+  fresh CI clone; model calls made before are answered from the log.
 * The decision uses the paired difference over the items both versions scored: it fails
   (exit 7, ``RegressionFound``) when ``head - base < -allow_drop``; otherwise it exits 0.
-* It never passes on missing evidence: when more than ``[train] max_failure_rate`` of either
-  evaluation's target calls failed, or no item was scored by both, it stops with a backend
-  error (exit 6) instead of a verdict.
+* It never passes on missing evidence: when more than the base's ``[train] max_failure_rate``
+  of either evaluation's target calls failed, or no item was scored by both, it stops with a
+  backend error (exit 6) instead of a verdict.
 
-JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression", "allow_drop", "base"
-(the BASE given), "head" (the HEAD given, or null for the working tree), "split", "message",
-"comparison": <the object of ``skillvc eval --compare``: a is BASE, b is HEAD>}``. The JSON is
-printed before a regression's exit 7, so CI can keep it.
+JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression" | "config_changed",
+"allow_drop", "base" (the BASE given), "head" (the HEAD given, or null for the working tree),
+"split", "message", "comparison": <the object of ``skillvc eval --compare``: a is BASE, b is
+HEAD; null when there is nothing to compare>, "changes_allowed", "config_changes" (dotted keys
+of skillvc.toml), "config_error", "task_files_changed", "task_changes": {"train" | "val" |
+"test": {"added", "removed", "edited"}}, "task_error", "skill": {"base", "head"}}``. The JSON
+is printed before a failing exit 7, so CI can keep it.
 """
 
 from __future__ import annotations
@@ -26,12 +35,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from skillvc.output import echo_json, fmt_score, json_option
+from skillvc.output import echo_json, json_option
 
 if TYPE_CHECKING:
-    from skillvc.evaluation import Comparison, EvalResult
+    from skillvc.trust import CheckResult
 
-EPS = 1e-9
+MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 
 
 @click.command("check")
@@ -55,6 +64,12 @@ EPS = 1e-9
     show_default=True,
     help="The split to gate on.",
 )
+@click.option(
+    "--allow-config-change",
+    is_flag=True,
+    help="Do not fail when HEAD changes skillvc.toml, a task file or the skill's path (the "
+    "verdict still uses BASE's). Only for a trusted caller, e.g. a maintainer-run workflow.",
+)
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @json_option
 def command(
@@ -62,89 +77,83 @@ def command(
     head: str | None,
     allow_drop: float,
     split: str,
+    allow_config_change: bool,
     workers: int | None,
     as_json: bool,
 ) -> None:
     """Fail (exit 7) when the skill scores worse than at BASE, e.g. in a pull request.
 
+    Everything that decides the verdict (skill path, task files, scorer, models, base URLs,
+    harness, prices) is taken from BASE; a HEAD that changes it fails too.
+
     Example: skillvc check --base origin/main --allow-drop 0.02
     """
-    from skillvc.commands.eval import comparison_lines
-    from skillvc.errors import RegressionFound
-    from skillvc.evaluation import compare
-    from skillvc.workspace import open_workspace
+    from skillvc.errors import ConfigChanged, RegressionFound
+    from skillvc.trust import check_change
+    from skillvc.workspace import find_root
 
-    ws = open_workspace()
-    if not ws.repo.has_file(ws.skill_relpath, base):
-        # A pull request that adds the skill has nothing to regress from.
-        click.echo(f"OK: {ws.skill_relpath} does not exist at {base}; nothing to compare.")
-        return
-    comparison = compare(ws, base, head, split, workers=workers)
-    for result in (comparison.a, comparison.b):
-        require_evidence(result, ws.config.train.max_failure_rate)
-    require_pairs(comparison)
-    regression = is_regression(comparison, allow_drop)
-    message = verdict(comparison, base, allow_drop, regression)
+    result = check_change(
+        find_root(),
+        base,
+        head,
+        split,
+        allow_drop=allow_drop,
+        allow_config_change=allow_config_change,
+        workers=workers,
+    )
     if as_json:
-        echo_json(
-            {
-                "verdict": "regression" if regression else "pass",
-                "allow_drop": allow_drop,
-                "base": base,
-                "head": head,
-                "split": split,
-                "message": message,
-                "comparison": comparison.to_dict(),
-            }
-        )
+        echo_json(result.to_dict())
     else:
-        click.echo("\n".join(comparison_lines(comparison)))
-    if regression:
-        raise RegressionFound(message)
-    if not as_json:
-        click.echo(message)
-
-
-def is_regression(comparison: Comparison, allow_drop: float) -> bool:
-    assert comparison.diff is not None
-    return comparison.diff < -allow_drop - EPS
-
-
-def verdict(comparison: Comparison, base: str, allow_drop: float, regression: bool) -> str:
-    """One sentence: the head score, how far it is from the base score, and the outcome."""
-    head, base_score = fmt_score(comparison.b_mean), fmt_score(comparison.a_mean)
-    diff = comparison.diff or 0.0
-    split = comparison.b.split
-    if regression:
-        return f"The skill scores {head} on {split}, {-diff:.3f} below {base_score} at {base}" + (
-            f" (allowed drop {allow_drop:g})." if allow_drop else "."
+        click.echo("\n".join(result_lines(result)))
+    if result.refused_changes:
+        raise ConfigChanged(
+            f"The change edits {result.changes.summary()}, which the check takes from "
+            f"{result.base} only."
         )
-    if diff < -EPS:
-        return (
-            f"OK: the skill scores {head} on {split}, {-diff:.3f} below {base_score} at {base}, "
-            f"within the allowed drop of {allow_drop:g}."
-        )
-    relation = "the same as" if diff <= EPS else f"{diff:.3f} above"
-    return f"OK: the skill scores {head} on {split}, {relation} {base_score} at {base}."
+    if result.regression:
+        raise RegressionFound(result.message)
 
 
-def require_evidence(result: EvalResult, max_failure_rate: float) -> None:
-    """Refuse to judge a version when too many of its target calls failed."""
-    total = len(result.items)
-    if total and result.errors / total > max_failure_rate:
-        from skillvc.errors import BackendError
+def result_lines(result: CheckResult) -> list[str]:
+    """The text report: the comparison, what HEAD changed, and the verdict (unless it is a
+    regression, which is the error sentence)."""
+    from skillvc.commands.eval import comparison_lines
 
-        last = next((i.error for i in result.items if i.error), "")
-        raise BackendError(
-            f"{result.errors} of {total} target calls failed evaluating {result.label} on "
-            f"{result.split}, so the check cannot decide (first error: {last})."
-        )
+    lines = [] if result.comparison is None else comparison_lines(result.comparison)
+    lines += change_lines(result)
+    if not result.regression or result.refused_changes:
+        lines.append(result.message)
+    return lines
 
 
-def require_pairs(comparison: Comparison) -> None:
-    if comparison.n == 0 or comparison.diff is None:
-        from skillvc.errors import BackendError
+def change_lines(result: CheckResult) -> list[str]:
+    from skillvc.trust import named
 
-        raise BackendError(
-            f"No {comparison.b.split} item was scored at both versions, so the check cannot decide."
-        )
+    changes, at = result.changes, result.head_label
+    if not changes.changed:
+        return []
+    lines = []
+    if changes.config_error:
+        lines.append(f"{changes.config_error} at {at}.")
+    elif changes.config:
+        lines.append(f"skillvc.toml differs at {at}: {named(changes.config, MAX_ITEMS)}.")
+    if changes.skill_base != changes.skill_head:
+        lines.append(f"The skill moved at {at}: {changes.skill_base} -> {changes.skill_head}.")
+    if changes.task_files:
+        lines.append(f"Task files that differ at {at}: {named(changes.task_files, MAX_ITEMS)}.")
+    if changes.task_error:
+        lines.append(f"The task set at {at} cannot be read: {changes.task_error}.")
+    for split, items in changes.items.items():
+        parts = [
+            f"{kind} {named(ids, MAX_ITEMS)}"
+            for kind, ids in (
+                ("removed", items.removed),
+                ("added", items.added),
+                ("edited", items.edited),
+            )
+            if ids
+        ]
+        if parts:
+            lines.append(f"{split} items at {at}: {'; '.join(parts)}.")
+    lines.append(f"The verdict uses skillvc.toml and the task files of {result.base}.")
+    return lines

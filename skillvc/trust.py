@@ -1,0 +1,547 @@
+"""``skillvc check``'s trust boundary: the base revision decides the verdict, the head only
+brings the skill text.
+
+A pull request's content is untrusted; the base revision and the user's own config are trusted
+(DESIGN.md section 8). Invariants:
+
+* Everything that decides the verdict comes from ``skillvc.toml`` and the task files *as
+  committed at BASE*: the skill path, the task set, the scorer and its options, the target and
+  judge models, base URLs, key variable names, harness commands, prices and
+  ``max_failure_rate``. Both sides are evaluated with that one configuration and task set.
+* Code runs from the base only: the base's tree is exported to a temporary directory and the
+  evaluation runs with that directory as its working directory, so a ``python`` scorer's module
+  and a ``command`` scorer's script are the base's files. The head's ``skillvc.toml`` is parsed
+  to report its changes and is never acted on: no scorer, backend or request comes from it.
+* From the head, only the skill text and (to list changes) ``skillvc.toml`` and the task files
+  are read: through git for ``--head REV``, and in the working tree only for paths that stay
+  inside the repository and outside ``.git`` (symbolic links resolved).
+* Changes of ``skillvc.toml`` (its effective values, as dotted keys), of a task file's bytes and
+  of the skill's path are reported, with the items added, removed and edited per split; any of
+  them fails the check (``ConfigChanged``, exit 7) unless the caller allows them, and even then
+  the verdict is the base's.
+* The event log that answers repeated model calls is the checker's own: a ``.skillvc/``
+  committed to the repository (at HEAD or in the change) is refused (exit 4).
+* A skill absent at BASE (or no ``skillvc.toml`` at BASE) has nothing to regress from and
+  passes; a skill present at BASE and absent at HEAD fails (``SkillDeleted``), and one the head
+  moved is compared at its new path, with the move reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillvc.config import CONFIG_FILE, Config, TasksConfig, parse_config
+from skillvc.errors import (
+    BackendError,
+    SkillDeleted,
+    SkillDocumentError,
+    SkillvcError,
+    StateConflict,
+)
+from skillvc.evaluation import (
+    WORKTREE,
+    Comparison,
+    EvalResult,
+    SkillVersion,
+    check_split,
+    compare_versions,
+)
+from skillvc.output import fmt_score
+from skillvc.repo import SkillRepo
+from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
+from skillvc.workspace import STATE_DIR, Workspace
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+EPS = 1e-9
+MAX_NAMED = 5
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class SplitChanges:
+    """Item ids of one split that the head added, removed or edited, in file order."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    edited: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.edited)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "edited": list(self.edited),
+        }
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What the head changed of the things that decide a check's verdict."""
+
+    config: tuple[str, ...] = ()  # dotted keys of skillvc.toml whose value differs
+    config_error: str | None = None  # why the head's skillvc.toml could not be compared
+    task_files: tuple[str, ...] = ()  # task files whose bytes differ
+    items: Mapping[str, SplitChanges] = field(default_factory=dict)
+    task_error: str | None = None  # why the head's task set could not be read
+    skill_base: str = ""
+    skill_head: str = ""  # where the head's skill text was read
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.config
+            or self.config_error
+            or self.task_files
+            or self.task_error
+            or self.skill_base != self.skill_head
+            or any(self.items.values())
+        )
+
+    def summary(self) -> str:
+        """The changes as one clause, e.g. "skillvc.toml (tasks.scorer) and task file x.jsonl"."""
+        parts = []
+        if self.config_error:
+            parts.append(CONFIG_FILE)
+        elif self.config:
+            parts.append(f"{CONFIG_FILE} ({named(self.config)})")
+        if self.task_files:
+            noun = "task file" if len(self.task_files) == 1 else "task files"
+            parts.append(f"{noun} {named(self.task_files)}")
+        elif self.task_error or any(self.items.values()):
+            parts.append("the task set")
+        if self.skill_base != self.skill_head:
+            parts.append(f"the skill's path ({self.skill_base} -> {self.skill_head})")
+        if len(parts) <= 1:
+            return "".join(parts)
+        return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config_changes": list(self.config),
+            "config_error": self.config_error,
+            "task_files_changed": list(self.task_files),
+            "task_changes": {
+                name: self.items.get(name, SplitChanges()).to_dict() for name in SPLITS
+            },
+            "task_error": self.task_error,
+            "skill": {"base": self.skill_base, "head": self.skill_head},
+        }
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of ``skillvc check``: the comparison under the base's rules, and what the
+    head changed of those rules."""
+
+    base: str
+    head: str | None
+    split: str
+    allow_drop: float
+    changes_allowed: bool
+    message: str  # the score verdict, one sentence
+    comparison: Comparison | None = None  # None: nothing to compare (no skill at BASE)
+    changes: Changes = field(default_factory=Changes)
+    regression: bool = False
+
+    @property
+    def refused_changes(self) -> bool:
+        """True when the head changed what decides the verdict and the caller did not allow it."""
+        return self.changes.changed and not self.changes_allowed
+
+    @property
+    def verdict(self) -> str:
+        if self.regression:
+            return "regression"
+        return "config_changed" if self.refused_changes else "pass"
+
+    @property
+    def head_label(self) -> str:
+        return self.head if self.head is not None else "the working tree"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "allow_drop": self.allow_drop,
+            "base": self.base,
+            "head": self.head,
+            "split": self.split,
+            "message": self.message,
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+            "changes_allowed": self.changes_allowed,
+            **self.changes.to_dict(),
+        }
+
+
+# -- the check --------------------------------------------------------------------------------
+
+
+def check_change(
+    root: Path,
+    base: str,
+    head: str | None,
+    split: str,
+    *,
+    allow_drop: float = 0.0,
+    allow_config_change: bool = False,
+    workers: int | None = None,
+) -> CheckResult:
+    """Evaluate the head's skill against the base's under the base's config and task set."""
+    check_split(split)
+    with SkillRepo(root) as repo:
+        base_sha = repo.resolve(base)
+        if head is not None:
+            repo.resolve(head)
+        result = CheckResult(base, head, split, allow_drop, allow_config_change, message="")
+        base_toml = _read_at(repo, CONFIG_FILE, base)
+        if base_toml is None:
+            message = f"OK: {CONFIG_FILE} does not exist at {base}; nothing to compare."
+            return _replace(result, message=message)
+        base_text = _decode(base_toml, f"{CONFIG_FILE} at {base}")
+        config = parse_config(base_text, root)
+        skill_rel = posixpath.normpath(Path(config.skill.path).as_posix())
+        if not repo.has_file(skill_rel, base):
+            # A pull request that adds the skill has nothing to regress from.
+            return _replace(
+                result, message=f"OK: {skill_rel} does not exist at {base}; nothing to compare."
+            )
+        refuse_tracked_log(repo, head)
+        head_files = HeadFiles(repo, root, head)
+        head_config, config_keys, config_error = config_changes(config, base_text, head_files)
+        head_skill = _head_skill(head_files, skill_rel, head_config)
+        if head_skill is None:
+            raise SkillDeleted(
+                f"The change deletes the skill {skill_rel}: it exists at {base} but not in "
+                f"{result.head_label}."
+            )
+        base_version = SkillVersion(
+            base, base_sha, _skill_text(repo.read_file(skill_rel, base), skill_rel, f"at {base}")
+        )
+        head_raw = head_files.read(head_skill)
+        assert head_raw is not None
+        where = "in the working tree" if head is None else f"at {head}"
+        head_sha = WORKTREE if head is None else repo.resolve(head)
+        head_version = SkillVersion(head, head_sha, _skill_text(head_raw, head_skill, where))
+        ws = Workspace(root=root, config=config, _repo=repo)
+        with tempfile.TemporaryDirectory(prefix="skillvc-base-") as tmp:
+            tree = Path(tmp)
+            repo.export_tree(base_sha, tree)
+            base_set = load_taskset(config.tasks, tree)
+            files, items, task_error = task_changes(
+                repo, base, config.tasks, base_set, head_files, head_config
+            )
+            changes = Changes(
+                config=config_keys,
+                config_error=config_error,
+                task_files=files,
+                items=items,
+                task_error=task_error,
+                skill_base=skill_rel,
+                skill_head=head_skill,
+            )
+            with working_directory(tree):
+                comparison = compare_versions(
+                    ws, base_version, head_version, split, tasks_root=tree, workers=workers
+                )
+    for side in (comparison.a, comparison.b):
+        require_evidence(side, config.train.max_failure_rate)
+    require_pairs(comparison)
+    regression = is_regression(comparison, allow_drop)
+    return _replace(
+        result,
+        comparison=comparison,
+        changes=changes,
+        regression=regression,
+        message=verdict(comparison, base, allow_drop, regression),
+    )
+
+
+def _replace(result: CheckResult, **values: Any) -> CheckResult:
+    return dataclasses.replace(result, **values)
+
+
+def refuse_tracked_log(repo: SkillRepo, head: str | None) -> None:
+    """Refuse an event log that came with the change: the check answers model calls it made
+    before from the log, so a committed ``.skillvc/events.db`` could hold made-up answers."""
+    revs = [None, "HEAD", head] if repo.head_sha() else [None, head]
+    if any(repo.tracks(STATE_DIR, rev) for rev in dict.fromkeys(revs)):
+        raise StateConflict(
+            f"{STATE_DIR}/ is committed to the repository, so the check cannot trust the model "
+            "answers cached in it.",
+            hint=f"Untrack it ('git rm -r --cached {STATE_DIR}'), commit, and run the check again.",
+        )
+
+
+@contextmanager
+def working_directory(path: Path) -> Iterator[None]:
+    """Run with ``path`` as the working directory: a ``python`` scorer imports its module from
+    there and a ``command`` scorer resolves relative paths there, so in the base's exported
+    tree both find the base's files, never the head's."""
+    previous = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+# -- reading the head -------------------------------------------------------------------------
+
+
+class HeadFiles:
+    """Files of the head: at ``rev`` through git, or (``rev`` None) in the working tree, where
+    a path that leaves the repository or enters ``.git`` reads as absent."""
+
+    def __init__(self, repo: SkillRepo, root: Path, rev: str | None) -> None:
+        self.repo = repo
+        self.root = root.resolve()
+        self.rev = rev
+
+    def read(self, relpath: str) -> bytes | None:
+        rel = safe_relpath(relpath)
+        if rel is None:
+            return None
+        if self.rev is not None:
+            return _read_at(self.repo, rel, self.rev)
+        try:
+            resolved = (self.root / rel).resolve()
+            inside = resolved.relative_to(self.root)
+        except (OSError, ValueError):
+            return None
+        if ".git" in (p.lower() for p in inside.parts) or not resolved.is_file():
+            return None
+        try:
+            return resolved.read_bytes()
+        except OSError:
+            return None
+
+
+def safe_relpath(relpath: str) -> str | None:
+    """``relpath`` normalised, or None when it is absolute, leaves the root or names ``.git``."""
+    norm = posixpath.normpath(Path(relpath).as_posix())
+    parts = norm.split("/")
+    if posixpath.isabs(norm) or norm in ("", ".") or ".." in parts:
+        return None
+    if ".git" in (p.lower() for p in parts):
+        return None
+    return norm
+
+
+def _read_at(repo: SkillRepo, relpath: str, rev: str) -> bytes | None:
+    """The bytes of ``relpath`` at ``rev``, or None when it is not a file there."""
+    try:
+        if not repo.has_file(relpath, rev):
+            return None
+        return repo.read_file(relpath, rev)
+    except SkillvcError:
+        return None
+
+
+def _head_skill(files: HeadFiles, skill_rel: str, head_config: Config | None) -> str | None:
+    """Where the head's skill is: at the base's path, else at the head config's (a move)."""
+    if files.read(skill_rel) is not None:
+        return skill_rel
+    if head_config is not None:
+        moved = safe_relpath(head_config.skill.path)
+        if moved is not None and moved != skill_rel and files.read(moved) is not None:
+            return moved
+    return None
+
+
+def _decode(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        from skillvc.errors import ConfigError
+
+        raise ConfigError(f"{what} is not UTF-8 text (bad byte at offset {exc.start}).") from None
+
+
+def _skill_text(raw: bytes, relpath: str, where: str) -> str:
+    try:
+        # Decoded exactly as training does, so evaluations share its cached target calls.
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillDocumentError(
+            f"The skill file {relpath} {where} is not UTF-8 text (bad byte at offset {exc.start})."
+        ) from None
+
+
+# -- what changed -----------------------------------------------------------------------------
+
+
+def config_changes(
+    base: Config, base_text: str, head_files: HeadFiles
+) -> tuple[Config | None, tuple[str, ...], str | None]:
+    """The head's config (None when it cannot be parsed), the dotted keys whose effective value
+    differs from the base's, and why the head's file could not be compared (or None)."""
+    raw = head_files.read(CONFIG_FILE)
+    if raw is None:
+        return None, (), f"{CONFIG_FILE} is deleted"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, (), f"{CONFIG_FILE} is not UTF-8 text"
+    try:
+        head: Config | None = parse_config(text, base.root)
+    except Exception:  # untrusted input: whatever is wrong with it is a change, never a crash
+        head = None
+    if head is not None:
+        return head, _differing(_flatten(base.to_dict()), _flatten(head.to_dict())), None
+    try:
+        head_data = tomllib.loads(text)
+    except Exception:
+        return None, (), f"{CONFIG_FILE} is not valid TOML"
+    return None, _differing(_flatten(tomllib.loads(base_text)), _flatten(head_data)), None
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):  # an empty table adds no key, as if it were absent
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(sorted(k for k in a.keys() | b.keys() if a.get(k, _MISSING) != b.get(k, _MISSING)))
+
+
+def task_files(tasks: TasksConfig) -> list[str]:
+    """The task files a [tasks] table names, as written (relative to the repository root)."""
+    if tasks.skillopt_dir:
+        base = Path(tasks.skillopt_dir).as_posix()
+        named = [f"{base}/{name}/items.json" for name in SPLITS]
+    else:
+        named = []
+    named += [p for p in (tasks.path, tasks.train, tasks.val, tasks.test) if p]
+    return named
+
+
+def task_changes(
+    repo: SkillRepo,
+    base: str,
+    base_tasks: TasksConfig,
+    base_set: TaskSet,
+    head_files: HeadFiles,
+    head_config: Config | None,
+) -> tuple[tuple[str, ...], dict[str, SplitChanges], str | None]:
+    """Task files whose bytes differ at the head, the items it added, removed and edited per
+    split, and why its task set could not be read (or None).
+
+    The head's set is what the head's own [tasks] names (the base's when its config cannot be
+    parsed), read from copies of its files only, so no path outside the repository is read.
+    """
+    head_tasks = head_config.tasks if head_config is not None else base_tasks
+    changed: set[str] = set()
+    for name in {*task_files(base_tasks), *task_files(head_tasks)}:
+        rel = safe_relpath(name)
+        if rel is None or _read_at(repo, rel, base) != head_files.read(rel):
+            changed.add(name if rel is None else rel)
+    head_set, error = _head_taskset(head_tasks, head_files)
+    items = {} if head_set is None else item_changes(base_set, head_set)
+    return tuple(sorted(changed)), items, error
+
+
+def _head_taskset(tasks: TasksConfig, files: HeadFiles) -> tuple[TaskSet | None, str | None]:
+    with tempfile.TemporaryDirectory(prefix="skillvc-head-tasks-") as tmp:
+        for name in task_files(tasks):
+            rel = safe_relpath(name)
+            if rel is None:
+                return None, f"[tasks] names {name}, a path outside the repository"
+            raw = files.read(rel)
+            if raw is not None:
+                target = Path(tmp, rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(raw)
+        try:
+            return load_taskset(tasks, Path(tmp)), None
+        except SkillvcError as exc:
+            return None, exc.message.rstrip(".")
+        except Exception as exc:  # untrusted input: reported, never a crash
+            return None, f"it cannot be read ({type(exc).__name__})"
+
+
+def _content(item: TaskItem) -> tuple[Any, ...]:
+    return (item.input, item.targets, item.choices, dict(item.metadata), item.scorer)
+
+
+def item_changes(base: TaskSet, head: TaskSet) -> dict[str, SplitChanges]:
+    """Per split, the ids the head added, removed and edited (same id, other content)."""
+    changes = {}
+    for name in SPLITS:
+        a = {item.id: _content(item) for item in base.split(name)}
+        b = {item.id: _content(item) for item in head.split(name)}
+        changes[name] = SplitChanges(
+            added=tuple(i for i in b if i not in a),
+            removed=tuple(i for i in a if i not in b),
+            edited=tuple(i for i in a if i in b and a[i] != b[i]),
+        )
+    return changes
+
+
+def named(names: tuple[str, ...], limit: int = MAX_NAMED) -> str:
+    """``names`` joined with commas, the ones past ``limit`` counted ("and 3 more")."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+# -- the verdict ------------------------------------------------------------------------------
+
+
+def is_regression(comparison: Comparison, allow_drop: float) -> bool:
+    assert comparison.diff is not None
+    return comparison.diff < -allow_drop - EPS
+
+
+def verdict(comparison: Comparison, base: str, allow_drop: float, regression: bool) -> str:
+    """One sentence: the head score, how far it is from the base score, and the outcome."""
+    head, base_score = fmt_score(comparison.b_mean), fmt_score(comparison.a_mean)
+    diff = comparison.diff or 0.0
+    split = comparison.b.split
+    if regression:
+        return f"The skill scores {head} on {split}, {-diff:.3f} below {base_score} at {base}" + (
+            f" (allowed drop {allow_drop:g})." if allow_drop else "."
+        )
+    if diff < -EPS:
+        return (
+            f"OK: the skill scores {head} on {split}, {-diff:.3f} below {base_score} at {base}, "
+            f"within the allowed drop of {allow_drop:g}."
+        )
+    relation = "the same as" if diff <= EPS else f"{diff:.3f} above"
+    return f"OK: the skill scores {head} on {split}, {relation} {base_score} at {base}."
+
+
+def require_evidence(result: EvalResult, max_failure_rate: float) -> None:
+    """Refuse to judge a version when too many of its target calls failed."""
+    total = len(result.items)
+    if total and result.errors / total > max_failure_rate:
+        last = next((i.error for i in result.items if i.error), "")
+        raise BackendError(
+            f"{result.errors} of {total} target calls failed evaluating {result.label} on "
+            f"{result.split}, so the check cannot decide (first error: {last})."
+        )
+
+
+def require_pairs(comparison: Comparison) -> None:
+    if comparison.n == 0 or comparison.diff is None:
+        raise BackendError(
+            f"No {comparison.b.split} item was scored at both versions, so the check cannot decide."
+        )
