@@ -148,7 +148,8 @@ def _coerce(section: str, key: str, value: Any, default: Any, typ: Any) -> Any:
         ok = True
     if not ok:
         raise ConfigError(
-            f"[{section}] {key} = {value!r} in {CONFIG_FILE} has the wrong type (expected {typ})."
+            f"[{section}] {key} = {_show(value)} in {CONFIG_FILE} has the wrong type "
+            f"(expected {_type_name(expected)})."
         )
     return value
 
@@ -353,3 +354,19 @@ def _show(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))  # -10 reads back as the user wrote it, not as -10.0
     return repr(value)
+
+
+_TYPE_NAMES = {
+    "bool": "true or false",
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "list": "a list",
+    "dict": "a table",
+}
+
+
+def _type_name(expected: str) -> str:
+    """ "int | None" -> "an integer"; "list[str]" -> "a list" (None means "leave the key out")."""
+    base = expected.split("|")[0].split("[")[0].strip()
+    return _TYPE_NAMES.get(base, expected)

@@ -377,7 +377,14 @@ class EventStore:
     def writer_lock(self, what: str = "train") -> Iterator[None]:
         """Hold the one-writer lock for this repository's log, or raise ``Locked``."""
         lock_path = self.path.with_name(f"{what}.lock")
-        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
+        try:
+            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
+        except PermissionError:
+            raise LogNotWritable(
+                f"Cannot create the writer lock {lock_path}: permission denied."
+            ) from None
+        except OSError as exc:
+            raise storage_error(exc, lock_path) or exc from None
         try:
             if fcntl is not None:
                 try:
