@@ -34,7 +34,7 @@ def test_unknown_key_is_an_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_wrong_types_and_values(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="epochs = 'four'.*wrong type"):
+    with pytest.raises(ConfigError, match='epochs = "four".*wrong type'):
         parse_config('[train]\nepochs = "four"\n', tmp_path)
     with pytest.raises(ConfigError, match="lr_schedule 'cosin'"):
         parse_config('[train]\nlr_schedule = "cosin"\n', tmp_path)
