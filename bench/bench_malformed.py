@@ -186,12 +186,28 @@ def read_only_state(root: Path) -> None:
 
 
 def writable_again(root: Path) -> None:
-    state = root / ".skillvc"
-    if state.is_dir():
-        state.chmod(0o755)
-        for path in state.iterdir():
-            if path.is_file() and not path.is_symlink():
+    """Undo a case's chmod (so the copy can be judged and removed, also without root)."""
+    if not root.is_dir():
+        return
+    root.chmod(0o755)
+    for directory, dirs, files in os.walk(root):
+        if ".git" in dirs:
+            dirs.remove(".git")  # no case changes modes in there
+        for name in dirs:
+            Path(directory, name).chmod(0o755)
+        for name in files:
+            path = Path(directory, name)
+            if not path.is_symlink():
                 path.chmod(0o644)
+
+
+def no_access(rel: str) -> Setup:
+    return lambda root: (root / rel).chmod(0o000)
+
+
+def read_only_root_without_state(root: Path) -> None:
+    shutil.rmtree(root / ".skillvc")
+    root.chmod(0o555)
 
 
 def detached_head(root: Path) -> None:
@@ -345,6 +361,20 @@ def state_cases() -> list[Case]:
             read_only_state,
             process=True,
             unprivileged=True,
+        ),
+        *(
+            Case(name, args, setup, process=True, unprivileged=True)
+            for name, args, setup in (
+                ("unreadable skillvc.toml", ["log"], no_access(CONFIG)),
+                ("unreadable skill, eval", EVAL_VAL, no_access(SKILL)),
+                ("unreadable skill, validate", ["validate"], no_access(SKILL)),
+                ("unreadable val file", EVAL_VAL, no_access("evals/val.jsonl")),
+                (
+                    "read-only repo without .skillvc/, train",
+                    ["train"],
+                    read_only_root_without_state,
+                ),
+            )
         ),
         Case(
             "stdout on a full disk (/dev/full)",

@@ -125,6 +125,12 @@ class DiskFull(StateConflict):
     )
 
 
+class PermissionDenied(StateConflict):
+    """The operating system refused skillvc access to a file it needs."""
+
+    hint = "Give your user access to it (see 'ls -l'), or run skillvc as the repository's owner."
+
+
 # -- 5: bad data ------------------------------------------------------------------------------
 
 
@@ -262,6 +268,9 @@ def storage_error(exc: BaseException, path: object = None) -> SkillvcError | Non
     if isinstance(exc, OSError) and exc.errno in _READ_ONLY_ERRNOS:
         name = f" {exc.filename}" if exc.filename else where
         return LogNotWritable(f"Cannot write{name}: the file system is read-only.")
+    if isinstance(exc, PermissionError):
+        name = f" {exc.filename}" if exc.filename else where
+        return PermissionDenied(f"Permission denied:{name or ' a file skillvc needs'}.")
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc)
         if "database or disk is full" in text:

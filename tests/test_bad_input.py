@@ -379,3 +379,23 @@ def test_campaign_notices_a_crash_and_lost_data(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     sqlite3.connect(db).execute("CREATE TABLE events (id INTEGER)").connection.commit()
     assert bench.db_state(db) == ("ok", 0)
+
+
+def test_a_file_skillvc_may_not_read_is_permission_denied(demo: Path) -> None:
+    config = demo / "skillvc.toml"
+    config.chmod(0o000)
+    try:
+        done = subprocess.run(
+            unprivileged([sys.executable, "-m", "skillvc", "log"]),
+            cwd=demo,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        config.chmod(0o644)
+    assert done.returncode == 4
+    assert done.stderr == (
+        f"Error: Permission denied: {config}.\n"
+        "Hint: Give your user access to it (see 'ls -l'), or run skillvc as the repository's "
+        "owner.\n"
+    )
