@@ -14,7 +14,13 @@ from typing import Any
 import click
 
 from skillvc import __version__
-from skillvc.errors import INTERNAL_ERROR_EXIT_CODE, SkillvcError, redact, should_reraise
+from skillvc.errors import (
+    INTERNAL_ERROR_EXIT_CODE,
+    SkillvcError,
+    redact,
+    should_reraise,
+    storage_error,
+)
 from skillvc.output import echo_json, format_log_entry, json_option
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
@@ -50,6 +56,11 @@ class SkillvcGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if should_reraise():
                 raise
+            known = storage_error(exc)  # a full disk or read-only file system is not a bug
+            if known is not None:
+                click.echo(f"Error: {redact(known.message)}", err=True)
+                click.echo(f"Hint: {known.hint}", err=True)
+                ctx.exit(known.exit_code)
             click.echo(
                 f"skillvc crashed: {type(exc).__name__}: {redact(str(exc))}\n"
                 "Set SKILLVC_RAISE_ERRORS=1 to see the traceback, and please report it.",

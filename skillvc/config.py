@@ -8,6 +8,8 @@ are errors, because a typo such as ``learning_rte`` silently ignored would train
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,7 +148,8 @@ def _coerce(section: str, key: str, value: Any, default: Any, typ: Any) -> Any:
         ok = True
     if not ok:
         raise ConfigError(
-            f"[{section}] {key} = {value!r} in {CONFIG_FILE} has the wrong type (expected {typ})."
+            f"[{section}] {key} = {_show(value)} in {CONFIG_FILE} has the wrong type "
+            f"(expected {_type_name(expected)})."
         )
     return value
 
@@ -200,7 +203,21 @@ def load_config(root: Path) -> Config:
     path = root / CONFIG_FILE
     if not path.exists():
         raise NotInitialised(f"No {CONFIG_FILE} in {root}.")
-    return parse_config(path.read_text(encoding="utf-8"), root)
+    if path.is_dir():
+        raise ConfigError(
+            f"{CONFIG_FILE} in {root} is a directory, not a file.",
+            hint=f"Move the directory aside and run 'skillvc init' to write a {CONFIG_FILE}.",
+        )
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{CONFIG_FILE} is not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}).",
+            hint=f"Save {CONFIG_FILE} as UTF-8 (TOML files must be UTF-8).",
+        ) from None
+    return parse_config(text, root)
 
 
 def override(config: Config, section: str, **values: Any) -> Config:
@@ -220,28 +237,14 @@ def validate(config: Config) -> None:
 
     for model in config.prices:  # a malformed price fails now, not after the first paid call
         price_for(model, config.prices)
+    check_ranges(config)
     t = config.train
     if t.lr_schedule not in ("cosine", "linear", "constant"):
         raise ConfigError(f"lr_schedule '{t.lr_schedule}' is not one of cosine, linear, constant.")
     if t.gate_metric not in ("hard", "soft", "mixed"):
         raise ConfigError(f"gate_metric '{t.gate_metric}' is not one of hard, soft, mixed.")
-    for name in ("epochs", "batch_size", "minibatch_size", "workers", "samples"):
-        if getattr(t, name) < 1:
-            raise ConfigError(f"[train] {name} must be at least 1.")
-    if not 0 <= t.gate_confidence < 1:
-        raise ConfigError("[train] gate_confidence must be at least 0 and below 1 (e.g. 0.9).")
-    if t.learning_rate < 1 or t.min_learning_rate < 1:
-        raise ConfigError("[train] learning_rate and min_learning_rate must be at least 1 edit.")
     if t.min_learning_rate > t.learning_rate:
         raise ConfigError("[train] min_learning_rate must not exceed learning_rate.")
-    if t.rejected_buffer_size < 0:
-        raise ConfigError("[train] rejected_buffer_size must be at least 0.")
-    if not 0 <= t.max_failure_rate <= 1:
-        raise ConfigError("[train] max_failure_rate must be between 0 and 1 (e.g. 0.25).")
-    if t.budget_usd is not None and not t.budget_usd > 0:  # also refuses NaN
-        raise ConfigError("[train] budget_usd must be more than 0 (USD).")
-    if config.skill.max_bytes < 1:
-        raise ConfigError("[skill] max_bytes must be at least 1.")
     for role in ("target", "optimizer"):
         m: ModelConfig = getattr(config, role)
         if ":" not in m.model:
@@ -251,3 +254,119 @@ def validate(config: Config) -> None:
             )
         if m.harness not in ("chat", "command"):
             raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
+
+
+# Allowed ranges of every number in skillvc.toml, checked when the file loads and after each
+# command-line override. (section, key): (low, high, low_open, high_open); None = unbounded.
+# The upper bounds are far above any sensible setting: they exist to catch typos (an extra
+# zero on epochs) before a run spends money, not to tune anything.
+_MODEL_RANGES: dict[str, tuple[float | None, float | None, bool, bool]] = {
+    "temperature": (0, 2, False, False),
+    "max_tokens": (1, 1_000_000, False, False),
+    "timeout_s": (0, 86_400, True, False),
+    "max_retries": (0, 100, False, False),
+    "requests_per_minute": (0, 1_000_000, True, False),
+    "tokens_per_minute": (0, 1_000_000_000, True, False),
+    "task_timeout_s": (0, 86_400, True, False),
+}
+_RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
+    ("skill", "max_bytes"): (1, 10_000_000, False, False),
+    ("train", "epochs"): (1, 1000, False, False),
+    ("train", "batch_size"): (1, 100_000, False, False),
+    ("train", "minibatch_size"): (1, 10_000, False, False),
+    ("train", "learning_rate"): (1, 1000, False, False),
+    ("train", "min_learning_rate"): (1, 1000, False, False),
+    ("train", "samples"): (1, 100, False, False),
+    ("train", "workers"): (1, 1024, False, False),
+    ("train", "gate_confidence"): (0, 1, False, True),
+    ("train", "budget_usd"): (0, None, True, False),
+    ("train", "max_failure_rate"): (0, 1, False, False),
+    ("train", "rejected_buffer_size"): (0, 10_000, False, False),
+    **{
+        (role, key): bounds
+        for role in ("target", "optimizer")
+        for key, bounds in _MODEL_RANGES.items()
+    },
+}
+
+
+def _describe(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    """The allowed range in words, e.g. "between 1 and 1000" or "more than 0"."""
+    if high is None:
+        return f"{'more than' if low_open else 'at least'} {_show(low)}"
+    if low_open or high_open:
+        return (
+            f"{'more than' if low_open else 'at least'} {_show(low)} and "
+            f"{'below' if high_open else 'at most'} {_show(high)}"
+        )
+    return f"between {_show(low)} and {_show(high)}"
+
+
+def check_ranges(config: Config) -> None:
+    """Every number is finite and inside its range; ``split_ratio`` is 2 or 3 usable weights.
+
+    Raises one ``ConfigError`` naming the key, the value and the allowed range.
+    """
+    for (section, key), (low, high, low_open, high_open) in _RANGES.items():
+        value = getattr(getattr(config, section), key)
+        if value is None:
+            continue  # optional keys (max_tokens, budget_usd, ...) mean "not set"
+        ok = isinstance(value, (int, float)) and math.isfinite(value)
+        if ok and low is not None:
+            ok = value > low if low_open else value >= low
+        if ok and high is not None:
+            ok = value < high if high_open else value <= high
+        if not ok:
+            raise ConfigError(
+                f"[{section}] {key} = {_show(value)} is out of range: it must be "
+                f"{_describe(low, high, low_open, high_open)}.",
+                hint=f"Set [{section}] {key} in {CONFIG_FILE} (or the matching command-line "
+                "option) to a value in that range.",
+            )
+    ratio = config.tasks.split_ratio
+    good = (
+        isinstance(ratio, list)
+        and 2 <= len(ratio) <= 3
+        and all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+            for w in ratio
+        )
+        and sum(ratio) > 0
+    )
+    if not good:
+        raise ConfigError(
+            f"[tasks] split_ratio = {_show(ratio)} must be a list of 2 or 3 finite, "
+            "non-negative numbers with a positive sum.",
+            hint="Use e.g. split_ratio = [0.6, 0.2, 0.2] in [tasks] of skillvc.toml.",
+        )
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it in TOML: nan, inf, 0.5, "x" (not Python's repr)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))  # -10 reads back as the user wrote it, not as -10.0
+    return repr(value)
+
+
+_TYPE_NAMES = {
+    "bool": "true or false",
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "list": "a list",
+    "dict": "a table",
+}
+
+
+def _type_name(expected: str) -> str:
+    """ "int | None" -> "an integer"; "list[str]" -> "a list" (None means "leave the key out")."""
+    base = expected.split("|")[0].split("[")[0].strip()
+    return _TYPE_NAMES.get(base, expected)

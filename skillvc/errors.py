@@ -14,6 +14,7 @@ Messages never contain secrets: backends redact keys before raising (see ``redac
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 
@@ -104,6 +105,30 @@ class RunFailed(StateConflict):
     """The run stopped because too many model calls failed; it can be resumed."""
 
     hint = "Fix the cause, then run 'skillvc train' again to resume."
+
+
+class LogNotWritable(StateConflict):
+    """The event log (or its directory) cannot be written: read-only or not ours."""
+
+    hint = (
+        "Make .skillvc/ and the files in it writable by you (e.g. chmod -R u+w .skillvc), or "
+        "run skillvc as their owner; the log itself is not damaged."
+    )
+
+
+class DiskFull(StateConflict):
+    """A write failed because the disk (or the user's quota) is full."""
+
+    hint = (
+        "Free some disk space, then run the command again; the failed write was undone, so "
+        "nothing is half-written."
+    )
+
+
+class PermissionDenied(StateConflict):
+    """The operating system refused skillvc access to a file it needs."""
+
+    hint = "Give your user access to it (see 'ls -l'), or run skillvc as the repository's owner."
 
 
 # -- 5: bad data ------------------------------------------------------------------------------
@@ -237,3 +262,37 @@ def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
         else:
             text = pattern.sub(lambda m: m.group(1) + "[redacted]", text)
     return text
+
+
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_READ_ONLY_ERRNOS = {errno.EROFS}
+
+
+def storage_error(exc: BaseException, path: object = None) -> SkillvcError | None:
+    """The user-facing error for an OS or SQLite failure to write, or None if it is not one.
+
+    A full disk and a read-only file system or log are conditions of the machine, not bugs:
+    they get one sentence and a hint instead of a crash. SQLite undoes the failed statement
+    (or transaction) itself, so nothing in the log is half-written.
+    """
+    import sqlite3
+
+    where = f" {path}" if path is not None else ""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        name = f" {exc.filename}" if exc.filename else where
+        if not name:
+            return DiskFull(f"The disk is full: a write failed ({exc.strerror}).")
+        return DiskFull(f"The disk is full: writing{name} failed ({exc.strerror}).")
+    if isinstance(exc, OSError) and exc.errno in _READ_ONLY_ERRNOS:
+        name = f" {exc.filename}" if exc.filename else where
+        return LogNotWritable(f"Cannot write{name}: the file system is read-only.")
+    if isinstance(exc, PermissionError):
+        name = f" {exc.filename}" if exc.filename else where
+        return PermissionDenied(f"Permission denied:{name or ' a file skillvc needs'}.")
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc)
+        if "database or disk is full" in text:
+            return DiskFull(f"The disk is full: the event log{where} could not be written.")
+        if "readonly" in text or "read-only" in text:
+            return LogNotWritable(f"The event log{where} is read-only ({text}).")
+    return None

@@ -131,15 +131,31 @@ def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> s
     return unified_diff(before, after, path=path)
 
 
+_MAX_SQLITE_INT = 2**63 - 1  # the largest id or seq SQLite can store
+
+
+def _too_big(digits: str) -> bool:
+    """More than SQLite can store (checked by length first: int() refuses 4,300+ digits)."""
+    return len(digits) > len(str(_MAX_SQLITE_INT)) or int(digits) > _MAX_SQLITE_INT
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def resolve(store: EventStore, ident: str) -> Event:
     """An event from an event id, ``<run>/<seq>``, an edit id prefix, a commit sha prefix or a
     run id."""
     ident = ident.strip()
     # isdecimal, not isdigit: "²" is a digit that int() cannot read.
     if ident.isdecimal():
+        if _too_big(ident):  # SQLite would raise OverflowError, not "no such id"
+            raise UnknownEventId(f"No event with id {_short(ident)} in {store.path}.")
         return store.get(int(ident))
     run_id, _, seq = ident.rpartition("/")
     if run_id and seq.isdecimal():  # "<run>/<seq>", as in a commit's Skillvc-Event trailer
+        if _too_big(seq):
+            raise UnknownEventId(f"No event {_short(seq)} in run {_short(run_id)}.")
         rows = store.query("SELECT id FROM events WHERE run_id = ? AND seq = ?", [run_id, int(seq)])
         if not rows:
             raise UnknownEventId(f"No event {seq} in run {run_id}.")

@@ -200,7 +200,7 @@ class SkillRepo:
     def resolve(self, rev: str) -> str:
         """The full sha of the commit ``rev`` names."""
         # A leading dash would be read as an option, so it can never be a revision here.
-        if not rev or rev.startswith("-"):
+        if not rev or rev.startswith("-") or "\0" in rev:  # NUL: no process argument holds it
             raise UnknownRevision(f"'{rev}' is not a git revision.")
         try:
             return str(self._git.rev_parse("--verify", "-q", f"{rev}^{{commit}}"))

@@ -26,11 +26,13 @@ from typing import Any
 
 from skillvc.errors import (
     Locked,
+    LogNotWritable,
     NotADatabase,
     SchemaTooNew,
     SkillvcError,
     StateConflict,
     UnknownEventId,
+    storage_error,
 )
 from skillvc.events import Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
@@ -79,7 +81,10 @@ class EventStore:
                     f"{_BUSY_TIMEOUT:.0f} s.",
                     hint="Wait for the other skillvc command to finish, then run this again.",
                 ) from None
-            raise NotADatabase(f"{self.path} is not a SQLite database ({exc}).") from None
+            # A read-only .skillvc/ (or log) is not a damaged log: never hint to move it aside.
+            raise _unwritable(self.path, exc) or NotADatabase(
+                f"{self.path} is not a SQLite database ({exc})."
+            ) from None
         except sqlite3.DatabaseError as exc:
             raise NotADatabase(f"{self.path} is not a SQLite database ({exc}).") from None
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -89,7 +94,8 @@ class EventStore:
         # inside ``transaction()`` can still read and append.
         self._write_lock = threading.RLock()
         try:
-            self._migrate()
+            with _writes(self.path):
+                self._migrate()
         except BaseException:
             conn.close()  # a refused log must not stay open (Windows would keep it locked)
             raise
@@ -154,7 +160,7 @@ class EventStore:
     def put_blob(self, text: str) -> str:
         """Store ``text`` once, addressed by its SHA-256; returns the hash."""
         digest = sha256_hex(text)
-        with self._write_lock:
+        with self._write_lock, _writes(self.path):
             self.conn.execute(
                 "INSERT OR IGNORE INTO blobs (hash, size, content) VALUES (?, ?, ?)",
                 (digest, len(text), text),
@@ -188,7 +194,7 @@ class EventStore:
         A run event re-emitted at the same ``(run_id, seq)`` must have the same type; anything
         else means the loop was not deterministic, which is a bug worth stopping for.
         """
-        with self._write_lock:
+        with self._write_lock, _writes(self.path):
             existing = self._existing(type, run_id, seq, key)
             if existing is not None:
                 return existing
@@ -210,7 +216,7 @@ class EventStore:
             )
             for e in events
         ]
-        with self._write_lock, self.transaction():
+        with self._write_lock, _writes(self.path), self.transaction():
             self.conn.executemany(
                 "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
                 "version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -279,7 +285,7 @@ class EventStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Group appends so they land together or not at all."""
-        with self._write_lock:
+        with self._write_lock, _writes(self.path):
             if self.conn.in_transaction:
                 yield
                 return
@@ -371,7 +377,14 @@ class EventStore:
     def writer_lock(self, what: str = "train") -> Iterator[None]:
         """Hold the one-writer lock for this repository's log, or raise ``Locked``."""
         lock_path = self.path.with_name(f"{what}.lock")
-        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
+        try:
+            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
+        except PermissionError:
+            raise LogNotWritable(
+                f"Cannot create the writer lock {lock_path}: permission denied."
+            ) from None
+        except OSError as exc:
+            raise storage_error(exc, lock_path) or exc from None
         try:
             if fcntl is not None:
                 try:
@@ -389,6 +402,31 @@ class EventStore:
             yield
         finally:
             handle.close()
+
+
+@contextlib.contextmanager
+def _writes(path: Path) -> Iterator[None]:
+    """Report a full disk or a read-only log as one sentence (SQLite has undone the write)."""
+    try:
+        yield
+    except (sqlite3.OperationalError, OSError) as exc:
+        error = storage_error(exc, path)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _unwritable(path: Path, exc: Exception) -> SkillvcError | None:
+    """A ``LogNotWritable`` when opening failed because the log or its directory is read-only."""
+    error = storage_error(exc, path)
+    if error is not None:
+        return error
+    directory = path.parent
+    if not os.access(directory, os.W_OK):
+        return LogNotWritable(f"The event log {path} cannot be opened: {directory} is read-only.")
+    if path.exists() and not os.access(path, os.W_OK):
+        return LogNotWritable(f"The event log {path} cannot be opened: the file is read-only.")
+    return None
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -418,8 +456,19 @@ def open_store(path: str | Path, *, create: bool = True) -> EventStore:
         from skillvc.errors import NotInitialised
 
         raise NotInitialised(f"No event log at {path}.")
+    if path.is_dir():
+        raise NotADatabase(
+            f"{path} is a directory, not the event log.",
+            hint="Move the directory aside; 'skillvc init' then creates a fresh event log.",
+        )
     if path.exists() and path.stat().st_size > 0:
-        with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
-                raise NotADatabase(f"{path} is not a SQLite database.")
+        try:
+            with open(path, "rb") as fh:
+                header = fh.read(16)
+        except PermissionError:
+            raise LogNotWritable(
+                f"The event log {path} cannot be read: permission denied."
+            ) from None
+        if header != b"SQLite format 3\x00":
+            raise NotADatabase(f"{path} is not a SQLite database.")
     return EventStore(path)

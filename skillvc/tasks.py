@@ -222,6 +222,7 @@ def _json_rows(text: str, display: str) -> Iterator[_Row]:
 
 
 def _csv_rows(text: str, display: str) -> Iterator[_Row]:
+    _check_quotes_closed(text, display)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         for row in reader:
@@ -234,6 +235,29 @@ def _csv_rows(text: str, display: str) -> Iterator[_Row]:
             yield _Row(dict(row), f"line {number}", number, csv=True)
     except csv.Error as exc:
         raise TaskSetError(f"{display} line {reader.line_num} is not valid CSV ({exc}).") from None
+
+
+def _check_quotes_closed(text: str, display: str) -> None:
+    """Refuse a quoted cell still open at the end of the file.
+
+    The csv module (not strict, so it reads what spreadsheets write) would swallow every
+    later line into that one cell; the user would then hear that its row "has no target".
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    start = 1
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            if "unexpected end of data" in str(exc):
+                raise TaskSetError(
+                    f'{display} line {start} opens a quoted cell (") that is never closed.',
+                    hint='Close the quote; a " inside a quoted cell is written "".',
+                ) from None
+            return  # other strict-only complaints (a stray quote mid-cell) are tolerated
+        start = reader.line_num + 1
 
 
 _JSON_TYPE_NAMES = {

@@ -61,6 +61,11 @@ class Workspace:
 
     def store(self, *, create: bool = False) -> EventStore:
         """Open the event log; ``create`` makes ``.skillvc/`` when missing (fresh CI clones)."""
+        if self.state_dir.exists() and not self.state_dir.is_dir():
+            raise NotInitialised(
+                f"{STATE_DIR} in {self.root} is a file, not skillvc's state directory.",
+                hint=f"Move the file {STATE_DIR} aside, then run 'skillvc init' to recreate it.",
+            )
         if not self.db_path.exists():
             if not create:
                 raise NotInitialised(f"No event log at {STATE_DIR}/{DB_NAME} in {self.root}.")

@@ -34,7 +34,7 @@ def test_unknown_key_is_an_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_wrong_types_and_values(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="epochs = 'four'.*wrong type"):
+    with pytest.raises(ConfigError, match='epochs = "four".*wrong type'):
         parse_config('[train]\nepochs = "four"\n', tmp_path)
     with pytest.raises(ConfigError, match="lr_schedule 'cosin'"):
         parse_config('[train]\nlr_schedule = "cosin"\n', tmp_path)
@@ -73,3 +73,18 @@ def test_malformed_prices_fail_when_the_config_loads(tmp_path: Path) -> None:
         parse_config('[prices."openai:my-model"]\ninput = "cheap"\n', tmp_path)
     ok = parse_config('[prices."openai:my-model"]\ninput = 0.5\noutput = 1.5\n', tmp_path)
     assert ok.prices["openai:my-model"]["input"] == 0.5
+
+
+def test_overrides_get_the_range_checks_of_the_file(tmp_path: Path) -> None:
+    config = parse_config("", tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        override(config, "target", temperature=float("nan"))
+    assert caught.value.message == (
+        "[target] temperature = nan is out of range: it must be between 0 and 2."
+    )
+    with pytest.raises(ConfigError) as caught:
+        override(config, "train", workers=5000)
+    assert caught.value.message == (
+        "[train] workers = 5000 is out of range: it must be between 1 and 1024."
+    )
+    assert override(config, "target", temperature=2).target.temperature == 2.0  # bounds included

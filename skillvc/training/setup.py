@@ -21,7 +21,7 @@ from skillvc.backends import get_backend
 from skillvc.backends.pricing import price_for
 from skillvc.calls import ModelClient, secret_values
 from skillvc.config import Config
-from skillvc.errors import ConfigError, StateConflict, TaskSetError
+from skillvc.errors import ConfigError, SkillDocumentError, StateConflict, TaskSetError
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
 from skillvc.repo import SkillRepo
@@ -105,6 +105,7 @@ def prepare_run(
                 "The repository has no commit yet.", hint="Commit the skill file first."
             )
         raw = repo.read_file(relpath, base_commit)
+        _require_utf8(raw, relpath)
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
@@ -275,3 +276,14 @@ def _check_budget_prices(config: Config) -> None:
                 hint=f'Add [prices."{model}"] input = ... output = ... (USD per 1M tokens) '
                 "to skillvc.toml.",
             )
+
+
+def _require_utf8(raw: bytes, relpath: str) -> None:
+    """A skill that is not UTF-8 text is refused before the run records anything."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillDocumentError(
+            f"The skill file {relpath} is not UTF-8 text (bad byte 0x{raw[exc.start]:02x} at "
+            f"offset {exc.start})."
+        ) from None
