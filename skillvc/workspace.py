@@ -57,7 +57,7 @@ class Workspace:
 
     @property
     def skill_relpath(self) -> str:
-        return Path(self.config.skill.path).as_posix()
+        return self.config.skill_relpath  # checked: never outside the work tree
 
     def store(self, *, create: bool = False) -> EventStore:
         """Open the event log; ``create`` makes ``.skillvc/`` when missing (fresh CI clones)."""
