@@ -83,6 +83,11 @@ def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
 def read_patch(data: bytes | str) -> str:
     """The patch as text; PatchError for empty, binary or non-UTF-8 input."""
     if isinstance(data, bytes):
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what PowerShell's '>' writes
+            raise PatchError(
+                "The patch is UTF-16 text; skillvc reads diffs as UTF-8.",
+                hint="Write the diff as UTF-8, e.g. git diff --output=fix.diff -- SKILL.md.",
+            )
         if b"\0" in data:
             raise PatchError("The patch is binary data (it has NUL bytes), not a unified diff.")
         try:

@@ -273,7 +273,7 @@ def test_an_insertion_goes_exactly_where_it_says(repo: Path) -> None:
         (b"", "The patch is empty."),
         (b"\n  \n", "The patch is empty."),
         (bytes(range(256)), "The patch is binary data (it has NUL bytes), not a unified diff."),
-        (b"\xff\xfe--- a/x\n", "The patch is not UTF-8 text (bad byte at offset 0)."),
+        (b"--- a/x\n\xff\xfe", "The patch is not UTF-8 text (bad byte at offset 8)."),
         (
             b"hello, this is not a diff\n",
             "The input is not a unified diff (it has no '--- a/FILE', '+++ b/FILE').",
@@ -314,3 +314,13 @@ def test_control_characters_in_a_diff_path_are_quoted(repo: Path) -> None:
     assert code == 5
     assert output.startswith("Error: The diff patches '\\x1b[2Jx.md', which is not the configured")
     assert "\x1b" not in output
+
+
+def test_a_utf16_diff_gets_its_own_sentence(repo: Path) -> None:
+    diff = headed(f"a/{SKILL}", f"b/{SKILL}").encode("utf-16")  # with a BOM, like PowerShell
+    code, output = apply_text(repo, diff)
+    assert code == 5
+    assert output == (
+        "Error: The patch is UTF-16 text; skillvc reads diffs as UTF-8.\n"
+        "Hint: Write the diff as UTF-8, e.g. git diff --output=fix.diff -- SKILL.md.\n"
+    )
