@@ -224,3 +224,12 @@ def test_a_skill_inside_the_repo_through_a_symlink_still_works(repo: Path) -> No
     result = CliRunner().invoke(cli, ["validate"])
     assert result.exit_code == 0, result.output
     assert result.output == "Checked 1 file: no problems.\n"
+
+
+def test_init_refuses_a_skill_under_git(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (git_repo / ".git" / "SKILL.md").write_text("# not a skill\n")
+    monkeypatch.chdir(git_repo)
+    result = CliRunner().invoke(cli, ["init", "--skill", ".git/SKILL.md"])
+    assert result.exit_code == 5
+    assert result.output == refusal("--skill", ".git/SKILL.md", GIT_DIR)
+    assert not (git_repo / "skillvc.toml").exists()
