@@ -108,7 +108,15 @@ class Config:
 
     @property
     def skill_path(self) -> Path:
-        return self.root / self.skill.path
+        """The skill file; PathOutsideRepo when [skill] path leaves the work tree."""
+        from skillvc.paths import inside_repo
+
+        return inside_repo(self.root, self.skill.path, f"[skill] path in {CONFIG_FILE}")
+
+    @property
+    def skill_relpath(self) -> str:
+        """[skill] path, checked and normalised (posix, relative to the root)."""
+        return self.skill_path.relative_to(self.root).as_posix()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot (recorded in ``run.started``); holds no secrets by design."""

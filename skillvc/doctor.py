@@ -129,7 +129,10 @@ def check_skill(config: Config) -> Check:
     """The skill file exists and passes its format rules (what training will need)."""
     from skillvc.formats import check_bytes
 
-    path = config.skill_path
+    try:
+        path = config.skill_path
+    except SkillvcError as exc:  # a path outside the work tree is never read
+        return Check("skill", FAIL, exc.message, exc.hint)
     if not path.is_file():
         return Check(
             "skill",

@@ -43,6 +43,9 @@ _ALIASES = {
     "reason": "rationale",
 }
 _FIELDS = ("op", "target", "content", "anchor", "rationale")
+# How far (in lines) a diff's hunk may have moved from the line its header states. git apply
+# searches the whole file; a bound keeps a hunk whose numbers are far off from landing elsewhere.
+MAX_HUNK_OFFSET = 10
 
 
 @dataclass(frozen=True)
@@ -362,32 +365,98 @@ def unified_diff(before: SkillDocument, after: SkillDocument, path: str = "SKILL
     return "".join(out)
 
 
-def edits_from_diff(diff_text: str, doc: SkillDocument) -> list[Edit]:
-    """Turn a one-file unified diff against ``doc`` into replace (or add) edits, one per hunk.
-
-    Each hunk becomes the smallest replace edit whose target occurs exactly once in the
-    document, at the place the hunk names; context lines are trimmed or widened to get there.
-    Applying the edits in order to ``doc`` gives the diff's result.
-    """
+def parse_diff(diff_text: str) -> PatchSet:
+    """The files and hunks of a unified diff; PatchError when it is not one."""
     try:
         patch = PatchSet(diff_text)
     except UnidiffParseError as exc:
-        raise PatchError(f"The diff cannot be parsed: {exc}.") from exc
-    if len(patch) != 1:
-        raise PatchError(f"The diff must change exactly one file; it changes {len(patch)}.")
-    hunks = list(patch[0])
-    if not hunks:
+        # unidiff quotes the offending line, newline and all: one printable line, kept short.
+        detail = " ".join("".join(c if c.isprintable() else " " for c in str(exc)).split())
+        detail = detail if len(detail) <= 100 else detail[:100] + "..."
+        raise PatchError(f"The diff cannot be parsed ({detail}).") from exc
+    if not len(patch):
+        raise PatchError("The input is not a unified diff (it has no '--- a/FILE', '+++ b/FILE').")
+    return patch
+
+
+def edits_from_diff(diff: str | PatchSet, doc: SkillDocument, path: str = "SKILL.md") -> list[Edit]:
+    """Turn a unified diff of one file (``path``, named in errors) into edits, one per hunk.
+
+    A hunk must match at the line its header states, or at most ``MAX_HUNK_OFFSET`` lines away
+    (the nearest place wins; on a tie, the earlier one); otherwise PatchError names the hunk
+    and the line it expected. Each hunk becomes the smallest replace edit whose target occurs
+    exactly once in the document, at that place; context lines are trimmed or widened to get
+    there. Applying the edits in order to ``doc`` gives the diff's result. Several sections
+    for the same file apply one after another, as ``git apply`` does.
+    """
+    patch = diff if isinstance(diff, PatchSet) else parse_diff(diff)
+    files = {f.path for f in patch}
+    if len(files) != 1:
+        raise PatchError(f"The diff must change exactly one file; it changes {len(files)}.")
+    if not any(len(f) for f in patch):
         raise PatchError("The diff has no hunks to apply.")
     edits: list[Edit] = []
-    working, delta = doc, 0
-    for hunk in hunks:
-        old, new = _hunk_blocks(hunk, keep_crlf="\r\n" in working.text)
-        edit = _edit_for_hunk(working, old, new, hunk.source_start + delta)
-        edits.append(edit)
-        # Later hunks are located in the text the earlier ones produce.
-        working = apply_edits(working, [edit]).document
-        delta += len(new) - len(old)
+    working = doc
+    for patched_file in patch:
+        delta = 0  # line numbers of a section count in the text the earlier sections produced
+        for hunk in patched_file:
+            old, new = _hunk_blocks(hunk, keep_crlf="\r\n" in working.text)
+            lines = _split(working.text)
+            # Unified diffs name the first old line, or for an empty old block the line it
+            # follows.
+            given = hunk.source_start + delta - (1 if old else 0)
+            index = _locate(lines, old, given)
+            if index is None:
+                raise _mismatch(lines, old, given, _header(hunk), path)
+            edit = _edit_for_hunk(working, old, new, index)
+            edits.append(edit)
+            # Later hunks are located in the text the earlier ones produce.
+            working = apply_edits(working, [edit]).document
+            delta += len(new) - len(old)
     return edits
+
+
+def _header(hunk: Any) -> str:
+    return (
+        f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
+    )
+
+
+def _locate(lines: list[str], old: list[str], given: int) -> int | None:
+    """Where the old block starts: at ``given`` or the nearest place within the offset bound."""
+    if not old:
+        # A pure insertion has no text to check its place by: it goes exactly where it says.
+        return given if 0 <= given <= len(lines) else None
+    for offset in sorted(range(-MAX_HUNK_OFFSET, MAX_HUNK_OFFSET + 1), key=lambda d: (abs(d), d)):
+        i = given + offset
+        if i >= 0 and lines[i : i + len(old)] == old:
+            return i
+    return None
+
+
+def _mismatch(lines: list[str], old: list[str], given: int, header: str, path: str) -> PatchError:
+    """The error for a hunk that matches nowhere near its place, naming the line it expected."""
+    where = f"The patch does not apply to {path}: hunk {header}"
+    if not old:
+        return PatchError(
+            f"{where} inserts after line {given}, but the file has {len(lines)} lines."
+        )
+    at, want, have = given, old[0], None
+    for i, want in enumerate(old):
+        at = given + i
+        have = lines[at] if 0 <= at < len(lines) else None
+        if have != want:
+            break
+    found = "the file has no such line" if have is None else f"it reads {_show(have)}"
+    return PatchError(
+        f"{where} expects line {at + 1} to read {_show(want)}, but {found}, and the hunk "
+        f"matches nowhere within {MAX_HUNK_OFFSET} lines of there."
+    )
+
+
+def _show(line: str, limit: int = 60) -> str:
+    text = line.rstrip("\r\n")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _hunk_blocks(hunk: Any, keep_crlf: bool = False) -> tuple[list[str], list[str]]:
@@ -413,19 +482,9 @@ def _hunk_blocks(hunk: Any, keep_crlf: bool = False) -> tuple[list[str], list[st
     return old, new
 
 
-def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], start: int) -> Edit:
+def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], index: int) -> Edit:
+    """The edit that turns ``old`` (at line ``index`` of ``doc``) into ``new``."""
     lines = _split(doc.text)
-    # Unified diffs name the first old line, or for an empty old block the line it follows.
-    given = start - 1 if old else start
-    index: int | None = given
-    if given < 0 or lines[given : given + len(old)] != old:
-        # Like git apply, tolerate a shifted hunk, but only where its old block is unique.
-        places = [i for i in range(len(lines)) if old and lines[i : i + len(old)] == old]
-        index = places[0] if len(places) == 1 else None
-    if index is None:
-        if not old:
-            return Edit("add", content="".join(new))
-        return _plain_edit("".join(old), "".join(new))
     prefix = 0
     while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
         prefix += 1

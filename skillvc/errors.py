@@ -170,6 +170,12 @@ class PatchError(BadData):
     hint = "Produce the diff with 'git diff' against the current skill file."
 
 
+class PathOutsideRepo(BadData):
+    """A configured or patched path leaves the work tree or points into .git/ or .skillvc/."""
+
+    hint = "Use a path relative to the repository root, inside it (not under .git/ or .skillvc/)."
+
+
 class TaskSetError(BadData):
     """A task file is unreadable or an item is malformed."""
 

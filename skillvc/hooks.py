@@ -123,7 +123,7 @@ def validate(
             return _validate_staged(repo, allow_protected=allow_protected, max_bytes=max_bytes)
     if not paths:
         with SkillRepo(cwd) as repo:
-            skill = repo.root / load_config(repo.root).skill.path
+            skill = load_config(repo.root).skill_path  # never outside the work tree
             if not skill.is_file():
                 rel = skill.relative_to(repo.root).as_posix()
                 raise SkillFileMissing(f"The skill file {rel} does not exist.")

@@ -1,19 +1,39 @@
 """Human patches as recorded edits: a unified diff becomes edits, events and one commit.
 
-The same rules as training apply: every hunk must land exactly where it says (never somewhere
-else), protected regions and the frontmatter are refused, and the result must keep the file's
-format rules. Either every edit applies and one commit is made, or nothing is written.
+The same rules as training apply, and the diff is taken at its word:
+
+* The paths in the diff (``--- a/X``, ``+++ b/X``; the ``a/`` and ``b/`` prefixes are stripped
+  as git writes them) name the file patched. Each must stay inside the work tree (``paths``),
+  and every file must be the configured skill: a diff of another file, a new, deleted or
+  renamed file, or a binary patch is refused.
+* Every hunk must match at the line its header states, or within ``MAX_HUNK_OFFSET`` lines
+  (``edits.edits_from_diff``); it never lands somewhere else.
+* Protected regions and the frontmatter are refused, and the result must keep the file's
+  format rules.
+
+Either every edit applies and one commit is made, or nothing is written: all checks run
+before the event log is opened.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from skillvc.edits import Edit, apply_edits, edits_from_diff
+from unidiff import PatchSet
+
+from skillvc.edits import Edit, apply_edits, edits_from_diff, parse_diff
 from skillvc.errors import PatchError
 from skillvc.formats import new_problems
+from skillvc.paths import inside_repo
 from skillvc.skilldoc import SkillDocument
 from skillvc.workspace import Workspace
+
+DEV_NULL = "/dev/null"
+# git's C-style quoting of unusual paths ("a/caf\303\251.md"): these escapes and \ooo octal.
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+_OCTAL = re.compile(r"[0-3][0-7]{2}")
 
 
 @dataclass(frozen=True)
@@ -23,13 +43,16 @@ class AppliedPatch:
     event_ids: tuple[int, ...]
 
 
-def apply_patch(ws: Workspace, diff_text: str, message: str) -> AppliedPatch:
+def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
     """Apply a human-written diff of the skill as edits; log them and commit the result."""
-    repo, path = ws.repo, ws.skill_relpath
+    patch = parse_diff(read_patch(diff))
+    path = ws.skill_relpath
+    check_files(ws.root, patch, path)
+    repo = ws.repo
     repo.ensure_clean(path)
     head = repo.head_sha()
     doc = SkillDocument.parse(ws.require_skill().read_bytes())
-    edits = edits_from_diff(diff_text, doc)
+    edits = edits_from_diff(patch, doc, path)
     result = apply_edits(doc, edits)
     if result.unmatched:
         miss = result.unmatched[0]
@@ -55,3 +78,98 @@ def apply_patch(ws: Workspace, diff_text: str, message: str) -> AppliedPatch:
             path, result.document.render(), message, trailers, expected_parent=head
         )
     return AppliedPatch(sha=sha, edits=result.applied, event_ids=ids)
+
+
+def read_patch(data: bytes | str) -> str:
+    """The patch as text; PatchError for empty, binary or non-UTF-8 input."""
+    if isinstance(data, bytes):
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # what PowerShell's '>' writes
+            raise PatchError(
+                "The patch is UTF-16 text; skillvc reads diffs as UTF-8.",
+                hint="Write the diff as UTF-8, e.g. git diff --output=fix.diff -- SKILL.md.",
+            )
+        if b"\0" in data:
+            raise PatchError("The patch is binary data (it has NUL bytes), not a unified diff.")
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise PatchError(
+                f"The patch is not UTF-8 text (bad byte at offset {exc.start})."
+            ) from None
+    if "\0" in data:
+        raise PatchError("The patch is binary data (it has NUL bytes), not a unified diff.")
+    if not data.strip():
+        raise PatchError("The patch is empty.")
+    return data
+
+
+def check_files(root: Path, patch: PatchSet, skill: str) -> None:
+    """Refuse a diff that names a path outside the work tree or a file other than ``skill``."""
+    for patched in patch:
+        source, target = diff_paths(patched.source_file, patched.target_file)
+        source_rel, target_rel = _shown(_relpath(root, source)), _shown(_relpath(root, target))
+        if source_rel == DEV_NULL:
+            raise PatchError(
+                f"The diff creates {target_rel}; apply only changes the existing skill {skill}."
+            )
+        if target_rel == DEV_NULL:
+            raise PatchError(
+                f"The diff deletes {source_rel}; apply only changes the existing skill {skill}."
+            )
+        if source_rel != target_rel:
+            raise PatchError(
+                f"The diff renames {source_rel} to {target_rel}; apply only changes the skill "
+                f"{skill} in place."
+            )
+        if target_rel != skill:
+            raise PatchError(
+                f"The diff patches {target_rel}, which is not the configured skill {skill}.",
+                hint=f"Give apply a diff of the skill only, e.g. 'git diff -- {skill}'.",
+            )
+        if patched.is_binary_file:
+            raise PatchError(f"The diff of {skill} is a binary patch, not a text diff.")
+
+
+def _relpath(root: Path, name: str) -> str:
+    """``name`` normalised, relative to the root; PathOutsideRepo when it leaves the tree."""
+    if name == DEV_NULL:
+        return name
+    return inside_repo(root, name, "The diff").relative_to(root).as_posix()
+
+
+def _shown(path: str) -> str:
+    """A path fit for an error line: quoted when it holds control characters (a terminal
+    escape in a diff's file name must not reach the user's terminal)."""
+    return path if path.isprintable() else repr(path)
+
+
+def diff_paths(source: str, target: str) -> tuple[str, str]:
+    """The file names of a diff's ``---`` and ``+++`` lines, unquoted, without git's a/ b/."""
+    source, target = _unquote(source), _unquote(target)
+    # git writes "a/" and "b/" (or /dev/null); a diff made without them names the file as is.
+    if (source == DEV_NULL or source.startswith("a/")) and (
+        target == DEV_NULL or target.startswith("b/")
+    ):
+        source = source if source == DEV_NULL else source[2:]
+        target = target if target == DEV_NULL else target[2:]
+    return source, target
+
+
+def _unquote(name: str) -> str:
+    """A path as git quotes it ("a/caf\\303\\251.md") back to the path itself."""
+    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
+        return name
+    inner, out, i = name[1:-1], bytearray(), 0
+    while i < len(inner):
+        if inner[i] == "\\" and i + 1 < len(inner):
+            if inner[i + 1] in _ESCAPES:
+                out.append(_ESCAPES[inner[i + 1]])
+                i += 2
+                continue
+            if _OCTAL.fullmatch(inner[i + 1 : i + 4]):
+                out.append(int(inner[i + 1 : i + 4], 8))
+                i += 4
+                continue
+        out += inner[i].encode("utf-8")
+        i += 1
+    return out.decode("utf-8", errors="replace")

@@ -38,6 +38,7 @@ from skillvc.errors import (
     ConfigError,
     DirtySkillFile,
     NotAGitRepo,
+    PathOutsideRepo,
     SkillFileMissing,
     SkillvcError,
     StateConflict,
@@ -498,12 +499,14 @@ class SkillRepo:
             try:
                 raw = raw.resolve().relative_to(self.root.resolve())
             except ValueError:
-                raise SkillvcError(f"{relpath} is outside the repository at {self.root}.") from None
+                raise PathOutsideRepo(
+                    f"{relpath} is outside the repository at {self.root}."
+                ) from None
         norm = posixpath.normpath(raw.as_posix())
         parts = norm.split("/")
         # ".GIT" is the git directory too on case-insensitive file systems (macOS, Windows).
         if norm in ("", ".") or ".." in parts or ".git" in (p.lower() for p in parts):
-            raise SkillvcError(f"{relpath} is not a file path inside the repository.")
+            raise PathOutsideRepo(f"{relpath} is not a file path inside the repository.")
         return norm
 
     def _git_stdin(self, command: str, *args: str, data: bytes) -> str:

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from skillvc import tasks
 from skillvc.errors import BackendError, ScorerError
 from skillvc.hashing import canonical_json
+from skillvc.paths import inside_repo
 from skillvc.tasks import TaskItem
 
 JudgeFn = Callable[[str, str], str]  # (system prompt, user prompt) -> model text
@@ -496,7 +497,9 @@ def _make_json(options: Mapping[str, Any], judge: JudgeFn | None) -> JsonScorer:
         return JsonScorer()
     if isinstance(schema, str):
         try:
-            schema = json.loads(Path(schema).read_text(encoding="utf-8"))
+            # Relative to the current directory, as a python scorer's module; never outside it.
+            path = inside_repo(Path.cwd(), schema, "[tasks.scorer_options] schema")
+            schema = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ScorerError(
                 f"The json scorer's schema file {schema} cannot be read ({exc})."

@@ -33,6 +33,7 @@ from typing import Any
 from skillvc.config import TasksConfig
 from skillvc.errors import TaskSetError
 from skillvc.hashing import content_id
+from skillvc.paths import inside_repo
 
 SPLITS = ("train", "val", "test")
 DEFAULT_TEMPLATE = "{input}"
@@ -472,7 +473,9 @@ def load_taskset(config: TasksConfig, root: Path) -> TaskSet:
         splits = _load_single(config, root)
     else:
         splits = {
-            name: _read_file(root / rel, _display(rel), config.input_template, config.scorer)
+            name: _read_file(
+                _inside(root, rel, name), _display(rel), config.input_template, config.scorer
+            )
             if (rel := getattr(config, name))
             else []
             for name in SPLITS
@@ -500,6 +503,11 @@ def _display(rel: str) -> str:
     return Path(rel).as_posix()
 
 
+def _inside(root: Path, rel: str, key: str) -> Path:
+    """A configured task path, refused (PathOutsideRepo) when it leaves the work tree."""
+    return inside_repo(root, rel, f"[tasks] {key} in skillvc.toml")
+
+
 def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]:
     # SkillOpt's SearchQA items carry question and context separately; the model sees both.
     template = (
@@ -508,7 +516,7 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
     base = Path(config.skillopt_dir or "")
     return {
         name: _read_file(
-            root / base / name / "items.json",
+            _inside(root, (base / name / "items.json").as_posix(), "skillopt_dir"),
             (base / name / "items.json").as_posix(),
             template,
             config.scorer,
@@ -520,7 +528,7 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
 def _load_single(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]:
     rel = config.path or ""
     display = _display(rel)
-    rows = _read_rows(root / rel, display)
+    rows = _read_rows(_inside(root, rel, "path"), display)
     items = [_make_item(row, display, config.input_template, config.scorer) for row in rows]
     labels = [_split_label(row, config.split_field, display) for row in rows]
     if not any(label is not None for label in labels):

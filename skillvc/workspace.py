@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from skillvc.config import CONFIG_FILE, Config, load_config
 from skillvc.errors import ConfigError, NotAGitRepo, NotInitialised, SkillFileMissing
+from skillvc.paths import inside_repo
 from skillvc.resources import read_text
 from skillvc.store import EventStore, open_store
 
@@ -57,7 +58,7 @@ class Workspace:
 
     @property
     def skill_relpath(self) -> str:
-        return Path(self.config.skill.path).as_posix()
+        return self.config.skill_relpath  # checked: never outside the work tree
 
     def store(self, *, create: bool = False) -> EventStore:
         """Open the event log; ``create`` makes ``.skillvc/`` when missing (fresh CI clones)."""
@@ -258,12 +259,14 @@ def _skill_relpath(root: Path, skill: str) -> str:
             hint="Pass an existing file (or its directory) to --skill.",
         )
     try:
-        return full.resolve().relative_to(root).as_posix()
+        rel = full.resolve().relative_to(root).as_posix()
     except ValueError:
         raise ConfigError(
             f"The skill file {skill} is outside the repository {root}.",
             hint="Move it into the repository first.",
         ) from None
+    inside_repo(root, rel, "--skill")  # never a skill under .git/ or .skillvc/
+    return rel
 
 
 def render_config(

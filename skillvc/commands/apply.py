@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import BinaryIO
 
 import click
 
 
 @click.command("apply")
-@click.argument("patch", type=click.File("r", encoding="utf-8"))
+@click.argument("patch", type=click.File("rb"))
 @click.option(
     "-m",
     "--message",
@@ -16,12 +16,14 @@ import click
     show_default=True,
     help="The commit message.",
 )
-def command(patch: TextIO, message: str) -> None:
+def command(patch: BinaryIO, message: str) -> None:
     """Apply PATCH (a unified diff of the skill, '-' for stdin) as recorded edits.
 
     Each hunk becomes an edit event (source "human") and the result one commit, under the same
-    rules as training: a hunk that does not land exactly where it says, or that touches the
-    frontmatter or a protected region, is refused and nothing is written.
+    rules as training. The diff's paths (a/ and b/ stripped) must name the configured skill
+    inside the repository; a hunk that does not match at its stated line (give or take 10
+    lines), or that touches the frontmatter or a protected region, is refused and nothing is
+    written.
     Example: git diff HEAD~1 -- SKILL.md | skillvc apply - -m "Tighten the refund rule"
     """
     from skillvc.patches import apply_patch

@@ -137,7 +137,7 @@ class Trainer:
         self.store, self.config, self.ctx, self.progress = store, config, ctx, progress
         self.t = config.train
         self.repo = ws.repo
-        self.relpath = config.skill.path
+        self.relpath = config.skill_relpath
         self.log, self.client = ctx.log, ctx.client
         self.started = time.monotonic()
         self.phase = "setup"  # named in the sentence that stops a run for failed calls

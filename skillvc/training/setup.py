@@ -82,7 +82,7 @@ def prepare_run(
             hint="Point [tasks] in skillvc.toml at task files with both splits.",
         )
     _check_budget_prices(config)
-    repo, relpath = ws.repo, config.skill.path
+    repo, relpath = ws.repo, config.skill_relpath  # PathOutsideRepo before any git work
     repo.ensure_identity()
     # The caller holds the writer lock: temp files beside the skill are leftovers of a killed
     # write, and the last commit intent may need finishing.
