@@ -533,19 +533,16 @@ def skill_cases() -> list[Case]:
             "skill path outside the repo",
             EVAL_VAL,
             set_key("skill", "path", '"../../../../etc/passwd"'),
-            owner="h2-paths",
         ),
         Case(
             "skill path absolute",
             EVAL_VAL,
             set_key("skill", "path", '"/etc/passwd"'),
-            owner="h2-paths",
         ),
         Case(
             "skill path inside .git",
             EVAL_VAL,
             set_key("skill", "path", '".git/description"'),
-            owner="h2-paths",
         ),
     ]
     return cases
@@ -626,17 +623,7 @@ def apply_cases() -> list[Case]:
             b"-# Acme returns support\n+# PDF\n"
         ),
     }
-    owners = {
-        "random bytes": "h2-paths",
-        "non-UTF-8 diff": "h2-paths",
-        "hunk far off": "h2-paths",
-        "path to /etc/passwd": "h2-paths",
-        "another file": "h2-paths",
-    }
-    cases = [
-        Case(f"apply {name}", ["apply", "-"], stdin=data, owner=owners.get(name))
-        for name, data in patches.items()
-    ]
+    cases = [Case(f"apply {name}", ["apply", "-"], stdin=data) for name, data in patches.items()]
     cases.append(Case("apply missing file", ["apply", "no-such.diff"]))
     return cases
 
