@@ -201,8 +201,10 @@ def show(ident: str, as_json: bool) -> None:
         click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")
 
 
-def _progress(quiet: bool):
-    return None if quiet else (lambda line: click.echo(line, err=True))
+def _progress(quiet: bool) -> Any:
+    from skillvc.progress import Progress
+
+    return Progress.to_stderr(quiet)
 
 
 def _summary_lines(summary: Any) -> list[str]:
@@ -226,7 +228,9 @@ def _summary_lines(summary: Any) -> list[str]:
 
 
 @cli.command()
-@click.option("--new", is_flag=True, help="Start a new run even if one is unfinished.")
+@click.option(
+    "--new", is_flag=True, help="Start a new run even if one is unfinished or already done."
+)
 @click.option("--epochs", type=POSITIVE, help="Passes over the train split [4].")
 @click.option("--batch-size", type=POSITIVE, help="Train items per step [40].")
 @click.option("--minibatch-size", type=POSITIVE, help="Trajectories per reflection call [8].")
@@ -298,11 +302,14 @@ def train(
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
 
+    When the last run already finished at HEAD with the same settings, templates and task
+    set, it says so and makes no call (--new trains again).
     Every option overrides the [train] key of the same name in skillvc.toml.
     Example: skillvc train --epochs 2 --lr-schedule constant
     """
     import dataclasses
 
+    from skillvc.training.loop import UP_TO_DATE
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
@@ -317,6 +324,13 @@ def train(
         data = dataclasses.asdict(summary)
         data = {"run": data.pop("run_id"), **data}  # the same key as `skillvc runs --json`
         echo_json(data)
+        return
+    if summary.status == UP_TO_DATE:
+        click.echo(
+            f"Nothing to do: run {summary.run_id} already finished at HEAD "
+            f"({(summary.best_commit or '')[:10]}) with this config, templates and task set; "
+            "pass --new to train again."
+        )
         return
     click.echo("\n".join(_summary_lines(summary)))
     click.echo(

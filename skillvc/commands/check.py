@@ -56,6 +56,7 @@ EPS = 1e-9
     help="The split to gate on.",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
 def command(
     base: str,
@@ -63,6 +64,7 @@ def command(
     allow_drop: float,
     split: str,
     workers: int | None,
+    quiet: bool,
     as_json: bool,
 ) -> None:
     """Fail (exit 7) when the skill scores worse than at BASE, e.g. in a pull request.
@@ -72,6 +74,7 @@ def command(
     from skillvc.commands.eval import comparison_lines
     from skillvc.errors import RegressionFound
     from skillvc.evaluation import compare
+    from skillvc.progress import Progress
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
@@ -79,7 +82,7 @@ def command(
         # A pull request that adds the skill has nothing to regress from.
         click.echo(f"OK: {ws.skill_relpath} does not exist at {base}; nothing to compare.")
         return
-    comparison = compare(ws, base, head, split, workers=workers)
+    comparison = compare(ws, base, head, split, workers=workers, progress=Progress.to_stderr(quiet))
     for result in (comparison.a, comparison.b):
         require_evidence(result, ws.config.train.max_failure_rate)
     require_pairs(comparison)

@@ -64,9 +64,15 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 )
 @click.option("--compare", "base", metavar="BASE", help="Also evaluate BASE and pair the two.")
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
 def command(
-    rev: str | None, split: str, base: str | None, workers: int | None, as_json: bool
+    rev: str | None,
+    split: str,
+    base: str | None,
+    workers: int | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Score the skill at REV (default: the working-tree file) on a split.
 
@@ -74,17 +80,18 @@ def command(
     Examples: skillvc eval HEAD~1 --split test; skillvc eval --compare main
     """
     from skillvc.evaluation import compare, evaluate
+    from skillvc.progress import Progress
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
     if base is None:
-        result = evaluate(ws, rev, split, workers=workers)
+        result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
         if as_json:
             echo_json(result.to_dict())
         else:
             click.echo("\n".join(evaluation_lines(result, ws.skill_relpath)))
         return
-    comparison = compare(ws, base, rev, split, workers=workers)
+    comparison = compare(ws, base, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
     if as_json:
         echo_json(comparison.to_dict())
     else:
