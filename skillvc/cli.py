@@ -159,13 +159,15 @@ def log(
 def show(ident: str, as_json: bool) -> None:
     """One event, edit, commit or run with its full evidence, like 'git show'.
 
-    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a run id, or
-    a training commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag).
+    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a run id, a
+    model call's key or a blob hash (or a unique prefix of 6+ characters of either), or a
+    training commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag). Model
+    calls show their messages and response as text; rollouts their task, answer and score.
     Example: skillvc show 42
     """
     from skillvc.errors import SkillvcError
     from skillvc.history import show as show_event
-    from skillvc.output import format_runs
+    from skillvc.output import format_blob, format_call, format_rollout, format_runs
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
@@ -181,6 +183,9 @@ def show(ident: str, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
+    if "blob" in data:
+        click.echo(format_blob(data["blob"], data["messages"]))
+        return
     if "entry" in data:
         click.echo(format_log_entry(data["entry"]))
         return
@@ -190,13 +195,16 @@ def show(ident: str, as_json: bool) -> None:
             click.echo("\n" + format_log_entry(entry))
         return
     event = data["event"]
+    if "call" in data:
+        click.echo(format_call(event, data["call"]))
+        return
+    if "rollout" in data:
+        click.echo(format_rollout(event, data["rollout"]))
+        return
     click.echo(
         f"event {event['id']}  {event['type']}  run {event['run_id']}  {event['created_at']}"
     )
     echo_json(event["payload"])
-    for name in ("prompt", "response"):
-        if name in data:
-            click.echo(f"--- {name} ---\n{data[name]}")
     if data.get("gates"):
         click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")
 

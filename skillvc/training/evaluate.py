@@ -41,6 +41,7 @@ class Rollout:
     call_key: str | None = None
     tokens: int = 0
     cost_usd: float | None = 0.0
+    reason: str | None = None  # the scorer's explanation of the score, when it gives one
 
     @property
     def ok(self) -> bool:
@@ -120,6 +121,7 @@ class Evaluator:
             call_key=reply.key,
             tokens=reply.prompt_tokens + reply.completion_tokens,
             cost_usd=reply.cost_usd,
+            reason=score.detail or None,
         )
 
 

@@ -583,6 +583,7 @@ class Trainer:
                     "soft": r.soft,
                     "error": r.error,
                     "call": r.call_key,
+                    "reason": r.reason,
                 },
             )
 
