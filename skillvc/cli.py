@@ -15,7 +15,7 @@ import click
 
 from skillvc import __version__
 from skillvc.errors import INTERNAL_ERROR_EXIT_CODE, SkillvcError, redact, should_reraise
-from skillvc.output import echo_json, format_log_entry, json_option
+from skillvc.output import echo_json, echo_rows, format_log_entry, json_option, table_options
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
 POSITIVE = click.IntRange(min=1)
@@ -127,8 +127,14 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
 )
 @click.option("-p", "--patch", is_flag=True, help="Show the skill diff of each candidate.")
 @json_option
+@table_options
 def log(
-    decision: str | None, run_id: str | None, limit: int | None, patch: bool, as_json: bool
+    decision: str | None,
+    run_id: str | None,
+    limit: int | None,
+    patch: bool,
+    as_json: bool,
+    table_format: str | None,
 ) -> None:
     """Gate decisions, newest first, like 'git log' over the event log.
 
@@ -146,6 +152,9 @@ def log(
         ]
     if as_json:
         echo_json(rendered)
+        return
+    if table_format:
+        echo_rows(rendered, table_format)
         return
     if not rendered:
         click.echo("No gate decisions yet; run 'skillvc train' first.", err=True)
@@ -357,7 +366,8 @@ def train(
     help="Show at most N runs.",
 )
 @json_option
-def runs(limit: int | None, as_json: bool) -> None:
+@table_options
+def runs(limit: int | None, as_json: bool, table_format: str | None) -> None:
     """Training runs with their scores, calls, tokens and cost.
 
     Example: skillvc runs --json
@@ -370,6 +380,9 @@ def runs(limit: int | None, as_json: bool) -> None:
         rows = list_runs(store, limit)
     if as_json:
         echo_json(rows)
+        return
+    if table_format:
+        echo_rows(rows, table_format)
         return
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -18,6 +21,54 @@ def json_option(fn: F) -> F:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def table_options(fn: F) -> F:
+    """``--nl`` (newline-delimited JSON, one object a line) and ``--csv`` for every command whose
+    output is a table; each row holds the keys of its ``--json`` object. Exclusive with
+    ``--json`` and with each other (a usage error, exit 2)."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("as_json") and kwargs.get("table_format"):
+            raise click.UsageError("Give one of --json, --nl and --csv.")
+        return fn(*args, **kwargs)
+
+    options = [
+        click.option(
+            "--nl", "table_format", flag_value="nl", help="Print one JSON object per line."
+        ),
+        click.option("--csv", "table_format", flag_value="csv", help="Print CSV."),
+    ]
+    for option in reversed(options):
+        checked = option(checked)
+    return checked  # type: ignore[return-value]
+
+
+def echo_rows(rows: Sequence[dict[str, Any]], table_format: str) -> None:
+    """Rows as ``nl`` (one JSON object a line) or ``csv`` (a header of every key, nested values
+    as compact JSON, None as an empty cell)."""
+    if table_format == "nl":
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False, default=str))
+        return
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+    click.echo(out.getvalue(), nl=False)
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return value
 
 
 def fmt_score(value: float | None) -> str:
