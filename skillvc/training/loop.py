@@ -402,7 +402,10 @@ class Trainer:
             s.accept(candidate, sha, edits)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
-            s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
+            with self.stage(
+                f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
+            ):
+                s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
         if result is None:
             return f"forced (ungated), val {_fmt(s.current_val)}"
         if result.early_stopped:
