@@ -335,7 +335,7 @@ def train(
         new=new,
         overrides={"train": train_options},
         budget_usd=budget_usd,
-        progress=_progress(quiet or as_json),
+        progress=_progress(quiet),  # stderr: never mixed into the JSON
     )
     if as_json:
         data = dataclasses.asdict(summary)

@@ -10,6 +10,7 @@ Invariants:
 - On a terminal one live line is redrawn in place (at most ~10 times a second); elsewhere
   (CI logs, pipes) plain lines are written at most once every ``interval`` seconds, plus one
   line when each stage ends, so a log stays short.
+- Stages run one after another, never nested; ``advance`` outside a stage is ignored.
 - Calls "answered from the log" and the cost so far come from the model client's running
   totals (``watch``), so they agree with what the command reports at the end.
 """
