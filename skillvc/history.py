@@ -192,13 +192,18 @@ def _by_prefix(store: EventStore, sql: str, prefix: str) -> list[Any]:
     return [r["v"] for r in store.query(sql, [prefix, prefix + "g"])]  # "g" sorts after "f"
 
 
+def _looks_hashed(ident: str) -> bool:
+    prefix = ident.strip().lower()
+    return len(prefix) >= MIN_HEX_PREFIX and _HEX.fullmatch(prefix) is not None
+
+
 def find_hashed(store: EventStore, ident: str) -> tuple[str, Any] | None:
     """("blob", hash) or ("call", event id) for a blob hash or model-call key, or a unique
     prefix of one (at least ``MIN_HEX_PREFIX`` hex characters); None when nothing matches.
     An ambiguous prefix is an error that lists the candidates."""
-    prefix = ident.strip().lower()
-    if len(prefix) < MIN_HEX_PREFIX or not _HEX.fullmatch(prefix):
+    if not _looks_hashed(ident):
         return None
+    prefix = ident.strip().lower()
     blobs = _by_prefix(
         store,
         "SELECT hash AS v FROM blobs WHERE hash >= ? AND hash < ? ORDER BY hash LIMIT 6",
@@ -312,6 +317,10 @@ def show(
         if hashed is not None:
             return show(store, str(hashed[1]), with_patch=with_patch)
         sha = resolve_rev(ident) if resolve_rev is not None else None
+        if sha is None and _looks_hashed(ident) and not ident.strip().isdecimal():
+            raise UnknownEventId(
+                f"No event, edit, commit, run, model call or blob matches '{ident}'."
+            ) from None
         if sha is None:
             raise
         try:

@@ -130,3 +130,8 @@ def test_an_ambiguous_prefix_lists_the_candidates(
         "Hint: Give more characters.\n"
     )
     assert show(repo, monkeypatch, a[:7] if a[6] != b[6] else a).exit_code == 0
+    missing = show(repo, monkeypatch, "abcdef0123")
+    assert missing.exit_code == 3 and missing.stderr == (
+        "Error: No event, edit, commit, run, model call or blob matches 'abcdef0123'.\n"
+        "Hint: List ids with 'skillvc log' or 'skillvc runs'.\n"
+    )
