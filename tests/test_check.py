@@ -95,6 +95,13 @@ def test_check_json_and_head_revision(demo: Path, monkeypatch: pytest.MonkeyPatc
     assert comparison["b"]["sha"] == git(demo, "rev-parse", "main")
     assert comparison["diff"] < 0 and comparison["flipped"]["down"]
     assert data["message"].startswith("The skill scores ") and data["message"].endswith("main~1.")
+    positional = run_cli(demo, monkeypatch, "check", "-q", "--base", "main~1", "main", "--json")
+    again = json.loads(positional.stdout)
+    assert positional.exit_code == 7 and again["head"] == "main"
+    assert (again["message"], again["comparison"]["diff"]) == (data["message"], comparison["diff"])
+    both = run_cli(demo, monkeypatch, "check", "--base", "main~1", "--head", "main", "main")
+    assert both.exit_code == 2
+    assert "Error: Give the revision to check once: skillvc check --base BASE REV." in both.stderr
     same = run_cli(demo, monkeypatch, "check", "--base", "HEAD", "--json")
     assert same.exit_code == 0
     assert json.loads(same.stdout)["verdict"] == "pass"

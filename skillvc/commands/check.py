@@ -1,8 +1,9 @@
-"""``skillvc check --base REV [--head REV] [--allow-drop X] [--split val] [--json]``.
+"""``skillvc check --base BASE [REV] [--allow-drop X] [--split val] [--json]``.
 
 The gate of ``skillvc train`` applied to any change, such as a human edit in a pull request:
-evaluate the skill at BASE and at HEAD (default: the working-tree file), pair them item by item
-and fail when the change scores worse than its base by more than the allowed drop.
+evaluate the skill at BASE and at REV (default: the working-tree file; ``--head REV`` is the
+older spelling), pair them item by item and fail when the change scores worse than its base
+by more than the allowed drop.
 
 Invariants:
 
@@ -15,8 +16,8 @@ Invariants:
   error (exit 6) instead of a verdict.
 
 JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression", "allow_drop", "base"
-(the BASE given), "head" (the HEAD given, or null for the working tree), "split", "message",
-"comparison": <the object of ``skillvc eval --compare``: a is BASE, b is HEAD>}``. The JSON is
+(the BASE given), "head" (the REV given, or null for the working tree), "split", "message",
+"comparison": <the object of ``skillvc eval --compare``: a is BASE, b is REV>}``. The JSON is
 printed before a regression's exit 7, so CI can keep it.
 """
 
@@ -35,12 +36,10 @@ EPS = 1e-9
 
 
 @click.command("check")
+@click.argument("rev", metavar="[REV]", required=False)
 @click.option("--base", required=True, metavar="REV", help="The revision to compare against.")
-@click.option(
-    "--head",
-    metavar="REV",
-    help="The revision to check [default: the skill file in the working tree].",
-)
+# The older spelling of the positional REV (the pre-push hook writes it), kept working.
+@click.option("--head", metavar="REV", help="Same as REV.")
 @click.option(
     "--allow-drop",
     type=click.FloatRange(min=0.0),
@@ -59,6 +58,7 @@ EPS = 1e-9
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
 def command(
+    rev: str | None,
     base: str,
     head: str | None,
     allow_drop: float,
@@ -67,10 +67,14 @@ def command(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Fail (exit 7) when the skill scores worse than at BASE, e.g. in a pull request.
+    """Fail (exit 7) when the skill at REV (default: the working tree) scores worse than at
+    BASE, e.g. in a pull request.
 
     Example: skillvc check --base origin/main --allow-drop 0.02
     """
+    if rev is not None and head is not None:
+        raise click.UsageError("Give the revision to check once: skillvc check --base BASE REV.")
+    head = rev if rev is not None else head
     from skillvc.commands.eval import comparison_lines
     from skillvc.errors import RegressionFound
     from skillvc.evaluation import compare
