@@ -21,7 +21,7 @@ from skillvc.errors import (
     should_reraise,
     storage_error,
 )
-from skillvc.output import echo_json, format_log_entry, json_option
+from skillvc.output import echo_json, echo_rows, format_log_entry, json_option, table_options
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
 POSITIVE = click.IntRange(min=1)
@@ -138,8 +138,14 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
 )
 @click.option("-p", "--patch", is_flag=True, help="Show the skill diff of each candidate.")
 @json_option
+@table_options
 def log(
-    decision: str | None, run_id: str | None, limit: int | None, patch: bool, as_json: bool
+    decision: str | None,
+    run_id: str | None,
+    limit: int | None,
+    patch: bool,
+    as_json: bool,
+    table_format: str | None,
 ) -> None:
     """Gate decisions, newest first, like 'git log' over the event log.
 
@@ -158,6 +164,9 @@ def log(
     if as_json:
         echo_json(rendered)
         return
+    if table_format:
+        echo_rows(rendered, table_format)
+        return
     if not rendered:
         click.echo("No gate decisions yet; run 'skillvc train' first.", err=True)
         return  # not an empty line on stdout as well
@@ -170,13 +179,15 @@ def log(
 def show(ident: str, as_json: bool) -> None:
     """One event, edit, commit or run with its full evidence, like 'git show'.
 
-    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a run id, or
-    a training commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag).
+    ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a run id, a
+    model call's key or a blob hash (or a unique prefix of 6+ characters of either), or a
+    training commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag). Model
+    calls show their messages and response as text; rollouts their task, answer and score.
     Example: skillvc show 42
     """
     from skillvc.errors import SkillvcError
     from skillvc.history import show as show_event
-    from skillvc.output import format_runs
+    from skillvc.output import format_blob, format_call, format_rollout, format_runs
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
@@ -192,6 +203,9 @@ def show(ident: str, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
+    if "blob" in data:
+        click.echo(format_blob(data["blob"], data["messages"]))
+        return
     if "entry" in data:
         click.echo(format_log_entry(data["entry"]))
         return
@@ -201,19 +215,24 @@ def show(ident: str, as_json: bool) -> None:
             click.echo("\n" + format_log_entry(entry))
         return
     event = data["event"]
+    if "call" in data:
+        click.echo(format_call(event, data["call"]))
+        return
+    if "rollout" in data:
+        click.echo(format_rollout(event, data["rollout"]))
+        return
     click.echo(
         f"event {event['id']}  {event['type']}  run {event['run_id']}  {event['created_at']}"
     )
     echo_json(event["payload"])
-    for name in ("prompt", "response"):
-        if name in data:
-            click.echo(f"--- {name} ---\n{data[name]}")
     if data.get("gates"):
         click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")
 
 
-def _progress(quiet: bool):
-    return None if quiet else (lambda line: click.echo(line, err=True))
+def _progress(quiet: bool) -> Any:
+    from skillvc.progress import Progress
+
+    return Progress.to_stderr(quiet)
 
 
 def _summary_lines(summary: Any) -> list[str]:
@@ -237,7 +256,9 @@ def _summary_lines(summary: Any) -> list[str]:
 
 
 @cli.command()
-@click.option("--new", is_flag=True, help="Start a new run even if one is unfinished.")
+@click.option(
+    "--new", is_flag=True, help="Start a new run even if one is unfinished or already done."
+)
 @click.option("--epochs", type=POSITIVE, help="Passes over the train split [4].")
 @click.option("--batch-size", type=POSITIVE, help="Train items per step [40].")
 @click.option("--minibatch-size", type=POSITIVE, help="Trajectories per reflection call [8].")
@@ -309,11 +330,14 @@ def train(
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
 
+    When the last run already finished at HEAD with the same settings, templates and task
+    set, it says so and makes no call (--new trains again).
     Every option overrides the [train] key of the same name in skillvc.toml.
     Example: skillvc train --epochs 2 --lr-schedule constant
     """
     import dataclasses
 
+    from skillvc.training.loop import UP_TO_DATE
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
@@ -322,12 +346,19 @@ def train(
         new=new,
         overrides={"train": train_options},
         budget_usd=budget_usd,
-        progress=_progress(quiet or as_json),
+        progress=_progress(quiet),  # stderr: never mixed into the JSON
     )
     if as_json:
         data = dataclasses.asdict(summary)
         data = {"run": data.pop("run_id"), **data}  # the same key as `skillvc runs --json`
         echo_json(data)
+        return
+    if summary.status == UP_TO_DATE:
+        click.echo(
+            f"Nothing to do: run {summary.run_id} already finished at HEAD "
+            f"({(summary.best_commit or '')[:10]}) with this config, templates and task set; "
+            "pass --new to train again."
+        )
         return
     click.echo("\n".join(_summary_lines(summary)))
     click.echo(
@@ -346,7 +377,8 @@ def train(
     help="Show at most N runs.",
 )
 @json_option
-def runs(limit: int | None, as_json: bool) -> None:
+@table_options
+def runs(limit: int | None, as_json: bool, table_format: str | None) -> None:
     """Training runs with their scores, calls, tokens and cost.
 
     Example: skillvc runs --json
@@ -359,6 +391,9 @@ def runs(limit: int | None, as_json: bool) -> None:
         rows = list_runs(store, limit)
     if as_json:
         echo_json(rows)
+        return
+    if table_format:
+        echo_rows(rows, table_format)
         return
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)

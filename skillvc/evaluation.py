@@ -29,18 +29,18 @@ Invariants:
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillvc.backends import Backend, CallRequest, CallResult, get_backend
+from skillvc.backends import Backend, LazyBackend, lazy_backend
 from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig
 from skillvc.errors import SkillDocumentError, TaskSetError
 from skillvc.hashing import content_id
+from skillvc.progress import Progress
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
 from skillvc.store import EventStore
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
@@ -200,11 +200,16 @@ class SkillVersion:
 
 
 def evaluate(
-    ws: Workspace, rev: str | None, split: str, *, workers: int | None = None
+    ws: Workspace,
+    rev: str | None,
+    split: str,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
 ) -> EvalResult:
     """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once."""
     check_split(split)
-    return _evaluate(ws, read_skill(ws, rev), split, workers)
+    return _evaluate(ws, read_skill(ws, rev), split, workers, progress or Progress.off())
 
 
 def _evaluate(
@@ -212,6 +217,7 @@ def _evaluate(
     version: SkillVersion,
     split: str,
     workers: int | None,
+    progress: Progress,
     tasks_root: Path | None = None,
 ) -> EvalResult:
     config = ws.config
@@ -219,6 +225,7 @@ def _evaluate(
     items = split_items(taskset, split)
     with ws.store(create=True) as store:
         client = make_client(store, config)
+        progress.watch(client.totals)
         judge = _judge(client)
         scorer = get_scorer(config.tasks.scorer, config.tasks.scorer_options, judge=judge)
         with ThreadPoolExecutor(max_workers=workers or config.train.workers) as pool:
@@ -229,18 +236,31 @@ def _evaluate(
                 judge=judge,
                 scorer_options=config.tasks.scorer_options,
                 samples=config.train.samples,
+                progress=progress,
             )
-            rollouts = evaluator.run(version.text, items, split)
+            name = "the working tree" if version.rev is None else version.rev
+            with progress.stage(f"eval {name} on {split}", len(items) * config.train.samples):
+                rollouts = evaluator.run(version.text, items, split)
         return _record(store, config, client, version, split, taskset.hash, items, rollouts)
 
 
 def compare(
-    ws: Workspace, rev_a: str | None, rev_b: str | None, split: str, *, workers: int | None = None
+    ws: Workspace,
+    rev_a: str | None,
+    rev_b: str | None,
+    split: str,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
 ) -> Comparison:
     """Evaluate ``rev_a`` (the base) and ``rev_b`` on ``split`` and pair them item by item."""
     check_split(split)
     version_a, version_b = read_skill(ws, rev_a), read_skill(ws, rev_b)  # both, before any call
-    return pair(_evaluate(ws, version_a, split, workers), _evaluate(ws, version_b, split, workers))
+    progress = progress or Progress.off()
+    return pair(
+        _evaluate(ws, version_a, split, workers, progress),
+        _evaluate(ws, version_b, split, workers, progress),
+    )
 
 
 def compare_versions(
@@ -251,12 +271,14 @@ def compare_versions(
     *,
     tasks_root: Path,
     workers: int | None = None,
+    progress: Progress | None = None,
 ) -> Comparison:
     """``compare`` for skill texts already read, with the task files under ``tasks_root``
     (``skillvc check``: the base revision's files, not the working tree's)."""
     check_split(split)
-    a = _evaluate(ws, version_a, split, workers, tasks_root)
-    return pair(a, _evaluate(ws, version_b, split, workers, tasks_root))
+    progress = progress or Progress.off()
+    a = _evaluate(ws, version_a, split, workers, progress, tasks_root)
+    return pair(a, _evaluate(ws, version_b, split, workers, progress, tasks_root))
 
 
 def pair(a: EvalResult, b: EvalResult) -> Comparison:
@@ -316,30 +338,17 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
 
 
 def make_client(store: EventStore, config: Config) -> ModelClient:
-    """A client for the target and the judge (the optimizer's model), priced from the config."""
+    """A client for the target and the judge (the optimizer's model), priced from the config.
+
+    An SDK backend is built on its first fresh call, so an evaluation answered from the log
+    imports no SDK; the judge's always is: most scorers never ask a judge, and an evaluation
+    must not check a model it never calls."""
     backends: dict[str, Backend] = {
-        "target": get_backend(config.target),
-        "judge": _LazyBackend(config.optimizer),
+        "target": lazy_backend(config.target),
+        "judge": LazyBackend(config.optimizer),
     }
     configs = {"target": config.target, "judge": config.optimizer}
     return ModelClient(store, backends, configs, prices=config.prices)
-
-
-class _LazyBackend:
-    """The judge's backend, built on its first call: most scorers never ask a judge, and an
-    evaluation must not import an SDK or check a model it never calls."""
-
-    def __init__(self, config: ModelConfig) -> None:
-        self.config = config
-        self.model = config.model
-        self._backend: Backend | None = None
-        self._lock = threading.Lock()
-
-    def complete(self, request: CallRequest) -> CallResult:
-        with self._lock:
-            if self._backend is None:
-                self._backend = get_backend(self.config)
-        return self._backend.complete(request)
 
 
 def _judge(client: ModelClient) -> JudgeFn:

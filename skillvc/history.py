@@ -1,11 +1,17 @@
 """Read models over the event log for people: ``skillvc log`` and ``skillvc show``.
 
 A log entry is one gate decision (a candidate: the edits of one step, or a slow update) with
-its evidence. JSON keys are stable; the README lists them.
+its evidence. ``show`` resolves what a person copies from any output (an event id, a
+``RUN/SEQ`` trailer, an edit, commit or run id, a model call's key or a blob hash, or a unique
+prefix of at least 6 hex characters of the last two) and dereferences the hashes of what it
+shows: a model call comes with its messages and response text, a rollout with its task input,
+answer text, score and reason. JSON keys are stable; the README lists them.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -193,6 +199,115 @@ def resolve(store: EventStore, ident: str) -> Event:
     raise UnknownEventId(f"No event, edit, commit or run matches '{ident}'.")
 
 
+MIN_HEX_PREFIX = 6  # characters of a blob hash or call key that name it, when unique
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def _by_prefix(store: EventStore, sql: str, prefix: str) -> list[Any]:
+    """Column ``v`` of ``sql`` (a range over one hex column, ``? <= x < ?``) for ``prefix``."""
+    return [r["v"] for r in store.query(sql, [prefix, prefix + "g"])]  # "g" sorts after "f"
+
+
+def _looks_hashed(ident: str) -> bool:
+    prefix = ident.strip().lower()
+    return len(prefix) >= MIN_HEX_PREFIX and _HEX.fullmatch(prefix) is not None
+
+
+def find_hashed(store: EventStore, ident: str) -> tuple[str, Any] | None:
+    """("blob", hash) or ("call", event id) for a blob hash or model-call key, or a unique
+    prefix of one (at least ``MIN_HEX_PREFIX`` hex characters); None when nothing matches.
+    An ambiguous prefix is an error that lists the candidates."""
+    if not _looks_hashed(ident):
+        return None
+    prefix = ident.strip().lower()
+    blobs = _by_prefix(
+        store,
+        "SELECT hash AS v FROM blobs WHERE hash >= ? AND hash < ? ORDER BY hash LIMIT 6",
+        prefix,
+    )
+    calls = _by_prefix(
+        store,
+        "SELECT key AS v FROM events WHERE type = 'model.call' AND key >= ? AND key < ? "
+        "ORDER BY key LIMIT 6",
+        prefix,
+    )
+    found = [("blob", b) for b in blobs] + [("call", k) for k in calls]
+    if len(found) > 1:
+        shown = ", ".join(f"{kind} {value[:16]}" for kind, value in found[:5])
+        more = " and more" if len(found) > 5 else ""
+        raise UnknownEventId(
+            f"'{ident}' is ambiguous: it is the prefix of {shown}{more}.",
+            hint="Give more characters.",
+        )
+    if not found:
+        return None
+    kind, value = found[0]
+    if kind == "call":
+        row = store.query("SELECT id FROM events WHERE type = 'model.call' AND key = ?", [value])
+        return "call", row[0]["id"]
+    return "blob", value
+
+
+def prompt_messages(text: str) -> list[dict[str, str]] | None:
+    """The messages of a model call's prompt blob (canonical JSON), or None for other text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(value, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+        for m in value
+    ):
+        return [{"role": m["role"], "content": m["content"]} for m in value]
+    return None
+
+
+def _blob_text(store: EventStore, digest: Any) -> str | None:
+    if isinstance(digest, str) and store.has_blob(digest):
+        return store.get_blob(digest)
+    return None
+
+
+def _call_view(store: EventStore, event: Event) -> dict[str, Any]:
+    """A model call with its text: messages, response, tokens and cost."""
+    p = event.payload
+    prompt = _blob_text(store, p.get("prompt"))
+    return {
+        "role": p.get("role"),
+        "model": p.get("model"),
+        "params": p.get("params", {}),
+        "sample": p.get("sample", 0),
+        "messages": prompt_messages(prompt) if prompt is not None else None,
+        "response": _blob_text(store, p.get("response")),
+        "prompt_tokens": p.get("prompt_tokens"),
+        "completion_tokens": p.get("completion_tokens"),
+        "latency_ms": p.get("latency_ms"),
+        "cost_usd": p.get("cost_usd"),
+        "key": event.key,
+    }
+
+
+def _rollout_view(store: EventStore, event: Event) -> dict[str, Any]:
+    """A rollout with its task input (the user message of its call), answer and score."""
+    p = event.payload
+    call = store.find("model.call", p["call"]) if p.get("call") else None
+    messages = _call_view(store, call)["messages"] if call is not None else None
+    task = "\n\n".join(m["content"] for m in messages or [] if m["role"] == "user") or None
+    return {
+        "split": p.get("split"),
+        "item": p.get("item"),
+        "input": task,
+        "answer": _blob_text(store, p.get("output")),
+        "hard": p.get("hard"),
+        "soft": p.get("soft"),
+        "reason": p.get("reason"),
+        "error": p.get("error"),
+        "skill": p.get("skill"),
+        "call": call.id if call is not None else None,
+        "model": call.payload.get("model") if call is not None else None,
+    }
+
+
 def show(
     store: EventStore,
     ident: str,
@@ -208,7 +323,20 @@ def show(
     try:
         event = resolve(store, ident)
     except UnknownEventId:
+        hashed = find_hashed(store, ident)
+        if hashed is not None and hashed[0] == "blob":
+            text = store.get_blob(hashed[1])
+            return {
+                "blob": {"hash": hashed[1], "size": len(text), "content": text},
+                "messages": prompt_messages(text),
+            }
+        if hashed is not None:
+            return show(store, str(hashed[1]), with_patch=with_patch)
         sha = resolve_rev(ident) if resolve_rev is not None else None
+        if sha is None and _looks_hashed(ident) and not ident.strip().isdecimal():
+            raise UnknownEventId(
+                f"No event, edit, commit, run, model call or blob matches '{ident}'."
+            ) from None
         if sha is None:
             raise
         try:
@@ -244,4 +372,7 @@ def show(
             digest = event.payload.get(name)
             if isinstance(digest, str) and store.has_blob(digest):
                 data[name] = store.get_blob(digest)
+        data["call"] = _call_view(store, event)
+    elif event.type == "rollout":
+        data["rollout"] = _rollout_view(store, event)
     return data

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import functools
+import io
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -18,6 +21,54 @@ def json_option(fn: F) -> F:
 
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def table_options(fn: F) -> F:
+    """``--nl`` (newline-delimited JSON, one object a line) and ``--csv`` for every command whose
+    output is a table; each row holds the keys of its ``--json`` object. Exclusive with
+    ``--json`` and with each other (a usage error, exit 2)."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("as_json") and kwargs.get("table_format"):
+            raise click.UsageError("Give one of --json, --nl and --csv.")
+        return fn(*args, **kwargs)
+
+    options = [
+        click.option(
+            "--nl", "table_format", flag_value="nl", help="Print one JSON object per line."
+        ),
+        click.option("--csv", "table_format", flag_value="csv", help="Print CSV."),
+    ]
+    for option in reversed(options):
+        checked = option(checked)
+    return checked  # type: ignore[return-value]
+
+
+def echo_rows(rows: Sequence[dict[str, Any]], table_format: str) -> None:
+    """Rows as ``nl`` (one JSON object a line) or ``csv`` (a header of every key, nested values
+    as compact JSON, None as an empty cell)."""
+    if table_format == "nl":
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False, default=str))
+        return
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+    click.echo(out.getvalue(), nl=False)
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return value
 
 
 def fmt_score(value: float | None) -> str:
@@ -150,3 +201,74 @@ def format_runs(rows: Sequence[dict[str, Any]]) -> str:
             "cost",
         ],
     )
+
+
+# -- skillvc show: the log as text ------------------------------------------------------------
+
+
+def _section(title: str, text: str | None) -> list[str]:
+    """A Markdown-style section, the way ``llm logs`` prints prompts and responses."""
+    return ["", f"## {title}", "", (text if text is not None else "(not in the log)").rstrip("\n")]
+
+
+def format_messages(messages: Sequence[dict[str, str]]) -> list[str]:
+    lines: list[str] = []
+    for m in messages:
+        lines.extend(_section(m["role"].capitalize(), m["content"]))
+    return lines
+
+
+def _cost(cost: Any) -> str:
+    return "price unknown" if cost is None else f"${cost:.6f}"
+
+
+def format_call(event: dict[str, Any], call: dict[str, Any]) -> str:
+    """A model call as text: a header, every message, the response, tokens and cost."""
+    params = "  ".join(f"{k} {v}" for k, v in sorted(call["params"].items()))
+    prompt, completion = call["prompt_tokens"] or 0, call["completion_tokens"] or 0
+    lines = [
+        f"# model call {event['id']}  {call['role']}  {call['model']}  {event['created_at']}",
+        f"run {event['run_id'] or '-'}  step {event['step'] if event['step'] is not None else '-'}"
+        f"  sample {call['sample']}  {params}".rstrip(),
+        f"tokens {prompt + completion:,} ({prompt:,} prompt + {completion:,} completion)  "
+        f"cost {_cost(call['cost_usd'])}  latency {call['latency_ms']} ms  key {call['key']}",
+    ]
+    if call["messages"] is None:
+        lines.extend(_section("Prompt", None))
+    else:
+        lines.extend(format_messages(call["messages"]))
+    lines.extend(_section("Response", call["response"]))
+    return "\n".join(lines)
+
+
+def format_rollout(event: dict[str, Any], rollout: dict[str, Any]) -> str:
+    """A rollout as text: the task input, the answer, its score and why."""
+    if rollout["error"]:
+        verdict = f"error (not scored): {rollout['error']}"
+    else:
+        verdict = f"hard {fmt_score(rollout['hard'])}  soft {fmt_score(rollout['soft'])}"
+        if rollout["reason"]:
+            verdict += f"  ({rollout['reason']})"
+    call = (
+        f"model call {rollout['call']} ({rollout['model']})" if rollout["call"] else "no model call"
+    )
+    lines = [
+        f"# rollout {event['id']}  {rollout['split']} item {rollout['item']}  "
+        f"{event['created_at']}",
+        f"run {event['run_id'] or '-'}  step {event['step'] if event['step'] is not None else '-'}"
+        f"  skill {str(rollout['skill'])[:12]}  {call}",
+        f"score {verdict}",
+    ]
+    lines.extend(_section("Task", rollout["input"]))
+    lines.extend(_section("Answer", rollout["answer"]))
+    return "\n".join(lines)
+
+
+def format_blob(blob: dict[str, Any], messages: Sequence[dict[str, str]] | None) -> str:
+    """A blob as text; a model call's prompt as its messages."""
+    lines = [f"# blob {blob['hash']}  {blob['size']:,} characters"]
+    if messages is not None:
+        lines.extend(format_messages(messages))
+    else:
+        lines.extend(["", blob["content"].rstrip("\n")])
+    return "\n".join(lines)

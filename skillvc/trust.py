@@ -56,6 +56,7 @@ from skillvc.evaluation import (
     compare_versions,
 )
 from skillvc.output import fmt_score
+from skillvc.progress import Progress
 from skillvc.repo import SkillRepo
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
 from skillvc.workspace import STATE_DIR, Workspace
@@ -199,6 +200,7 @@ def check_change(
     allow_drop: float = 0.0,
     allow_config_change: bool = False,
     workers: int | None = None,
+    progress: Progress | None = None,
 ) -> CheckResult:
     """Evaluate the head's skill against the base's under the base's config and task set."""
     check_split(split)
@@ -255,7 +257,13 @@ def check_change(
             )
             with working_directory(tree):
                 comparison = compare_versions(
-                    ws, base_version, head_version, split, tasks_root=tree, workers=workers
+                    ws,
+                    base_version,
+                    head_version,
+                    split,
+                    tasks_root=tree,
+                    workers=workers,
+                    progress=progress,
                 )
     for side in (comparison.a, comparison.b):
         require_evidence(side, config.train.max_failure_rate)

@@ -31,7 +31,7 @@ from skillvc.workspace import open_workspace
 def test_check_passes_an_improving_edit(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     add_rules(demo, GOOD_RULE)
     commit_all(demo, "Exchange wrong items")
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD~1")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("a  HEAD~1 (") and lines[1].startswith("b  the working tree: ")
@@ -47,7 +47,7 @@ def test_check_fails_a_regressing_edit_with_exit_7(
     add_rules(demo, HARMFUL_RULE)
     c = compare(open_workspace(demo), "main", None, "val")
     assert c.diff is not None and c.a_mean is not None and c.b_mean is not None and c.diff < 0
-    result = run_cli(demo, monkeypatch, "check", "--base", "main")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main")
     assert result.exit_code == 7
     assert result.stderr.splitlines() == [
         f"Error: The skill scores {c.b_mean:.3f} on val, {-c.diff:.3f} below {c.a_mean:.3f} "
@@ -95,6 +95,13 @@ def test_check_json_and_head_revision(demo: Path, monkeypatch: pytest.MonkeyPatc
     assert comparison["b"]["sha"] == git(demo, "rev-parse", "main")
     assert comparison["diff"] < 0 and comparison["flipped"]["down"]
     assert data["message"].startswith("The skill scores ") and data["message"].endswith("main~1.")
+    positional = run_cli(demo, monkeypatch, "check", "-q", "--base", "main~1", "main", "--json")
+    again = json.loads(positional.stdout)
+    assert positional.exit_code == 7 and again["head"] == "main"
+    assert (again["message"], again["comparison"]["diff"]) == (data["message"], comparison["diff"])
+    both = run_cli(demo, monkeypatch, "check", "--base", "main~1", "--head", "main", "main")
+    assert both.exit_code == 2
+    assert "Error: Give the revision to check once: skillvc check --base BASE REV." in both.stderr
     same = run_cli(demo, monkeypatch, "check", "--base", "HEAD", "--json")
     assert same.exit_code == 0
     assert json.loads(same.stdout)["verdict"] == "pass"
@@ -139,7 +146,7 @@ def test_check_refuses_to_decide_when_calls_fail(
     root = format_repo(tmp_path / "repo", "promptfoo", "openai:loopback-sim")
     for _ in range(10):
         loopback.error(503, "overloaded")
-    result = run_cli(root, monkeypatch, "check", "--base", "HEAD")
+    result = run_cli(root, monkeypatch, "check", "-q", "--base", "HEAD")
     assert result.exit_code == 6
     first = result.stderr.splitlines()[0]
     assert first.startswith(

@@ -80,7 +80,7 @@ def test_pr_side_scorer_and_harness_never_run(
     git(demo, "add", ".")
     commit_all(demo, "Pass every item")
 
-    result = run_cli(demo, monkeypatch, "check", "--base", "main", "--json")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--json")
     assert not marker.exists()
     assert result.exit_code == 7, result.output
     data = json.loads(result.stdout)
@@ -100,7 +100,7 @@ def test_pr_side_scorer_and_harness_never_run(
     ]
 
     # A trusted caller may accept the new settings; the verdict is still the base's.
-    allowed = run_cli(demo, monkeypatch, "check", "--base", "main", "--allow-config-change")
+    allowed = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--allow-config-change")
     assert not marker.exists()
     assert allowed.exit_code == 7
     assert allowed.stderr.startswith("Error: The skill scores ")
@@ -139,7 +139,7 @@ def test_a_base_scorer_module_edited_by_the_pr_runs_as_committed_at_base(
     grader.write_text(f"def grade(output, item):\n    open({str(marker)!r}, 'w')\n    return 1.0\n")
     commit_all(demo, "Grade generously")
 
-    result = run_cli(demo, monkeypatch, "check", "--base", "main", "--json")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--json")
     assert not marker.exists()
     assert result.exit_code == 7, result.output
     data = json.loads(result.stdout)
@@ -172,13 +172,15 @@ def test_pr_side_base_url_gets_no_request(
         edit_config(root, f"{loopback.url}/v1", f"{attacker.url}/v1")
         with (root / SKILL).open("a", encoding="utf-8") as f:
             f.write("\n- Answer in one word.\n")
-        result = run_cli(root, monkeypatch, "check", "--base", "HEAD")
+        result = run_cli(root, monkeypatch, "check", "-q", "--base", "HEAD")
         assert result.exit_code == 7, result.output
         assert result.stderr.splitlines()[0] == (
             "Error: The change edits skillvc.toml (target.base_url), which the check takes from "
             "HEAD only."
         )
-        allowed = run_cli(root, monkeypatch, "check", "--base", "HEAD", "--allow-config-change")
+        allowed = run_cli(
+            root, monkeypatch, "check", "-q", "--base", "HEAD", "--allow-config-change"
+        )
         # Allowed, the change is judged on the base's server: this edit scores worse there.
         assert allowed.exit_code == 7 and allowed.stderr.startswith("Error: The skill scores ")
         assert attacker.requests == []
@@ -205,7 +207,7 @@ def test_pr_that_removes_the_val_items_it_breaks_is_reported_and_fails(
     own = compare(open_workspace(demo), "main", None, "val")
     assert own.diff is not None and own.diff >= 0
 
-    result = run_cli(demo, monkeypatch, "check", "--base", "main")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main")
     assert result.exit_code == 7
     assert f"val items at the working tree: removed {', '.join(broken)}." in result.stdout
     assert "Task files that differ at the working tree: evals/val.jsonl." in result.stdout
@@ -215,7 +217,7 @@ def test_pr_that_removes_the_val_items_it_breaks_is_reported_and_fails(
         "Error: The change edits task file evals/val.jsonl, which the check takes from main only.",
         CONFIG_HINT,
     ]
-    data = json.loads(run_cli(demo, monkeypatch, "check", "--base", "main", "--json").stdout)
+    data = json.loads(run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--json").stdout)
     assert data["verdict"] == "regression"
     assert data["task_changes"]["val"] == {"added": [], "removed": list(broken), "edited": []}
     assert data["task_changes"]["test"] == {"added": [], "removed": [], "edited": []}
@@ -223,7 +225,7 @@ def test_pr_that_removes_the_val_items_it_breaks_is_reported_and_fails(
     assert data["comparison"]["n"] == len(rows) + len(broken)  # the base's val set
     # The same through git: --head names the pull request, whatever the working tree holds.
     git(demo, "checkout", "-q", "main")
-    by_rev = run_cli(demo, monkeypatch, "check", "--base", "main", "--head", "pr", "--json")
+    by_rev = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--head", "pr", "--json")
     assert by_rev.exit_code == 7
     assert json.loads(by_rev.stdout)["task_changes"] == data["task_changes"]
 
@@ -235,7 +237,7 @@ def test_renamed_skill_is_compared_not_waved_through(
     edit_config(demo, "skills/acme-returns/SKILL.md", "skills/acme-refunds/SKILL.md")
     git(demo, "add", "skillvc.toml")
     commit_all(demo, "Rename the skill")
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD~1")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1")
     assert result.exit_code == 7, result.output
     assert "nothing to compare" not in result.output
     lines = result.stdout.splitlines()
@@ -250,7 +252,7 @@ def test_renamed_skill_is_compared_not_waved_through(
         "(skills/acme-returns/SKILL.md -> skills/acme-refunds/SKILL.md), which the check takes "
         "from HEAD~1 only."
     )
-    allowed = run_cli(demo, monkeypatch, "check", "--base", "HEAD~1", "--allow-config-change")
+    allowed = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1", "--allow-config-change")
     assert allowed.exit_code == 0, allowed.output
     # A rename that also makes the skill worse fails even when the rename is allowed.
     (demo / "skills/acme-refunds/SKILL.md").write_text(
@@ -258,7 +260,7 @@ def test_renamed_skill_is_compared_not_waved_through(
         .read_text()
         .replace("## Policies\n\n", f"## Policies\n\n- {HARMFUL_RULE}\n", 1)
     )
-    worse = run_cli(demo, monkeypatch, "check", "--base", "HEAD~1", "--allow-config-change")
+    worse = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1", "--allow-config-change")
     assert worse.exit_code == 7 and worse.stderr.startswith("Error: The skill scores ")
 
 
@@ -266,7 +268,7 @@ def test_deleted_skill_fails(demo: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     git(demo, "rm", "-q", SKILL)
     commit_all(demo, "Remove the skill")
     for extra in ((), ("--allow-config-change",)):
-        result = run_cli(demo, monkeypatch, "check", "--base", "HEAD~1", *extra)
+        result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1", *extra)
         assert result.exit_code == 7
         assert result.stderr.splitlines() == [
             f"Error: The change deletes the skill {SKILL}: it exists at HEAD~1 but not in the "
@@ -280,7 +282,7 @@ def test_unreadable_or_hostile_head_config_is_reported_not_used(
     demo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (demo / "skillvc.toml").write_text("[[[ not toml")
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD", "--json")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD", "--json")
     assert result.exit_code == 7
     data = json.loads(result.stdout)
     assert data["config_error"] == "skillvc.toml is not valid TOML"
@@ -289,7 +291,7 @@ def test_unreadable_or_hostile_head_config_is_reported_not_used(
 
     git(demo, "checkout", "-q", "--", "skillvc.toml")
     edit_config(demo, 'val = "evals/val.jsonl"', 'val = "/etc/passwd"')
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD", "--json")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD", "--json")
     data = json.loads(result.stdout)
     assert data["config_changes"] == ["tasks.val"]
     assert data["task_error"] == "[tasks] names /etc/passwd, a path outside the repository"
@@ -297,7 +299,7 @@ def test_unreadable_or_hostile_head_config_is_reported_not_used(
     assert "root:" not in result.output
 
     git(demo, "rm", "-q", "-f", "skillvc.toml")
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD")
     assert result.exit_code == 7
     assert "skillvc.toml is deleted at the working tree." in result.stdout
     assert (
@@ -309,7 +311,7 @@ def test_unreadable_or_hostile_head_config_is_reported_not_used(
 def test_unchanged_config_reports_no_changes(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Comments, spacing and spelled-out defaults are not changes."""
     edit_config(demo, "[train]", "# a comment\n[train]\nmax_failure_rate = 0.25")
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD", "--json")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["verdict"] == "pass"
@@ -329,7 +331,7 @@ def test_no_config_at_base_has_nothing_to_compare(
     commit_all(demo, "No config yet")
     git(demo, "add", "skillvc.toml")
     commit_all(demo, "Add the config")
-    result = run_cli(demo, monkeypatch, "check", "--base", "HEAD~1", "--json")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["verdict"] == "pass" and data["comparison"] is None
@@ -345,7 +347,7 @@ def test_event_log_committed_by_the_pr_is_refused(
     git(demo, "add", "-f", ".skillvc/events.db")
     commit_all(demo, "Cache some answers")
     for args in (("--base", "main"), ("--base", "main", "--head", "pr")):
-        result = run_cli(demo, monkeypatch, "check", *args, "--allow-config-change")
+        result = run_cli(demo, monkeypatch, "check", "-q", *args, "--allow-config-change")
         assert result.exit_code == 4
         assert result.stderr.splitlines() == [
             "Error: .skillvc/ is committed to the repository, so the check cannot trust the "

@@ -131,7 +131,10 @@ def test_after_new_finishes_train_starts_afresh(seed_repo: Path, tmp_path: Path)
     newer = train(open_workspace(repo), new=True)
     assert newer.run_id != abandoned
     again = train(open_workspace(repo))
-    assert not again.resumed and again.run_id not in (abandoned, newer.run_id)
+    assert not again.resumed and again.run_id != abandoned
+    # Nothing changed since the newer run finished: training again would only repeat it.
+    assert again.status == "up-to-date" and again.run_id == newer.run_id
+    assert train(open_workspace(repo), new=True).run_id not in (abandoned, newer.run_id)
 
 
 def test_an_optimizer_outage_stops_the_run_and_resume_retries(

@@ -8,6 +8,7 @@ the target harness that runs an external agent CLI per task.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
@@ -55,4 +56,45 @@ def get_backend(config: ModelConfig) -> Backend:
     return factory(config)
 
 
-__all__ = ["Backend", "CallRequest", "CallResult", "TransientError", "get_backend", "register"]
+class LazyBackend:
+    """A backend built on its first call. Backends of the SDKs import them (about a second
+    each), which a command answered entirely from the event log must not pay."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.model = config.model
+        self._backend: Backend | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> Backend:
+        with self._lock:
+            if self._backend is None:
+                self._backend = get_backend(self.config)
+            return self._backend
+
+    def complete(self, request: CallRequest) -> CallResult:
+        return self.backend.complete(request)
+
+
+SDK_BACKENDS = ("openai", "anthropic")  # the prefixes whose modules import an SDK
+
+
+def lazy_backend(config: ModelConfig) -> Backend:
+    """``get_backend``, deferred to the first call for the SDK backends (see ``LazyBackend``);
+    every other backend (the simulator, a command harness) is built and checked at once."""
+    if config.harness != "command" and config.model.split(":", 1)[0] in SDK_BACKENDS:
+        return LazyBackend(config)
+    return get_backend(config)
+
+
+__all__ = [
+    "Backend",
+    "CallRequest",
+    "CallResult",
+    "LazyBackend",
+    "TransientError",
+    "get_backend",
+    "lazy_backend",
+    "register",
+]

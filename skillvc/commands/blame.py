@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from skillvc.output import echo_json
 
 
 @click.command("blame")
-@click.argument("skill", required=False)
-@click.option("--rev", default="HEAD", show_default=True, help="Blame the skill at this revision.")
+@click.argument("args", metavar="[REV] [SKILL]", nargs=-1)
+# Deprecated spelling of the positional REV (every other command names revisions positionally).
+@click.option("--rev", "rev_option", hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def command(skill: str | None, rev: str, as_json: bool) -> None:
-    """Annotate each line of the skill with the commit that introduced it.
+def command(args: tuple[str, ...], rev_option: str | None, as_json: bool) -> None:
+    """Annotate each line of the skill at REV (default: HEAD) with the commit behind it.
 
-    Training commits show their run, step and val gain; human lines say so.
-    Example: skillvc blame skills/support/SKILL.md
+    Training commits show their run, step and val gain; human lines say so. SKILL defaults
+    to the configured skill file; a single argument that names a file is SKILL.
+    Examples: skillvc blame; skillvc blame HEAD~3; skillvc blame main skills/support/SKILL.md
     """
     from skillvc.report import blame
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
+    if len(args) > 2:
+        raise click.UsageError("Give at most a revision and a skill file.")
+    rev, skill = "HEAD", None
+    if len(args) == 2:
+        rev, skill = args
+    elif len(args) == 1:
+        is_file = Path(args[0]).is_file() or (ws.root / args[0]).is_file()
+        rev, skill = ("HEAD", args[0]) if is_file else (args[0], None)
+    if rev_option is not None:
+        if len(args) == 2 or (args and skill is None):
+            raise click.UsageError("Give the revision once: skillvc blame REV [SKILL].")
+        rev = rev_option
     path = skill or ws.skill_relpath
     store = ws.store() if ws.db_path.exists() else None
     try:

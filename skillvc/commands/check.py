@@ -1,9 +1,10 @@
-"""``skillvc check --base REV [--head REV] [--allow-drop X] [--allow-config-change] [--json]``.
+"""``skillvc check --base BASE [REV] [--allow-drop X] [--allow-config-change] [--json]``.
 
 The gate of ``skillvc train`` applied to any change, such as a human edit in a pull request:
-evaluate the skill at BASE and at HEAD (default: the working-tree file), pair them item by item
-and fail when the change scores worse than its base by more than the allowed drop. The library
-side is ``skillvc.trust.check_change``; this module parses options and renders.
+evaluate the skill at BASE and at REV (default: the working-tree file; ``--head REV`` is the
+older spelling), pair them item by item and fail when the change scores worse than its base by
+more than the allowed drop. The library side is ``skillvc.trust.check_change``; this module
+parses options and renders.
 
 Invariants:
 
@@ -44,12 +45,10 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 
 
 @click.command("check")
+@click.argument("rev", metavar="[REV]", required=False)
 @click.option("--base", required=True, metavar="REV", help="The revision to compare against.")
-@click.option(
-    "--head",
-    metavar="REV",
-    help="The revision to check [default: the skill file in the working tree].",
-)
+# The older spelling of the positional REV (the pre-push hook writes it), kept working.
+@click.option("--head", metavar="REV", help="Same as REV.")
 @click.option(
     "--allow-drop",
     type=click.FloatRange(min=0.0),
@@ -71,24 +70,32 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
     "verdict still uses BASE's). Only for a trusted caller, e.g. a maintainer-run workflow.",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
 def command(
+    rev: str | None,
     base: str,
     head: str | None,
     allow_drop: float,
     split: str,
     allow_config_change: bool,
     workers: int | None,
+    quiet: bool,
     as_json: bool,
 ) -> None:
-    """Fail (exit 7) when the skill scores worse than at BASE, e.g. in a pull request.
+    """Fail (exit 7) when the skill at REV (default: the working tree) scores worse than at
+    BASE, e.g. in a pull request.
 
     Everything that decides the verdict (skill path, task files, scorer, models, base URLs,
     harness, prices) is taken from BASE; a HEAD that changes it fails too.
 
     Example: skillvc check --base origin/main --allow-drop 0.02
     """
+    if rev is not None and head is not None:
+        raise click.UsageError("Give the revision to check once: skillvc check --base BASE REV.")
+    head = rev if rev is not None else head
     from skillvc.errors import ConfigChanged, RegressionFound
+    from skillvc.progress import Progress
     from skillvc.trust import check_change
     from skillvc.workspace import find_root
 
@@ -100,6 +107,7 @@ def command(
         allow_drop=allow_drop,
         allow_config_change=allow_config_change,
         workers=workers,
+        progress=Progress.to_stderr(quiet),
     )
     if as_json:
         echo_json(result.to_dict())

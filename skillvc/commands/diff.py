@@ -8,13 +8,14 @@ from skillvc.output import echo_json, fmt_score
 
 
 @click.command("diff")
-@click.argument("rev_a", metavar="A")
+@click.argument("rev_a", metavar="[A]", default="HEAD")
 @click.argument("rev_b", metavar="[B]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def command(rev_a: str, rev_b: str | None, as_json: bool) -> None:
-    """Diff of the skill between A and B (default: the working tree), with known scores.
+    """Diff of the skill between A (default: HEAD) and B (default: the working tree).
 
-    A and B are git revisions or checkpoints such as skillvc/<run>/best.
+    A and B are git revisions or checkpoints such as skillvc/<run>/best; known scores are
+    shown. With no argument: the uncommitted change to the skill.
     Example: skillvc diff skillvc/run-1a2b3c4d/epoch-1 skillvc/run-1a2b3c4d/best
     """
     from skillvc.edits import unified_diff
@@ -39,7 +40,10 @@ def command(rev_a: str, rev_b: str | None, as_json: bool) -> None:
             {"a": rev_a, "b": rev_b or "worktree", "path": path, "scores": scores, "patch": patch}
         )
         return
-    for label, rev in (("a", rev_a), ("b", rev_b or "working tree")):
+    for label, rev in (("a", rev_a), ("b", rev_b)):
         known = ", ".join(f"{k} {fmt_score(v)}" for k, v in sorted(scores[label].items()))
-        click.echo(f"{label.upper()}: {rev}  ({known or 'no score recorded; skillvc eval ' + rev})")
+        how = "skillvc eval" + (f" {rev}" if rev else "")  # no REV: the working tree
+        click.echo(
+            f"{label.upper()}: {rev or 'working tree'}  ({known or 'no score recorded; ' + how})"
+        )
     click.echo(patch or "(no change to the skill)", nl=not patch)

@@ -41,11 +41,11 @@ Exit codes: 0 done, 3 unknown revision or missing skill file, 5 bad task set or 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from skillvc.output import echo_json, fmt_score, json_option
+from skillvc.output import echo_json, echo_rows, fmt_score, json_option, table_options
 
 if TYPE_CHECKING:
     from skillvc.evaluation import Comparison, EvalResult
@@ -64,9 +64,17 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 )
 @click.option("--compare", "base", metavar="BASE", help="Also evaluate BASE and pair the two.")
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @json_option
+@table_options
 def command(
-    rev: str | None, split: str, base: str | None, workers: int | None, as_json: bool
+    rev: str | None,
+    split: str,
+    base: str | None,
+    workers: int | None,
+    quiet: bool,
+    as_json: bool,
+    table_format: str | None,
 ) -> None:
     """Score the skill at REV (default: the working-tree file) on a split.
 
@@ -74,21 +82,49 @@ def command(
     Examples: skillvc eval HEAD~1 --split test; skillvc eval --compare main
     """
     from skillvc.evaluation import compare, evaluate
+    from skillvc.progress import Progress
     from skillvc.workspace import open_workspace
 
     ws = open_workspace()
     if base is None:
-        result = evaluate(ws, rev, split, workers=workers)
-        if as_json:
+        result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
+        if table_format:
+            echo_rows([i.to_dict() for i in result.items], table_format)
+        elif as_json:
             echo_json(result.to_dict())
         else:
             click.echo("\n".join(evaluation_lines(result, ws.skill_relpath)))
         return
-    comparison = compare(ws, base, rev, split, workers=workers)
-    if as_json:
+    comparison = compare(ws, base, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
+    if table_format:
+        echo_rows(paired_rows(comparison), table_format)
+    elif as_json:
         echo_json(comparison.to_dict())
     else:
         click.echo("\n".join(comparison_lines(comparison)))
+
+
+def paired_rows(c: Comparison) -> list[dict[str, Any]]:
+    """One row per item of a comparison: a's and b's scores and errors side by side."""
+    in_b = {i.id: i for i in c.b.items}
+    rows = []
+    for a in c.a.items:
+        b = in_b.get(a.id)
+        rows.append(
+            {
+                "id": a.id,
+                "a_hard": a.hard,
+                "a_soft": a.soft,
+                "a_error": a.error,
+                "b_hard": b.hard if b else None,
+                "b_soft": b.soft if b else None,
+                "b_error": b.error if b else None,
+                "expected": a.expected,
+                "a_got": a.got,
+                "b_got": b.got if b else None,
+            }
+        )
+    return rows
 
 
 def version_name(result: EvalResult) -> str:

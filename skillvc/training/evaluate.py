@@ -23,6 +23,7 @@ from typing import Any
 
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.hashing import sha256_hex
+from skillvc.progress import Progress
 from skillvc.scorers import Scorer, metric_value, score_item
 from skillvc.tasks import TaskItem
 
@@ -40,6 +41,7 @@ class Rollout:
     call_key: str | None = None
     tokens: int = 0
     cost_usd: float | None = 0.0
+    reason: str | None = None  # the scorer's explanation of the score, when it gives one
 
     @property
     def ok(self) -> bool:
@@ -67,17 +69,29 @@ class Evaluator:
     on_rollouts: Callable[[str, Sequence[Rollout]], None] | None = None
     scorer_options: Mapping[str, Any] | None = None
     samples: int = 1
+    progress: Progress = field(default_factory=Progress.off)  # advanced once per fresh job
     # Keyed by split too: ids are unique only within a split when allow_overlap is set (two
     # files both numbering their items 1, 2, 3...), and a val item must never be given the
     # rollout of the train item that happens to share its id.
     memo: dict[tuple[str, str, str], Rollout] = field(default_factory=dict)
     calls: int = 0
 
+    def pending(self, skill: str, items: Sequence[TaskItem], split: str) -> int:
+        """How many jobs (item x sample) ``run`` would do for these items: a stage's total."""
+        skill_hash = sha256_hex(skill)
+        return self.samples * sum(1 for it in items if (skill_hash, split, it.id) not in self.memo)
+
     def run(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
         skill_hash = sha256_hex(skill)
         todo = [it for it in items if (skill_hash, split, it.id) not in self.memo]
         jobs = [(it, k) for it in todo for k in range(self.samples)]
-        results = list(self.pool.map(lambda job: self._one(skill, skill_hash, *job), jobs))
+
+        def job(item: TaskItem, sample: int) -> Rollout:
+            rollout = self._one(skill, skill_hash, item, sample)
+            self.progress.advance()
+            return rollout
+
+        results = list(self.pool.map(lambda j: job(*j), jobs))
         fresh = [
             _combine(results[i * self.samples : (i + 1) * self.samples]) for i in range(len(todo))
         ]
@@ -107,6 +121,7 @@ class Evaluator:
             call_key=reply.key,
             tokens=reply.prompt_tokens + reply.completion_tokens,
             cost_usd=reply.cost_usd,
+            reason=score.detail or None,
         )
 
 

@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -30,7 +31,9 @@ from skillvc.calls import CallFailed, RoleStats
 from skillvc.config import Config, override, parse_config_dict, validate
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
+from skillvc.events import Event
 from skillvc.formats import new_problems
+from skillvc.progress import Progress
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
@@ -43,16 +46,16 @@ from skillvc.training.optimize import (
     aggregate,
     apply_selected,
     ask_json,
+    minibatches,
     reflect,
     select,
 )
 from skillvc.training.schedule import learning_rate
-from skillvc.training.setup import RunContext, find_unfinished, prepare_run
+from skillvc.training.setup import RunContext, find_unfinished, finished_here, prepare_run
 from skillvc.training.state import Edits, RunState
 from skillvc.workspace import Workspace
 
 SLOW_UPDATE_REGION = "slow-update"
-Progress = Callable[[str], None]
 Usage = Mapping[str, RoleStats]
 
 
@@ -84,9 +87,14 @@ def train(
     new: bool = False,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     budget_usd: float | None = None,
-    progress: Progress | None = None,
+    progress: Progress | Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """Train the workspace's skill (resuming its unfinished run unless ``new``)."""
+    """Train the workspace's skill (resuming its unfinished run unless ``new``).
+
+    ``progress`` gets the stages and step summaries (a plain callable: lines only).
+    """
+    if not isinstance(progress, Progress):
+        progress = Progress.lines(progress)
     given = {
         section: {k: v for k, v in values.items() if v is not None}
         for section, values in (overrides or {}).items()
@@ -106,13 +114,16 @@ def train(
             config = ws.config
             for section, values in given.items():
                 config = override(config, section, **values)
+            done = None if new else finished_here(ws, store, config)
+            if done is not None:
+                return up_to_date(done)
         if budget_usd is not None:
             config = dataclasses.replace(
                 config, train=dataclasses.replace(config.train, budget_usd=budget_usd)
             )
             validate(config)  # a zero, negative or NaN budget is a usage error, not a stop
         ctx = prepare_run(ws, store, config, unfinished)
-        trainer = Trainer(ws, store, config, ctx, progress or (lambda line: None))
+        trainer = Trainer(ws, store, config, ctx, progress)
         try:
             return trainer.train()
         except AuthenticationFailed as exc:
@@ -123,6 +134,16 @@ def train(
             # later), recorded as stopped like any other failure, never as an empty update.
             ctx.log.note("run.stopped", {"reason": "failures", "message": exc.message})
             raise
+
+
+UP_TO_DATE = "up-to-date"
+
+
+def up_to_date(finished: Event) -> RunSummary:
+    """The summary of a finished run that training again would only repeat (no call made)."""
+    known = {f.name for f in dataclasses.fields(RunSummary)}
+    recorded = {k: v for k, v in finished.payload.items() if k in known}
+    return RunSummary(run_id=str(finished.run_id), status=UP_TO_DATE, resumed=False, **recorded)
 
 
 class Trainer:
@@ -139,6 +160,7 @@ class Trainer:
         self.repo = ws.repo
         self.relpath = config.skill_relpath
         self.log, self.client = ctx.log, ctx.client
+        progress.watch(self.client.totals)
         self.started = time.monotonic()
         self.phase = "setup"  # named in the sentence that stops a run for failed calls
         self.total_steps = self.t.epochs * math.ceil(len(ctx.train) / self.t.batch_size)
@@ -151,7 +173,7 @@ class Trainer:
     # The spine ---------------------------------------------------------------------------
 
     def train(self) -> RunSummary:
-        self.progress(
+        self.progress.note(
             f"run {self.ctx.run_id}: {'resuming' if self.ctx.resumed else 'starting'} "
             f"({_n(self.total_steps, 'step')} over {_n(self.t.epochs, 'epoch')})"
         )
@@ -164,9 +186,11 @@ class Trainer:
                 on_rollouts=self.record,
                 scorer_options=self.config.tasks.scorer_options,
                 samples=self.t.samples,
+                progress=self.progress,
             )
             self.phase = "the baseline evaluation"
-            self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
+            with self.stage("baseline on val", [(self.state.skill, self.ctx.val, "val")]):
+                self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)
             self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
             for epoch in range(1, self.t.epochs + 1):
@@ -194,7 +218,8 @@ class Trainer:
             {"lr": lr, "batch": [it.id for it in batch], "total_steps": self.total_steps},
         )
         self.phase = f"step {s.step}"
-        rollouts = self.evaluator.run(s.skill, batch, "train")  # forward pass
+        with self.stage(f"step {s.step}/{self.total_steps} rollouts", [(s.skill, batch, "train")]):
+            rollouts = self.evaluator.run(s.skill, batch, "train")  # forward pass
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
         chosen = self.select(merged, lr)
@@ -224,19 +249,23 @@ class Trainer:
         self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout], lr: int
     ) -> Reflection:
         s = self.state
-        reflection = reflect(
-            self.client,
-            self.pool,
-            skill=s.skill,
-            items=batch,
-            rollouts=rollouts,
-            metric=self.t.gate_metric,
-            minibatch_size=self.t.minibatch_size,
-            budget=lr,
-            rejected=s.buffer if self.t.buffer else [],
-            meta=s.meta if self.t.meta_skill else "",
-            step=s.step,
-        )
+        n = len(minibatches(batch, rollouts, self.t.gate_metric, self.t.minibatch_size))
+        name = f"step {s.step}/{self.total_steps} reflection"
+        with self.progress.stage(name, n, unit="minibatches"):
+            reflection = reflect(
+                self.client,
+                self.pool,
+                skill=s.skill,
+                items=batch,
+                rollouts=rollouts,
+                metric=self.t.gate_metric,
+                minibatch_size=self.t.minibatch_size,
+                budget=lr,
+                rejected=s.buffer if self.t.buffer else [],
+                meta=s.meta if self.t.meta_skill else "",
+                step=s.step,
+                done=self.progress.advance,
+            )
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
         for p in reflection.proposals:
@@ -330,16 +359,18 @@ class Trainer:
         )
         result = None
         if gated:
-            result = gate(
-                self.evaluator,
-                s.skill,
-                candidate_text,
-                self.ctx.val,
-                metric=self.t.gate_metric,
-                early_stop=self.t.early_stop,
-                chunk=self.t.workers,
-                confidence=self.t.gate_confidence,
-            )
+            name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
+            with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):
+                result = gate(
+                    self.evaluator,
+                    s.skill,
+                    candidate_text,
+                    self.ctx.val,
+                    metric=self.t.gate_metric,
+                    early_stop=self.t.early_stop,
+                    chunk=self.t.workers,
+                    confidence=self.t.gate_confidence,
+                )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
         decision = result.decision if result else "forced"
         gate_event = self.log.emit(
@@ -371,7 +402,10 @@ class Trainer:
             s.accept(candidate, sha, edits)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
-            s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
+            with self.stage(
+                f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
+            ):
+                s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
         if result is None:
             return f"forced (ungated), val {_fmt(s.current_val)}"
         if result.early_stopped:
@@ -390,8 +424,10 @@ class Trainer:
         before = self.client.snapshot()
         self.phase = f"the epoch {epoch} slow update"
         metric = self.t.gate_metric
-        prev = self.evaluator.run(epoch_start_skill, self.slow_items, "train")
-        now = self.evaluator.run(s.skill, self.slow_items, "train")
+        runs = [(epoch_start_skill, self.slow_items, "train"), (s.skill, self.slow_items, "train")]
+        with self.stage(f"epoch {epoch}/{self.t.epochs} slow update", runs):
+            prev = self.evaluator.run(epoch_start_skill, self.slow_items, "train")
+            now = self.evaluator.run(s.skill, self.slow_items, "train")
         cases = [
             {
                 "id": it.id,
@@ -419,7 +455,7 @@ class Trainer:
         if not guidance or guidance == previous:
             reason = error or "no new guidance"
             self.log.emit("slow_update", {"skipped": True, "error": error, "reason": reason})
-            self.progress(f"epoch {epoch}/{self.t.epochs} slow update: skipped ({reason})")
+            self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: skipped ({reason})")
             return
         candidate = s.doc.with_region(SLOW_UPDATE_REGION, "\n" + guidance + "\n")
         problems = new_problems(
@@ -438,7 +474,7 @@ class Trainer:
         verdict = self.decide(
             "slow_update", epoch, None, candidate, [], [], before, gated=self.t.slow_update_gate
         )
-        self.progress(f"epoch {epoch}/{self.t.epochs} slow update: {verdict}")
+        self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: {verdict}")
 
     def meta_update(self) -> None:
         s = self.state
@@ -462,8 +498,10 @@ class Trainer:
         baseline_test = test = None
         if ctx.test:
             self.phase = "the test evaluation"
-            baseline_test = self.mean_of(self.evaluator.run(ctx.base_skill, ctx.test, "test"))
-            test = self.mean_of(self.evaluator.run(s.skill, ctx.test, "test"))
+            runs = [(ctx.base_skill, ctx.test, "test"), (s.skill, ctx.test, "test")]
+            with self.stage("final test (seed and best skill)", runs):
+                baseline_test = self.mean_of(self.evaluator.run(ctx.base_skill, ctx.test, "test"))
+                test = self.mean_of(self.evaluator.run(s.skill, ctx.test, "test"))
         totals = self.client.totals()
         summary = RunSummary(
             run_id=ctx.run_id,
@@ -516,6 +554,19 @@ class Trainer:
         size = self.t.batch_size
         return [order[i : i + size] for i in range(0, len(order), size)]
 
+    def stage(
+        self, name: str, runs: Sequence[tuple[str, Sequence[TaskItem], str]]
+    ) -> AbstractContextManager[None]:
+        """A progress stage over evaluator runs of (skill, items, split), counting only the
+        rollouts not already known in this process (with two runs of the same skill the second
+        is memoised, so it is counted once)."""
+        total, seen = 0, set()
+        for skill, items, split in runs:
+            if (skill, split) not in seen:
+                seen.add((skill, split))
+                total += self.evaluator.pending(skill, items, split)
+        return self.progress.stage(name, total)
+
     def record(self, split: str, rollouts: Sequence[Rollout]) -> None:
         """Log fresh rollouts, after checking their failure rate.
 
@@ -535,6 +586,7 @@ class Trainer:
                     "soft": r.soft,
                     "error": r.error,
                     "call": r.call_key,
+                    "reason": r.reason,
                 },
             )
 
@@ -639,7 +691,7 @@ class Trainer:
     def report(self, epoch: int, lr: int, edits: str, verdict: str, before: Usage) -> None:
         usage = self.usage_since(before)
         cost = "price unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
-        self.progress(
+        self.progress.note(
             f"epoch {epoch}/{self.t.epochs} step {self.state.step}/{self.total_steps} lr {lr} | "
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
             f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s elapsed"

@@ -11,7 +11,7 @@ All three are deterministic for the same inputs, which resume-by-replay relies o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,7 +124,9 @@ def reflect(
     rejected: Sequence[dict[str, Any]],
     meta: str,
     step: int,
+    done: Callable[[], None] = lambda: None,
 ) -> Reflection:
+    """One optimizer call per minibatch (``done`` is called as each one finishes)."""
     batches = minibatches(items, rollouts, metric, minibatch_size)
     notes = {
         "failures": "these answers scored below full marks",
@@ -132,6 +134,14 @@ def reflect(
     }
 
     def one(
+        batch: tuple[str, list[dict[str, Any]]],
+    ) -> tuple[list[Edit], int, str | None, bool]:
+        try:
+            return ask(batch)
+        finally:
+            done()
+
+    def ask(
         batch: tuple[str, list[dict[str, Any]]],
     ) -> tuple[list[Edit], int, str | None, bool]:
         kind, cases = batch

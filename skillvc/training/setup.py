@@ -12,16 +12,23 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from skillvc import prompts
-from skillvc.backends import get_backend
+from skillvc.backends import lazy_backend
 from skillvc.backends.pricing import price_for
 from skillvc.calls import ModelClient, secret_values
 from skillvc.config import Config
-from skillvc.errors import ConfigError, SkillDocumentError, StateConflict, TaskSetError
+from skillvc.errors import (
+    ConfigError,
+    SkillDocumentError,
+    SkillvcError,
+    StateConflict,
+    TaskSetError,
+)
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
 from skillvc.repo import SkillRepo
@@ -69,6 +76,57 @@ def find_unfinished(store: EventStore) -> Event | None:
     return store.get(rows[0]["id"])
 
 
+def finished_here(ws: Workspace, store: EventStore, config: Config) -> Event | None:
+    """The ``run.finished`` event of the newest run of this skill when training now would only
+    repeat it: it finished at the commit training would start from, on the same branch, with
+    the same config (the budget aside), prompt templates and task set.
+
+    ``skillvc train`` then says so instead of quietly paying for a new run (``--new`` does).
+    A dirty skill file is never "up to date": the normal checks report it.
+    """
+    rows = store.query(
+        "SELECT id FROM events WHERE type = 'run.started' "
+        "AND json_extract(payload, '$.config.skill.path') = ? ORDER BY id DESC LIMIT 1",
+        [config.skill.path],
+    )
+    if not rows:
+        return None
+    started = store.get(rows[0]["id"])
+    finished = store.events(run_id=started.run_id, types=["run.finished"], limit=1)
+    if not finished:
+        return None
+    repo, payload = ws.repo, started.payload
+    branch = config.train.branch or repo.current_branch()
+    start_at = repo.head_sha() if branch == repo.current_branch() else _branch_tip(repo, branch)
+    if start_at is None or start_at != finished[0].payload.get("best_commit"):
+        return None
+    if payload.get("branch") != branch or repo.is_dirty(config.skill.path):
+        return None
+    if payload.get("templates") != prompts.template_hashes():
+        return None
+    if _without_budget(payload.get("config", {})) != _without_budget(config.to_dict()):
+        return None
+    if (payload.get("dataset") or {}).get("hash") != load_taskset(config.tasks, ws.root).hash:
+        return None
+    return finished[0]
+
+
+def _without_budget(config: dict[str, Any]) -> str:
+    """A config snapshot as canonical JSON, without the budget (which a resume may change)."""
+    snapshot = json.loads(json.dumps(config))
+    snapshot.get("train", {}).pop("budget_usd", None)
+    return json.dumps(snapshot, sort_keys=True)
+
+
+def _branch_tip(repo: SkillRepo, branch: str | None) -> str | None:
+    if branch is None:
+        return None
+    try:
+        return repo.resolve(f"refs/heads/{branch}")
+    except SkillvcError:
+        return None
+
+
 def prepare_run(
     ws: Workspace, store: EventStore, config: Config, unfinished: Event | None
 ) -> RunContext:
@@ -109,7 +167,7 @@ def prepare_run(
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
-    backends = {role: get_backend(getattr(config, role)) for role in ("target", "optimizer")}
+    backends = {role: lazy_backend(getattr(config, role)) for role in ("target", "optimizer")}
     backends["judge"] = backends["optimizer"]
     client = ModelClient(
         store,
