@@ -9,6 +9,7 @@ and what matters there is which base the hook hands it.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -519,3 +520,22 @@ def test_pre_push_runs_the_real_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "skillvc: checking refs/heads/main against" in result.stderr
     assert git(bare, "rev-parse", "main") == head(root)
+
+
+def test_hook_without_skillvc_says_how_to_reinstall_it_never_by_index_name(
+    repo: Path, tmp_path: Path
+) -> None:
+    install_hooks(repo, python=str(tmp_path / "gone" / "python"))
+    (repo / SKILL).write_text(HAND_EDIT)
+    git(repo, "add", SKILL)
+    git_dir = os.path.dirname(shutil.which("git") or "/usr/bin/git")
+    path = os.pathsep.join(dict.fromkeys([git_dir, "/usr/bin", "/bin"]))
+    assert shutil.which("skillvc", path=path) is None
+    result = commit(repo, env={"PATH": path, "PYTHONPATH": ""})
+    assert result.returncode != 0
+    assert result.stderr.splitlines()[-1] == (
+        "Reinstall it from its repository (pip install "
+        "'git+https://github.com/OWNER/skillvc@COMMIT'; the 'skillvc' on the package index is not "
+        "this project) and run 'skillvc hooks install' again, or skip once with --no-verify."
+    )
+    assert "pip install skillvc" not in result.stderr
