@@ -53,8 +53,21 @@ def uninstall() -> None:
 def workflow() -> None:
     """Print the GitHub Actions workflow that runs 'skillvc check' on pull requests.
 
+    SKILLVC_SPEC at its top names where CI installs skillvc from: the source this skillvc was
+    installed from when that is pinned (a git URL at a commit, a wheel URL with its sha256),
+    else a placeholder to set.
+
     Example: skillvc hooks workflow > .github/workflows/skillvc-check.yml
     """
-    from skillvc.resources import read_text
+    from skillvc.workflow import render_workflow
 
-    click.echo(read_text("templates", "github/skillvc-check.yml"), nl=False)
+    rendered = render_workflow()
+    click.echo(rendered.text, nl=False)
+    if rendered.spec is None:
+        click.echo(
+            "Set SKILLVC_SPEC at the top of the workflow to a pinned skillvc source (a git URL "
+            "at a commit, or a wheel URL with #sha256=) before the first run.",
+            err=True,
+        )
+    else:
+        click.echo(f"SKILLVC_SPEC is the source this skillvc came from: {rendered.spec}", err=True)
