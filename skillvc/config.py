@@ -8,12 +8,14 @@ are errors, because a typo such as ``learning_rte`` silently ignored would train
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillvc.errors import ConfigError, NotInitialised
+from skillvc.secrets import register_names, register_values, url_passwords
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,6 +23,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CONFIG_FILE = "skillvc.toml"
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # "${NAME}" in [target] env
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass
@@ -68,6 +72,8 @@ class ModelConfig:
     skill_install_path: str = ".claude/skills/{name}/SKILL.md"
     input_mode: str = "stdin"  # stdin | arg
     task_timeout_s: float = 300.0
+    # The agent's environment beyond the allowlist; "${NAME}" reads a variable (see README).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -218,6 +224,9 @@ def override(config: Config, section: str, **values: Any) -> Config:
 def validate(config: Config) -> None:
     from skillvc.backends.pricing import price_for
 
+    for role in ("target", "optimizer"):
+        _validate_env(role, getattr(config, role))
+    _register_secrets(config)
     for model in config.prices:  # a malformed price fails now, not after the first paid call
         price_for(model, config.prices)
     t = config.train
@@ -251,3 +260,22 @@ def validate(config: Config) -> None:
             )
         if m.harness not in ("chat", "command"):
             raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
+
+
+def _validate_env(role: str, m: ModelConfig) -> None:
+    if m.env and m.harness != "command":
+        raise ConfigError(f'[{role}] env applies only to harness = "command".')
+    for name, value in m.env.items():
+        if not _ENV_NAME.match(name) or not isinstance(value, str):
+            raise ConfigError(
+                f"[{role}] env {name} = {value!r} must be a variable name with a string value.",
+                hint='For example: env = { ANTHROPIC_API_KEY = "${ANTHROPIC_API_KEY}" }.',
+            )
+
+
+def _register_secrets(config: Config) -> None:
+    """Tell the scrubber which of this config's settings lead to secrets (skillvc.secrets)."""
+    for m in (config.target, config.optimizer):
+        refs = [r for v in m.env.values() for r in ENV_REFERENCE.findall(v)]
+        register_names([m.api_key_env, *refs])
+        register_values(url_passwords(m.base_url or "") + url_passwords(m.azure_endpoint or ""))
