@@ -15,8 +15,8 @@ import click
 
 from skillvc import __version__
 from skillvc.errors import INTERNAL_ERROR_EXIT_CODE, SkillvcError, redact, should_reraise
-from skillvc.secrets import scrubbed_output
 from skillvc.output import echo_json, format_log_entry, json_option
+from skillvc.secrets import scrubbed_output
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
 POSITIVE = click.IntRange(min=1)

@@ -101,33 +101,49 @@ def secret_values(
 
 
 def encodings(secret: str) -> set[str]:
-    """Every form of ``secret`` to remove: clear, percent-encoded, hex and base64.
+    """The forms of ``secret`` removed as they are: clear, percent-encoded and hex."""
+    raw = secret.encode("utf-8")
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), raw.hex(), raw.hex().upper()}
+    forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(secret, safe="")))
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def base64_cores(secret: str) -> set[str]:
+    """What gives ``secret`` away in base64, standard or URL-safe, wherever it sits.
 
     Base64 works on 3-byte groups, so a secret inside longer text (``user:KEY`` in a Basic
     header) is encoded differently at each of its 3 possible offsets. At offset ``a`` the
     characters from ``ceil(8a/6)`` up to ``floor(8(a+n)/6)`` depend on the secret's bytes only;
-    that core is what we look for. The few characters around it carry a few bits at most.
+    that core is what we look for (and the up to 3 mixed characters on each side with it).
     """
     raw = secret.encode("utf-8")
-    forms = {secret, quote(secret, safe=""), quote_plus(secret), raw.hex(), raw.hex().upper()}
-    forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(secret, safe="")))
+    cores = set()
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii")
         core = encoded[(8 * offset + 5) // 6 : (8 * (offset + len(raw))) // 6]
-        forms.add(core)
-        forms.add(core.translate(str.maketrans("+/", "-_")))
-    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+        cores |= {core, core.translate(str.maketrans("+/", "-_"))}
+    return {c for c in cores if len(c) >= MIN_SECRET_LENGTH}
+
+
+def _alternation(forms: set[str]) -> str:
+    # Longest first: a form that contains another must be removed whole.
+    return "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
 
 
 @functools.lru_cache(maxsize=64)
 def _values_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
-    forms: set[str] = set()
+    plain: set[str] = set()
+    cores: set[str] = set()
     for value in values:
-        forms |= encodings(value)
-    if not forms:
+        plain |= encodings(value)
+        cores |= base64_cores(value)
+    if not plain and not cores:
         return None
-    # Longest first: a form that contains another must be removed whole.
-    return re.compile("|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f))))
+    parts = [_alternation(plain)] if plain else []
+    if cores:
+        b64 = "[A-Za-z0-9+/_-]"
+        parts.insert(0, f"{b64}{{0,3}}(?:{_alternation(cores)}){b64}{{0,3}}={{0,2}}")
+    return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/_-]{8,}={0,2})")
@@ -190,10 +206,10 @@ def scrub_values(text: str, extra: Iterable[str] = ()) -> str:
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` without known secret values and without anything shaped like a credential."""
-    text = scrub_values(text, extra)
+    # Shapes first: "Basic <base64 of user:KEY>" then goes whole, not around the key's core.
     for pattern, replacement in _SHAPES:
         text = pattern.sub(replacement, text)
-    return text
+    return scrub_values(text, extra)
 
 
 def scrub_json(value: Any, extra: Iterable[str] = ()) -> Any:

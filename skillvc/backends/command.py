@@ -9,9 +9,10 @@ For each call:
 3. run ``command`` (an argv list, never a shell) with the placeholders ``{skill_path}``,
    ``{skill_dir}``, ``{workdir}`` and, when ``input_mode = "arg"``, ``{input}`` replaced; the
    task text (``request.user``) goes on stdin when ``input_mode = "stdin"``;
-4. the answer is stdout, stripped and scrubbed of secrets (``skillvc.secrets.scrub``), like
-   stderr: an agent that prints its environment must not put a key into the log. ``meta`` holds ``exit_code``, ``stderr_tail`` (last 2000
+4. the answer is stdout, stripped. ``meta`` holds ``exit_code``, ``stderr_tail`` (last 2000
    characters) and ``duration_s``; token counts are 0 (the agent does its own accounting).
+   Both stdout and stderr are scrubbed of secrets (``skillvc.secrets.scrub``): an agent that
+   prints its environment must not put a key into the log or an error message.
 
 The agent gets an explicit environment, never skillvc's own: ``PATH``, ``LANG``, ``LC_*`` and
 ``TERM`` are passed on, ``HOME`` and ``TMPDIR`` point at the scratch directory, and nothing else
@@ -53,7 +54,9 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENV_ALLOWLIST = ("PATH", "LANG", "TERM")
 
 
-def resolve_env(table: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def resolve_env(
+    table: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``[target] env`` with every ``${NAME}`` replaced by that variable's value.
 
     A referenced variable that is unset is a ``ConfigError``: an agent started without the
