@@ -10,7 +10,6 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from collections import defaultdict
@@ -26,7 +25,8 @@ from skillvc.backends.retry import RateLimiter, RetryPolicy, call_with_retries
 from skillvc.config import ModelConfig
 from skillvc.errors import AuthenticationFailed, BackendError, redact
 from skillvc.hashing import canonical_json
-from skillvc.secrets import scrub, scrub_json
+from skillvc.secrets import register_names, scrub, scrub_json
+from skillvc.secrets import secret_values as known_secret_values
 from skillvc.store import EventStore
 
 
@@ -92,17 +92,13 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
     return params
 
 
-KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
 def secret_values(config: Any) -> list[str]:
-    """The API key values a run may use, so any message can be scrubbed of them."""
-    names = set(KEY_VARIABLES)
-    for role in ("target", "optimizer"):
-        name = getattr(getattr(config, role), "api_key_env", None)
-        if name:
-            names.add(name)
-    return [v for v in (os.environ.get(n, "") for n in sorted(names)) if v]
+    """The secret values a run may meet, so any message can be scrubbed of them: the key
+    variables and those ``api_key_env`` names (``skillvc.secrets`` decides)."""
+    register_names(
+        getattr(getattr(config, r), "api_key_env", None) for r in ("target", "optimizer")
+    )
+    return sorted(known_secret_values())
 
 
 class ModelClient:
