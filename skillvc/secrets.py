@@ -45,7 +45,8 @@ SECRET_NAME_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")  # _API_KEY en
 
 _lock = threading.Lock()
 _names: set[str] = set()  # variables named by the config (api_key_env, ${VAR} references)
-_values: set[str] = set()  # secrets that live in no variable we scan (a base_url's password)
+_values: frozenset[str] = frozenset()  # secrets in no variable we scan (a URL's password)
+_version = 0  # of _names: a cached scan of the environment is stale once it changes
 
 
 def is_secret_name(name: str) -> bool:
@@ -56,19 +57,25 @@ def is_secret_name(name: str) -> bool:
 
 def register_names(names: Iterable[str | None]) -> None:
     """Treat the values of these variables as secrets from now on (e.g. ``api_key_env``)."""
-    with _lock:
-        _names.update(n for n in names if n)
+    global _version
+    new = {n for n in names if n} - _names
+    if new:
+        with _lock:
+            _names.update(new)
+            _version += 1
 
 
 def register_values(values: Iterable[str | None]) -> None:
     """Treat these values as secrets from now on (e.g. a password inside a configured URL)."""
+    global _values
     with _lock:
-        _values.update(v for v in values if v)
+        _values = _values | {v for v in values if v}
 
 
 # "scheme://user:password@" (the scheme is required: "a:b@c" in prose is no URL).
 _URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@?#]*):(?P<password>[^/\s?#]*)@"
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)"
+    r"(?P<user>[^/\s:@?#\"'<>]*):(?P<password>[^/\s?#\"'<>]*)@"
 )
 
 
@@ -87,17 +94,31 @@ def secret_values(
     environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()
 ) -> frozenset[str]:
     """Every secret value known now: from the environment, registered ones and ``extra``."""
-    env = os.environ if environ is None else environ
-    found: list[str] = list(extra)
-    for name, value in env.items():
-        if is_secret_name(name):
-            found.append(value)
-        elif "://" in value and "@" in value:  # e.g. OPENAI_BASE_URL=https://u:KEY@gateway
-            found += url_passwords(value)
-    with _lock:
-        found += _values
+    if environ is None:
+        return _matcher(_environ_items(), _version, _values, tuple(extra)).values
+    return _keep(_scan(environ) | _values | set(extra))
+
+
+def _keep(found: set[str] | frozenset[str]) -> frozenset[str]:
     values = {v for v in found if v} | {v.strip() for v in found if v}
     return frozenset(v for v in values if len(v) >= MIN_SECRET_LENGTH)
+
+
+def _scan(environ: Mapping[str, str]) -> set[str]:
+    found: set[str] = set()
+    for name, value in environ.items():
+        if is_secret_name(name):
+            found.add(value)
+        elif "://" in value and "@" in value:  # e.g. OPENAI_BASE_URL=https://u:KEY@gateway
+            found.update(url_passwords(value))
+    return found
+
+
+def _environ_items() -> tuple[tuple[Any, Any], ...]:
+    """os.environ as a cheap cache key: everything written to the log is scrubbed, so this runs
+    for every event; CPython's undecoded ``_data`` copies in a microsecond."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
 
 
 def encodings(secret: str) -> set[str]:
@@ -130,20 +151,44 @@ def _alternation(forms: set[str]) -> str:
     return "|".join(re.escape(f) for f in sorted(forms, key=lambda f: (-len(f), f)))
 
 
+class _Matcher:
+    """The secrets known for one state of the environment, and how to find them in text."""
+
+    def __init__(self, values: frozenset[str]) -> None:
+        self.values = values
+        plain: set[str] = set()
+        cores: set[str] = set()
+        for value in values:
+            plain |= encodings(value)
+            cores |= base64_cores(value)
+        # Substring tests first: far faster than the regex, and almost every text has none.
+        self.needles = tuple(plain | cores)
+        parts = [_alternation(plain)] if plain else []
+        if cores:
+            b64 = "[A-Za-z0-9+/_-]"
+            parts.insert(0, f"{b64}{{0,3}}(?:{_alternation(cores)}){b64}{{0,3}}={{0,2}}")
+        self.pattern = re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+
+    def sub(self, text: str) -> str:
+        if self.pattern is None or not any(n in text for n in self.needles):
+            return text
+        return self.pattern.sub(REDACTED, text)
+
+
 @functools.lru_cache(maxsize=64)
-def _values_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
-    plain: set[str] = set()
-    cores: set[str] = set()
-    for value in values:
-        plain |= encodings(value)
-        cores |= base64_cores(value)
-    if not plain and not cores:
-        return None
-    parts = [_alternation(plain)] if plain else []
-    if cores:
-        b64 = "[A-Za-z0-9+/_-]"
-        parts.insert(0, f"{b64}{{0,3}}(?:{_alternation(cores)}){b64}{{0,3}}={{0,2}}")
-    return re.compile("|".join(f"(?:{p})" for p in parts))
+def _matcher(
+    items: tuple[tuple[Any, Any], ...],
+    version: int,
+    registered: frozenset[str],
+    extra: tuple[str, ...],
+) -> _Matcher:
+    """The matcher for the environment ``items`` came from (``version``: of the registered
+    names), the registered values and ``extra``."""
+    return _Matcher(_keep(_scan(os.environ) | registered | set(extra)))
+
+
+def _current(extra: Iterable[str] = ()) -> _Matcher:
+    return _matcher(_environ_items(), _version, _values, tuple(extra))
 
 
 _BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/_-]{8,}={0,2})")
@@ -162,19 +207,27 @@ def _basic_credentials(m: re.Match[str]) -> str:
     return m.group(0)
 
 
+def _without_password(m: re.Match[str]) -> str:
+    return f"{m.group('scheme')}{m.group('user')}:{REDACTED}@"
+
+
 _LEFT = r"(?<![A-Za-z0-9_-])"  # a shape starts at a word boundary ("task-..." is no "sk-")
-_SHAPES: list[tuple[re.Pattern[str], Any]] = [
+# (words one of which a match must contain, lowercased: a cheap test that skips the regex on
+# the usual text; the pattern; its replacement)
+_SHAPES: list[tuple[tuple[str, ...], re.Pattern[str], Any]] = [
     (
+        ("private key",),
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
             re.S,
         ),
         REDACTED,
     ),
-    (_URL_CREDENTIALS, lambda m: f"{m.group('scheme')}{m.group('user')}:{REDACTED}@"),
+    (("://",), _URL_CREDENTIALS, _without_password),
     # Header or key=value forms, quoted or not (JSON, curl -H, Python reprs); the scheme word
     # of an Authorization value is kept so the message still says what kind it was.
     (
+        ("authorization",),
         re.compile(
             r"((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:Basic|Bearer|Token|Digest)\s+)?)"
             r"[^\s\"',}]{6,}",
@@ -183,44 +236,58 @@ _SHAPES: list[tuple[re.Pattern[str], Any]] = [
         lambda m: m.group(1) + REDACTED,
     ),
     (
+        ("api", "access"),
         re.compile(
             r"(\b(?:x-api-key|api[-_]?key|access[-_]token)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{6,}",
             re.I,
         ),
         lambda m: m.group(1) + REDACTED,
     ),
-    (re.compile(r"\b([Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*"), lambda m: m.group(1) + REDACTED),
-    (_BASIC, _basic_credentials),
-    (re.compile(_LEFT + r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{12,}"), REDACTED),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
-    (re.compile(_LEFT + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), REDACTED),
-    (re.compile(_LEFT + r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (
+        ("bearer",),
+        re.compile(r"\b([Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*"),
+        lambda m: m.group(1) + REDACTED,
+    ),
+    (("basic",), _BASIC, _basic_credentials),
+    (("sk-",), re.compile(_LEFT + r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{12,}"), REDACTED),
+    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    (
+        ("gh", "github_pat_"),
+        re.compile(_LEFT + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        REDACTED,
+    ),
+    (("xox",), re.compile(_LEFT + r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
 ]
 
 
 def scrub_values(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` without the known secret values (in every encoding); see the module doc."""
-    pattern = _values_pattern(secret_values(extra=extra))
-    return text if pattern is None else pattern.sub(REDACTED, text)
+    return _current(extra).sub(text)
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` without known secret values and without anything shaped like a credential."""
     # Shapes first: "Basic <base64 of user:KEY>" then goes whole, not around the key's core.
-    for pattern, replacement in _SHAPES:
-        text = pattern.sub(replacement, text)
+    lower = text.lower()
+    for words, pattern, replacement in _SHAPES:
+        if any(w in lower for w in words):
+            text = pattern.sub(replacement, text)
     return scrub_values(text, extra)
 
 
-def scrub_json(value: Any, extra: Iterable[str] = ()) -> Any:
-    """``value`` (JSON-like) with ``scrub_values`` applied to every string in it."""
-    pattern = _values_pattern(secret_values(extra=extra))
-    if pattern is None:
-        return value
+def scrub_json(value: Any, extra: Iterable[str] = (), *, urls: bool = False) -> Any:
+    """``value`` (JSON-like) with ``scrub_values`` applied to every string in it, and with
+    ``urls`` also the credentials of every ``scheme://user:password@`` URL."""
+    matcher = _current(extra)
+
+    def clean(text: str) -> str:
+        if urls and "://" in text:
+            text = _URL_CREDENTIALS.sub(_without_password, text)
+        return matcher.sub(text)
 
     def walk(v: Any) -> Any:
         if isinstance(v, str):
-            return pattern.sub(REDACTED, v)
+            return clean(v)
         if isinstance(v, Mapping):
             return {k: walk(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
@@ -228,6 +295,14 @@ def scrub_json(value: Any, extra: Iterable[str] = ()) -> Any:
         return v
 
     return walk(value)
+
+
+def scrub_stored_text(text: str) -> str:
+    """What the event store removes from a payload: secret values and URL credentials (a
+    ``base_url`` password shorter than a key is still a password)."""
+    if "://" in text:
+        text = _URL_CREDENTIALS.sub(_without_password, text)
+    return scrub_values(text)
 
 
 def restore(stored: Any, current: Any, extra: Iterable[str] = ()) -> Any:

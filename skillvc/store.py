@@ -8,8 +8,10 @@ Invariants kept here:
 - Run events are idempotent by ``(run_id, seq)`` and cache events by ``(type, key)``: appending
   the same event again returns the stored one, which is what makes resume-by-replay exact.
 - No secret value is stored: every blob and payload passes through ``scrub_values`` first
-  (``skillvc.secrets``), so whatever a caller forgot, the log never holds a key. Scrubbing is
-  idempotent, so a caller that scrubbed already gets back the hash of exactly its text.
+  (``skillvc.secrets``), so whatever a caller forgot, the log never holds a key; payloads (a
+  config snapshot's ``base_url``) also lose URL credentials. Blobs keep every other byte: a
+  skill version must come back exactly as it was. Scrubbing is idempotent, so a caller that
+  scrubbed already gets back the hash of exactly its text.
 - WAL journaling lets readers (``skillvc log``) work while a run writes. One writer per repo
   holds ``train.lock`` (an OS file lock, released even when the process is killed).
 """
@@ -38,7 +40,7 @@ from skillvc.errors import (
 from skillvc.events import Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.schema import SCHEMA_VERSION
-from skillvc.secrets import scrub_json, scrub_values
+from skillvc.secrets import scrub_json, scrub_stored_text, scrub_values
 
 try:  # POSIX file locks; Windows is not supported for training (README: Limitations).
     import fcntl
@@ -400,10 +402,10 @@ class EventStore:
 def _payload_json(payload: Mapping[str, Any]) -> str:
     """The canonical JSON of ``payload`` without secret values."""
     body = canonical_json(dict(payload))
-    if scrub_values(body) == body:  # the common case, one pass over the text
+    if scrub_stored_text(body) == body:  # the common case, one pass over the text
         return body
     # Scrub the strings, not the JSON text: a replacement must never cut through an escape.
-    return canonical_json(scrub_json(dict(payload)))
+    return canonical_json(scrub_json(dict(payload), urls=True))
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

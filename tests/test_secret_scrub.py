@@ -282,6 +282,22 @@ def test_a_resumed_run_gets_back_the_url_password_its_log_does_not_hold(tmp_path
     assert restore(stored, changed.to_dict()) == stored, "only a value that scrubs to it"
 
 
+def test_a_short_url_password_is_not_stored_either(tmp_path: Path) -> None:
+    """Too short to be scrubbed as a value wherever it appears ("pw" is in "pwd"), but still the
+    password of a URL: payloads lose it, and a resume takes it back from skillvc.toml."""
+    url = "https://me:pw@gateway.internal/v1"
+    config = parse_config(f'[optimizer]\nmodel = "openai:m"\nbase_url = "{url}"\n', tmp_path)
+    with open_store(tmp_path / "events.db") as store:
+        event = store.append("run.started", {"config": config.to_dict()}, run_id="r", seq=1)
+        stored = store.get(event.id).payload["config"]
+        blob = store.get_blob(store.put_blob(f"see {url}"))
+    assert stored["optimizer"]["base_url"] == "https://me:[redacted]@gateway.internal/v1"
+    assert restore(stored, config.to_dict()) == config.to_dict()
+    assert blob == f"see {url}", "blobs (skill versions) keep every byte but secret values"
+    with sqlite3.connect(tmp_path / "events.db") as db:
+        assert "me:pw@" not in db.execute("SELECT payload FROM events").fetchone()[0]
+
+
 # -- end to end: an agent that prints its environment ---------------------------------------
 
 
