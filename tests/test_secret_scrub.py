@@ -496,3 +496,37 @@ def test_credentials_in_a_base_url_appear_nowhere(
         [password, f"user:{password}"],
         {"stored": stored_bytes(root), "git": git_history(root), **run.outputs},
     )
+
+
+def test_a_run_resumes_against_a_base_url_whose_password_the_log_does_not_hold(
+    tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run.started snapshot holds ``user:[redacted]@``; a resumed run takes the real URL
+    from skillvc.toml (whose owner put it there) and goes on sending the right credentials."""
+    password = "gw-SECRET-5f4e3d2c1b"
+    host = loopback.url.removeprefix("http://")
+    root = tmp_path / "repo"
+    create_demo_repo(root)
+    toml = (root / "skillvc.toml").read_text(encoding="utf-8")
+    toml = toml.replace(
+        '[target]\nmodel = "sim:support"',
+        f'[target]\nmodel = "openai:gpt-4o-mini"\nbase_url = "http://user:{password}@{host}/v1"',
+    )
+    toml = toml.replace("epochs = 3", "epochs = 1").replace("batch_size = 20", "batch_size = 10")
+    (root / "skillvc.toml").write_text(toml, encoding="utf-8")
+    git(root, "commit", "-qam", "Target the gateway")
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    loopback.responder = simulator_responder()
+    run = Cli(root, monkeypatch)
+    run("train", "--budget-usd", "0.000001", expect=4)
+    before = len(loopback.requests)
+    run("train", "--budget-usd", "100")
+    basic = "Basic " + base64.b64encode(f"user:{password}".encode()).decode()
+    assert len(loopback.requests) > before, "the resumed run called the model"
+    assert {r.headers["authorization"] for r in loopback.requests} == {basic}
+    with open_store(root / ".skillvc/events.db") as store:
+        (started,) = store.events(types=["run.started"])
+        resumed = store.events(types=["run.resumed"])
+    assert started.payload["config"]["target"]["base_url"] == (f"http://user:[redacted]@{host}/v1")
+    assert len(resumed) == 1
+    assert_nowhere([password], {"stored": stored_bytes(root), **run.outputs})
