@@ -10,7 +10,6 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from collections import defaultdict
@@ -20,11 +19,14 @@ from fractions import Fraction
 from typing import Any
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
+from skillvc.backends.command import env_fingerprint
 from skillvc.backends.pricing import cost_usd
 from skillvc.backends.retry import RateLimiter, RetryPolicy, call_with_retries
 from skillvc.config import ModelConfig
 from skillvc.errors import AuthenticationFailed, BackendError, redact
 from skillvc.hashing import canonical_json
+from skillvc.secrets import register_names, scrub, scrub_json
+from skillvc.secrets import secret_values as known_secret_values
 from skillvc.store import EventStore
 
 
@@ -85,20 +87,18 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
             "skill_install_path": config.skill_install_path,
             "input_mode": config.input_mode,
         }
+        if config.env:  # names and value hashes only: a changed key misses the cache
+            params["harness"]["env"] = env_fingerprint(config)
     return params
 
 
-KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
 def secret_values(config: Any) -> list[str]:
-    """The API key values a run may use, so any message can be scrubbed of them."""
-    names = set(KEY_VARIABLES)
-    for role in ("target", "optimizer"):
-        name = getattr(getattr(config, role), "api_key_env", None)
-        if name:
-            names.add(name)
-    return [v for v in (os.environ.get(n, "") for n in sorted(names)) if v]
+    """The secret values a run may meet, so any message can be scrubbed of them: the key
+    variables and those ``api_key_env`` names (``skillvc.secrets`` decides)."""
+    register_names(
+        getattr(getattr(config, r), "api_key_env", None) for r in ("target", "optimizer")
+    )
+    return sorted(known_secret_values())
 
 
 class ModelClient:
@@ -220,6 +220,10 @@ class ModelClient:
                 raise
             raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
         cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored
+        # text back, and must see exactly what the first run saw (and sent on to the optimizer).
+        text = scrub(result.text, self.secrets)
+        meta = scrub_json(dict(result.meta), self.secrets)
         self.store.append(
             "model.call",
             {
@@ -228,25 +232,25 @@ class ModelClient:
                 "params": dict(req.params),
                 "sample": req.sample,
                 "prompt": self.store.put_blob(canonical_json([dict(m) for m in req.messages])),
-                "response": self.store.put_blob(result.text),
+                "response": self.store.put_blob(text),
                 "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens,
                 "latency_ms": round(result.latency_ms, 1),
                 "cost_usd": cost,
-                "meta": dict(result.meta),
+                "meta": meta,
             },
             run_id=self.run_id,
             step=step,
             key=req.key,
         )
         return Reply(
-            text=result.text,
+            text=text,
             key=req.key,
             cached=False,
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             cost_usd=cost,
-            meta=result.meta,
+            meta=meta,
         )
 
     def snapshot(self) -> dict[str, RoleStats]:

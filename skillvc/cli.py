@@ -22,6 +22,7 @@ from skillvc.errors import (
     storage_error,
 )
 from skillvc.output import echo_json, echo_rows, format_log_entry, json_option, table_options
+from skillvc.secrets import scrubbed_output
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
 POSITIVE = click.IntRange(min=1)
@@ -31,6 +32,11 @@ class SkillvcGroup(click.Group):
     """Turns library errors into one clear sentence, a hint and a stable exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        # Everything printed, by any command, loses the values of known secrets (any encoding).
+        with scrubbed_output():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except SkillvcError as exc:
@@ -38,7 +44,7 @@ class SkillvcGroup(click.Group):
                 raise
             click.echo(f"Error: {redact(exc.message)}", err=True)
             if exc.hint:
-                click.echo(f"Hint: {exc.hint}", err=True)
+                click.echo(f"Hint: {redact(exc.hint)}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise

@@ -10,12 +10,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillvc.errors import ConfigError, NotInitialised
+from skillvc.secrets import register_names, register_values, url_passwords
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,6 +25,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CONFIG_FILE = "skillvc.toml"
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # "${NAME}" in [target] env
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass
@@ -70,6 +74,8 @@ class ModelConfig:
     skill_install_path: str = ".claude/skills/{name}/SKILL.md"
     input_mode: str = "stdin"  # stdin | arg
     task_timeout_s: float = 300.0
+    # The agent's environment beyond the allowlist; "${NAME}" reads a variable (see README).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -243,6 +249,9 @@ def override(config: Config, section: str, **values: Any) -> Config:
 def validate(config: Config) -> None:
     from skillvc.backends.pricing import price_for
 
+    for role in ("target", "optimizer"):
+        _validate_env(role, getattr(config, role))
+    _register_secrets(config)
     for model in config.prices:  # a malformed price fails now, not after the first paid call
         price_for(model, config.prices)
     check_ranges(config)
@@ -378,3 +387,22 @@ def _type_name(expected: str) -> str:
     """ "int | None" -> "an integer"; "list[str]" -> "a list" (None means "leave the key out")."""
     base = expected.split("|")[0].split("[")[0].strip()
     return _TYPE_NAMES.get(base, expected)
+
+
+def _validate_env(role: str, m: ModelConfig) -> None:
+    if m.env and m.harness != "command":
+        raise ConfigError(f'[{role}] env applies only to harness = "command".')
+    for name, value in m.env.items():
+        if not _ENV_NAME.match(name) or not isinstance(value, str):
+            raise ConfigError(
+                f"[{role}] env {name} = {value!r} must be a variable name with a string value.",
+                hint='For example: env = { ANTHROPIC_API_KEY = "${ANTHROPIC_API_KEY}" }.',
+            )
+
+
+def _register_secrets(config: Config) -> None:
+    """Tell the scrubber which of this config's settings lead to secrets (skillvc.secrets)."""
+    for m in (config.target, config.optimizer):
+        refs = [r for v in m.env.values() for r in ENV_REFERENCE.findall(v)]
+        register_names([m.api_key_env, *refs])
+        register_values(url_passwords(m.base_url or "") + url_passwords(m.azure_endpoint or ""))

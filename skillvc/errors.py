@@ -9,14 +9,16 @@ The CLI prints ``message`` as one sentence, then ``hint`` (what to do next), and
     3  something not found      6  model backend failure
     7  check found a regression 70 unexpected internal error
 
-Messages never contain secrets: backends redact keys before raising (see ``redact``).
+Messages never contain secrets: backends redact keys before raising (see ``redact``), and
+the CLI scrubs every message again before printing it (``skillvc.secrets``).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
+
+from skillvc.secrets import scrub
 
 
 class SkillvcError(Exception):
@@ -245,29 +247,13 @@ def should_reraise() -> bool:
     return os.environ.get(RAISE_ENV, "") not in ("", "0")
 
 
-_SECRET_PATTERNS = [
-    re.compile(r"(sk-[A-Za-z0-9_\-]{6,})"),
-    re.compile(r"(sk-ant-[A-Za-z0-9_\-]{6,})"),
-    re.compile(r"((?:Bearer|bearer)\s+)[A-Za-z0-9._\-]{6,}"),
-    re.compile(
-        r"((?:api[-_]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{6,}", re.I
-    ),
-]
-
-
 def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
-    """Remove known secret values and anything shaped like an API key from ``text``."""
-    for secret in secrets:
-        # Short values ("local", "none") are placeholders, not keys; blanking them would
-        # mangle ordinary words such as "localhost".
-        if secret and len(secret) >= 12:
-            text = text.replace(secret, "[redacted]")
-    for pattern in _SECRET_PATTERNS:
-        if pattern.groups == 1 and pattern.pattern.startswith("(sk-"):
-            text = pattern.sub("[redacted]", text)
-        else:
-            text = pattern.sub(lambda m: m.group(1) + "[redacted]", text)
-    return text
+    """Remove known secret values and anything shaped like a credential from ``text``.
+
+    Kept for its callers; ``skillvc.secrets.scrub`` decides what a secret is (the values of
+    key variables in every encoding, ``secrets`` too, and key shapes).
+    """
+    return scrub(text, secrets)
 
 
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}

@@ -7,6 +7,11 @@ Invariants kept here:
   path. A database whose schema is newer than this code is refused, never downgraded.
 - Run events are idempotent by ``(run_id, seq)`` and cache events by ``(type, key)``: appending
   the same event again returns the stored one, which is what makes resume-by-replay exact.
+- No secret value is stored: every blob and payload passes through ``scrub_values`` first
+  (``skillvc.secrets``), so whatever a caller forgot, the log never holds a key; payloads (a
+  config snapshot's ``base_url``) also lose URL credentials. Blobs keep every other byte: a
+  skill version must come back exactly as it was. Scrubbing is idempotent, so a caller that
+  scrubbed already gets back the hash of exactly its text.
 - WAL journaling lets readers (``skillvc log``) work while a run writes. One writer per repo
   holds ``train.lock`` (an OS file lock, released even when the process is killed).
 """
@@ -37,6 +42,7 @@ from skillvc.errors import (
 from skillvc.events import Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.schema import SCHEMA_VERSION
+from skillvc.secrets import scrub_json, scrub_stored_text, scrub_values
 
 try:  # POSIX file locks; Windows is not supported for training (README: Limitations).
     import fcntl
@@ -158,7 +164,9 @@ class EventStore:
     # -- blobs ------------------------------------------------------------------------------
 
     def put_blob(self, text: str) -> str:
-        """Store ``text`` once, addressed by its SHA-256; returns the hash."""
+        """Store ``text`` (without secret values) once, addressed by its SHA-256; returns the
+        hash of what was stored."""
+        text = scrub_values(text)
         digest = sha256_hex(text)
         with self._write_lock, _writes(self.path):
             self.conn.execute(
@@ -205,7 +213,7 @@ class EventStore:
         rows = [
             (
                 e["type"],
-                canonical_json(e.get("payload", {})),
+                _payload_json(e.get("payload", {})),
                 e.get("run_id"),
                 e.get("seq"),
                 e.get("step"),
@@ -252,7 +260,7 @@ class EventStore:
     ) -> Event:
         created = _now()
         version = current_version(type)
-        body = canonical_json(dict(payload))
+        body = _payload_json(payload)
         try:
             cur = self.conn.execute(
                 "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
@@ -427,6 +435,15 @@ def _unwritable(path: Path, exc: Exception) -> SkillvcError | None:
     if path.exists() and not os.access(path, os.W_OK):
         return LogNotWritable(f"The event log {path} cannot be opened: the file is read-only.")
     return None
+
+
+def _payload_json(payload: Mapping[str, Any]) -> str:
+    """The canonical JSON of ``payload`` without secret values."""
+    body = canonical_json(dict(payload))
+    if scrub_stored_text(body) == body:  # the common case, one pass over the text
+        return body
+    # Scrub the strings, not the JSON text: a replacement must never cut through an escape.
+    return canonical_json(scrub_json(dict(payload), urls=True))
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

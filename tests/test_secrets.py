@@ -32,6 +32,7 @@ from loopback import (  # noqa: F401 - the fixture
     loopback,
     simulator_responder,
 )
+from secret_forms import assert_nowhere
 
 from skillvc.demo import create_demo_repo
 
@@ -160,9 +161,54 @@ def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: LoopbackSe
     stored += db.read_bytes()  # after the last close, checkpointed into the database file
     history = git(repo, "log", "-p", "--all", "--format=fuller%n%B")
     refs = git(repo, "for-each-ref", "--format=%(refname) %(contents)")
-    for secret in SECRETS:
-        assert secret.encode() not in stored, f"{secret} in .skillvc/"
-        assert secret not in history + refs, f"{secret} in git history"
-        for out in outputs:
-            assert secret not in out, f"{secret} printed:\n{out}"
+    printed = {f"output {i}": out for i, out in enumerate(outputs)}
+    # In clear, base64 at every alignment (also as "user:KEY"), URL-encoded or hex.
+    assert_nowhere(SECRETS, {".skillvc/": stored, "git history": history + refs, **printed})
     assert git(repo, "rev-list", "--count", "HEAD") != "1", "the resumed run committed edits"
+
+
+def test_an_agent_printing_its_environment_leaks_no_key(
+    repo: Path, loopback: LoopbackServer
+) -> None:
+    """The command harness through the real CLI: an agent that prints every variable it gets,
+    in many encodings, on stdout (its answer) and on stderr (a crash, shown in the error list).
+    The optimizer, which reads those answers, is the loopback server's simulator."""
+    loopback.responder = simulator_responder()
+    agent = Path(__file__).parent / "fixtures" / "agents" / "leaky_agent.py"
+    toml = (repo / "skillvc.toml").read_text(encoding="utf-8")
+    toml = toml.replace(
+        '[target]\nmodel = "openai:gpt-4o-mini"\n',
+        '[target]\nmodel = "command:leaky"\nharness = "command"\n'
+        f'command = ["{sys.executable}", "{agent}"]\n'
+        '[target.env]\nOPENAI_API_KEY = "${OPENAI_API_KEY}"\nTEAM = "${TEAM_ANTHROPIC_TOKEN}"\n'
+        'ANTHROPIC_API_KEY = "${ANTHROPIC_API_KEY}"\n',
+    )
+    (repo / "skillvc.toml").write_text(toml, encoding="utf-8")
+    for split, keep in (("train", 5), ("val", 4), ("test", 2)):
+        path = repo / "evals" / f"{split}.jsonl"
+        rows = path.read_text(encoding="utf-8").splitlines()[:keep]
+        if split == "val":
+            rows[0] = rows[0].replace('"input": "', '"input": "crash ', 1)
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "An agent as the target")
+    outputs: dict[str, str] = {}
+    for args in (["eval"], ["train"], ["log", "-p"], ["report"], ["doctor"]):
+        done = cli(repo, *args)
+        outputs[" ".join(args)] = done.stdout + done.stderr
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "exited with code 3: login failed for dXNl[redacted]." in outputs["eval"]
+    with sqlite3.connect(repo / ".skillvc" / "events.db") as db:
+        answers = [
+            row[0]
+            for row in db.execute(
+                "SELECT content FROM blobs WHERE hash IN (SELECT json_extract(payload, "
+                "'$.response') FROM events WHERE json_extract(payload, '$.role') = 'target')"
+            )
+        ]
+    assert answers and all("\nTEAM=[redacted]\n" in a for a in answers), "printed, scrubbed"
+    assert len(loopback.requests) > 1, "the optimizer read the answers"
+    sent = {f"request {i}": r.body for i, r in enumerate(loopback.requests)}
+    assert_nowhere(SECRETS, sent)
+    stored = b"".join(p.read_bytes() for p in sorted((repo / ".skillvc").iterdir()) if p.is_file())
+    history = git(repo, "log", "-p", "--all")
+    assert_nowhere(SECRETS, {".skillvc/": stored, "git history": history, **outputs})

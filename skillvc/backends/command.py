@@ -11,6 +11,14 @@ For each call:
    task text (``request.user``) goes on stdin when ``input_mode = "stdin"``;
 4. the answer is stdout, stripped. ``meta`` holds ``exit_code``, ``stderr_tail`` (last 2000
    characters) and ``duration_s``; token counts are 0 (the agent does its own accounting).
+   Both stdout and stderr are scrubbed of secrets (``skillvc.secrets.scrub``): an agent that
+   prints its environment must not put a key into the log or an error message.
+
+The agent gets an explicit environment, never skillvc's own: ``PATH``, ``LANG``, ``LC_*`` and
+``TERM`` are passed on, ``HOME`` and ``TMPDIR`` point at the scratch directory, and nothing else
+(no API key) unless ``[target] env`` in skillvc.toml names it; a value there may read a
+variable as ``"${NAME}"``, so no key is written into the config. The cache key holds each
+``env`` name with a hash of its value, never the value.
 
 Invariants: no shell ever sees the task text (it arrives byte for byte, ``$(...)`` and ``;``
 included); placeholders are replaced in one pass, so task text containing ``{workdir}`` is not
@@ -33,13 +41,55 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from skillvc.backends.base import CallRequest, CallResult
-from skillvc.config import ModelConfig
+from skillvc.config import ENV_REFERENCE, ModelConfig
 from skillvc.errors import BackendError, ConfigError, SkillDocumentError, redact
+from skillvc.hashing import sha256_hex
+from skillvc.secrets import register_names, scrub
 from skillvc.skilldoc import SkillDocument
 
 STDERR_TAIL = 2000
 _PLACEHOLDER = re.compile(r"\{(input|skill_dir|workdir|skill_path)\}")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Passed on from skillvc's environment (plus LC_*): what any program needs to run and print.
+ENV_ALLOWLIST = ("PATH", "LANG", "TERM")
+
+
+def resolve_env(
+    table: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``[target] env`` with every ``${NAME}`` replaced by that variable's value.
+
+    A referenced variable that is unset is a ``ConfigError``: an agent started without the
+    key it was promised fails later with a far less clear message. The referenced variables'
+    values are secrets from now on (``skillvc.secrets``).
+    """
+    env = os.environ if environ is None else environ
+    resolved = {}
+    for name, value in table.items():
+        refs = ENV_REFERENCE.findall(value)
+        register_names(refs)
+        for ref in refs:
+            if ref not in env:
+                raise ConfigError(
+                    f'env {name} = "{value}" in skillvc.toml reads ${{{ref}}}, which is not set.',
+                    hint=f"Export {ref} before running skillvc, or change [target] env.",
+                )
+        resolved[name] = ENV_REFERENCE.sub(lambda m: env[m.group(1)], value)
+    return resolved
+
+
+def agent_env(config: ModelConfig, workdir: Path) -> dict[str, str]:
+    """The whole environment of one agent run (see the module docstring)."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
+    env["HOME"] = env["TMPDIR"] = str(workdir)
+    env.update(resolve_env(config.env))
+    return env
+
+
+def env_fingerprint(config: ModelConfig) -> dict[str, str]:
+    """``env`` names with a hash of each resolved value, for the cache key: a changed value
+    misses the cache, and the key never holds the value itself."""
+    return {name: sha256_hex(value)[:16] for name, value in resolve_env(config.env).items()}
 
 
 class AgentFailed(BackendError):
@@ -94,6 +144,7 @@ class CommandBackend:
                 f"skill_install_path '{config.skill_install_path}' must be a relative path "
                 "inside the task's working directory."
             )
+        resolve_env(config.env)  # an unset ${NAME} fails now, before any task runs
         self.config = config
         self.model = config.model
 
@@ -131,7 +182,9 @@ class CommandBackend:
         timeout = self.config.task_timeout_s
         start = time.perf_counter()
         try:
-            proc = start_process(argv, cwd=cwd, stdin=stdin is not None)
+            proc = start_process(
+                argv, cwd=cwd, stdin=stdin is not None, env=agent_env(self.config, cwd)
+            )
         except (OSError, ValueError) as exc:
             # ValueError: an argument holds a NUL byte or an unencodable character (task text
             # in input_mode = "arg"); that item cannot be run, which is an error, not a crash.
@@ -160,7 +213,7 @@ class CommandBackend:
                 stderr_tail=tail,
             )
         return CallResult(
-            text=stdout.strip(),
+            text=scrub(stdout).strip(),
             latency_ms=duration * 1000.0,
             meta={"exit_code": proc.returncode, "stderr_tail": tail, "duration_s": duration},
         )

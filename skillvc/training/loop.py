@@ -33,7 +33,9 @@ from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
 from skillvc.formats import new_problems
+from skillvc.hashing import canonical_json
 from skillvc.progress import Progress
+from skillvc.secrets import REDACTED, restore
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
@@ -109,7 +111,10 @@ def train(
                 hint="Drop the overrides to resume it, or pass --new to start another run.",
             )
         if unfinished is not None:
-            config = parse_config_dict(unfinished.payload["config"], ws.root)
+            snapshot = unfinished.payload["config"]
+            if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
+                snapshot = restore(snapshot, ws.config.to_dict())
+            config = parse_config_dict(snapshot, ws.root)
         else:
             config = ws.config
             for section, values in given.items():
