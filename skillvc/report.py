@@ -245,13 +245,29 @@ def _settings_line(report: dict[str, Any]) -> str:
     return line
 
 
+def _counts(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """Steps and slow updates counted apart, from a report's rows."""
+
+    def count(kind: str, decisions: tuple[str, ...]) -> int:
+        return sum(1 for s in steps if s.get("kind", "step") == kind and s["decision"] in decisions)
+
+    return {
+        "steps": count("step", ("accepted", "forced", "rejected", "no candidate")),
+        "accepted": count("step", ("accepted", "forced")),
+        "rejected": count("step", ("rejected",)),
+        "slow_updates": count("slow_update", ("accepted", "forced", "rejected")),
+        "slow_updates_accepted": count("slow_update", ("accepted", "forced")),
+        "slow_updates_rejected": count("slow_update", ("rejected",)),
+    }
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     sc, usage = report["scores"], report["usage"]
     counts = report["dataset"].get("counts", {})
     cost = "price unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
     accepted = [s for s in report["steps"] if s["decision"] in ("accepted", "forced")]
     rejected = [s for s in report["steps"] if s["decision"] == "rejected"]
-    n = report["counts"]
+    n = report.get("counts") or _counts(report["steps"])
     empty = n["steps"] - n["accepted"] - n["rejected"]
     slow = (
         f"; {n['slow_updates']} slow updates ({n['slow_updates_accepted']} accepted, "
@@ -259,7 +275,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         if n["slow_updates"]
         else ""
     )
-    curve = Curve.from_dict(report["curve"])
+    curve = Curve.from_dict(report["curve"]) if report.get("curve") else None
     chart = (
         [
             "",
@@ -268,7 +284,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             "<sub>Step 0 is the baseline; the curve is read from "
             "the event log (`skillvc report --html` draws it with every decision marked).</sub>",
         ]
-        if len(curve.points) > 1
+        if curve is not None and len(curve.points) > 1
         else []
     )
     out = [
