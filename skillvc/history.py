@@ -297,7 +297,7 @@ def run_curve(store: EventStore, run_id: str) -> Curve:
         [run_id],
     )
     events = [(r["type"], r["step"], r["epoch"], json.loads(r["payload"])) for r in rows]
-    started = next((p for t, _, _, p in events if t == "run.started"), {})
+    started: dict[str, Any] = next((p for t, _, _, p in events if t == "run.started"), {})
     metric = str(started.get("config", {}).get("train", {}).get("gate_metric") or "hard")
     val: dict[str, dict[str, float]] = {}  # skill -> item -> score
     train: dict[tuple[str, str], float] = {}  # (skill, item) -> score
@@ -305,11 +305,11 @@ def run_curve(store: EventStore, run_id: str) -> Curve:
     for t, step, _, p in events:
         if t != "rollout" or p.get("error") is not None or p.get("hard") is None:
             continue
-        score = metric_value(p["hard"], p["soft"], metric)
+        value = metric_value(p["hard"], p["soft"], metric)
         if p.get("split") == "val":
-            val.setdefault(p["skill"], {})[p["item"]] = score
+            val.setdefault(p["skill"], {})[p["item"]] = value
         elif p.get("split") == "train":
-            train[(p["skill"], p["item"])] = score
+            train[(p["skill"], p["item"])] = value
             if step is not None:
                 step_skill.setdefault(step, p["skill"])
 
@@ -318,7 +318,8 @@ def run_curve(store: EventStore, run_id: str) -> Curve:
 
     points: list[CurvePoint] = []
     current: dict[str, Any] | None = None  # the step being read
-    skill, score = str(started.get("skill", "")), None
+    skill: str = str(started.get("skill", ""))
+    score: float | None = None
     finished: dict[str, Any] = {}
 
     def close() -> None:

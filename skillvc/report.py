@@ -157,6 +157,11 @@ def p_text(p_value: float | None, decision: str | None) -> str:
     return text
 
 
+def _p_suffix(step: dict[str, Any]) -> str:
+    text = p_text(step.get("p_value"), step["decision"])
+    return f", {text}" if text else ""
+
+
 def _s(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -335,8 +340,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             out += [
                 "",
                 f"#### {_title(s).capitalize()} — `{(s.get('commit') or '')[:10]}` "
-                f"(val {_arrow(s['val_before'], s['val_after'], s)}"
-                f"{', ' + p_text(s.get('p_value'), s['decision']) if s.get('p_value') is not None else ''})",
+                f"(val {_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
                 "",
             ]
             out += [_edit_line(e) for e in s["edits"]] or [
