@@ -201,7 +201,7 @@ def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
         (_COLOURS["accepted"], "dot", "accepted step"),
         (_COLOURS["rejected"], "cross", "rejected step"),
         (_COLOURS["none"], "ring", "no candidate"),
-        (_COLOURS["forced"], "diamond", "slow update"),
+        (_COLOURS["none"], "diamond", "slow update (colour: decision)"),
     ]
     lx = left + plot_w + 16
     for i, (colour, style, name) in enumerate(legend):
@@ -240,7 +240,7 @@ def svg_bars(
     labels: Sequence[str], values: Sequence[float], unit: str, width: int = 880, height: int = 180
 ) -> str:
     """A plain bar chart (cost or tokens per phase); each bar's title gives the exact figure."""
-    left, right, top, bottom = 72, 16, 12, 28
+    left, right, top, bottom = 16, 16, 22, 28
     plot_w, plot_h = width - left - right, height - top - bottom
     top_value = max(values, default=0.0) or 1.0
     slot = plot_w / max(1, len(values))
@@ -251,8 +251,8 @@ def svg_bars(
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
         'stroke="#8c959f"/>',
-        f'<text x="{left - 8}" y="{top + 10}" text-anchor="end" font-size="11" '
-        f'fill="#57606a">{e(_fmt_value(top_value, unit))}</text>',
+        f'<text x="{left}" y="{top - 8}" font-size="11" fill="#57606a">'
+        f"{e(unit)} (highest bar {e(_fmt_value(top_value, unit))})</text>",
     ]
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         h = plot_h * value / top_value

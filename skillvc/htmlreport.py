@@ -231,7 +231,11 @@ def render_html(report: dict[str, Any]) -> str:
         usage=e(usage_line),
         curve=svg_curve(Curve.from_dict(report["curve"])),
         steps="\n".join(steps),
-        cost_chart=svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost"),
+        cost_chart=(
+            svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost")
+            if any(u["cost_usd"] for u in phases)
+            else '<p class="muted">No call of this run has a price above $0: no cost chart.</p>'
+        ),
         token_chart=svg_bars(labels, [float(u["tokens"]) for u in phases], "tokens"),
         phases="\n".join(phase_rows),
         accepted="\n".join(accepted) or "<p>None.</p>",
