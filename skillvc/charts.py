@@ -201,7 +201,7 @@ def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
         (_COLOURS["accepted"], "dot", "accepted step"),
         (_COLOURS["rejected"], "cross", "rejected step"),
         (_COLOURS["none"], "ring", "no candidate"),
-        (_COLOURS["none"], "diamond", "slow update (colour: decision)"),
+        (_COLOURS["none"], "diamond", "slow update"),
     ]
     lx = left + plot_w + 16
     for i, (colour, style, name) in enumerate(legend):
