@@ -22,7 +22,7 @@ from skillvc.output import echo_json, json_option
     "html_file",
     type=click.Path(dir_okay=False, writable=True),
     metavar="FILE",
-    help="Also write the run as one self-contained HTML page (curves, costs, diffs).",
+    help="Write the run as one self-contained HTML page (curve, costs, diffs) instead.",
 )
 def command(run_id: str | None, fmt: str, as_json: bool, html_file: str | None) -> None:
     """Scores, curve, cost, steps, accepted diffs and rejected edits of a run, for a pull request.
