@@ -249,9 +249,14 @@ def _summary_lines(summary: Any) -> list[str]:
         if not summary.unpriced_calls
         else f"${summary.cost_usd:.4f} + {summary.unpriced_calls} calls of unknown price"
     )
+    # Steps and slow updates counted apart (a slow update is a candidate, not a step).
+    empty = summary.steps - summary.accepted - summary.rejected
+    slow = summary.slow_updates_accepted + summary.slow_updates_rejected
     return [
-        f"run {summary.run_id} {summary.status}: {summary.steps} steps, "
-        f"{summary.accepted} accepted, {summary.rejected} rejected",
+        f"run {summary.run_id} {summary.status}: {summary.steps} steps ({summary.accepted} "
+        f"accepted, {summary.rejected} rejected, {empty} without a candidate); {slow} slow "
+        f"updates ({summary.slow_updates_accepted} accepted, "
+        f"{summary.slow_updates_rejected} rejected)",
         f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}",
         f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}",
         f"model calls {summary.calls} ({summary.fresh_calls} made, "

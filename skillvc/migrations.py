@@ -73,7 +73,9 @@ def _edits_of_gates(decision: str) -> str:
     """
 
 
-VIEWS = {
+# The views as migration 001 created them. Frozen: later migrations replace views, they never
+# change what an earlier migration did.
+_VIEWS_001 = {
     "proposed_edits": """
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
                json_extract(e.payload, '$.edit.id') AS edit_id,
@@ -151,5 +153,142 @@ VIEWS = {
 
 
 def _create_views(db: Database) -> None:
-    for name, sql in VIEWS.items():
+    for name, sql in _VIEWS_001.items():
         db.execute(f"CREATE VIEW {name} AS {sql}")
+
+
+# -- 002: honest gates, rollouts, texts joined, steps and slow updates counted apart ---------
+
+# An early-stopped candidate was evaluated only on the items the current skill fails first, so
+# the mean of that subset is biased low; such a gate has val_after NULL and the bound that
+# decided in val_after_bound (the best full mean the candidate could still have reached).
+_GATE_COLUMNS_002 = """
+               json_extract(g.payload, '$.before.mean') AS val_before,
+               CASE WHEN json_extract(g.payload, '$.early_stopped') THEN NULL
+                    ELSE json_extract(g.payload, '$.after.mean') END AS val_after,
+               json_extract(g.payload, '$.after.bound') AS val_after_bound,
+               json_extract(g.payload, '$.after.n') AS evaluated,
+               json_extract(g.payload, '$.p_value') AS p_value,
+               json_array_length(json_extract(g.payload, '$.flipped.gained')) AS flipped_up,
+               json_array_length(json_extract(g.payload, '$.flipped.lost')) AS flipped_down
+"""
+
+
+def _edits_of_gates_002(decision: str) -> str:
+    """One row per edit of the candidates whose gate decision matches ``decision``."""
+    return f"""
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(g.payload, '$.kind') AS kind,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               {_GATE_COLUMNS_002}
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
+    """
+
+
+def _gate_count(kind: str, decision: str) -> str:
+    return f"""(SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND COALESCE(json_extract(g.payload, '$.kind'), 'step') {kind}
+                  AND json_extract(g.payload, '$.decision') {decision})"""
+
+
+VIEWS = {
+    **_VIEWS_001,
+    "gates": f"""
+        SELECT g.id AS event_id, g.run_id, g.step, g.epoch, g.created_at,
+               json_extract(g.payload, '$.kind') AS kind,
+               json_extract(g.payload, '$.decision') AS decision,
+               json_extract(g.payload, '$.metric') AS metric,
+               json_extract(g.payload, '$.before.n') AS n,
+               json_extract(g.payload, '$.after.n') AS n_evaluated,
+               json_extract(g.payload, '$.early_stopped') AS early_stopped,
+               json_extract(g.payload, '$.test') AS test,
+               json_extract(g.payload, '$.lr') AS lr,
+               json_array_length(json_extract(g.payload, '$.edits')) AS edits,
+               {_GATE_COLUMNS_002},
+               (SELECT json_extract(c.payload, '$.sha') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = g.run_id
+                   AND json_extract(c.payload, '$.gate_id') = g.id) AS commit_sha,
+               (SELECT json_extract(c.payload, '$.ref') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = g.run_id
+                   AND json_extract(c.payload, '$.gate_id') = g.id) AS ref
+        FROM events g WHERE g.type = 'gate'
+    """,
+    "accepted_edits": _edits_of_gates_002("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates_002("= 'rejected'"),
+    "rollouts": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.item') AS task_id,
+               json_extract(e.payload, '$.split') AS split,
+               json_extract(e.payload, '$.hard') AS hard,
+               json_extract(e.payload, '$.soft') AS soft,
+               json_extract(e.payload, '$.error') AS error,
+               json_extract(e.payload, '$.skill') AS skill_blob,
+               json_extract(e.payload, '$.call') AS cache_key,
+               b.content AS answer
+        FROM events e
+        LEFT JOIN blobs b ON b.hash = json_extract(e.payload, '$.output')
+        WHERE e.type = 'rollout'
+    """,
+    "model_calls": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
+               json_extract(e.payload, '$.role') AS role,
+               json_extract(e.payload, '$.model') AS model,
+               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
+               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
+               json_extract(e.payload, '$.latency_ms') AS latency_ms,
+               json_extract(e.payload, '$.cost_usd') AS cost_usd,
+               json_extract(e.payload, '$.prompt') AS prompt_blob,
+               json_extract(e.payload, '$.response') AS response_blob,
+               p.content AS prompt,
+               r.content AS response
+        FROM events e
+        LEFT JOIN blobs p ON p.hash = json_extract(e.payload, '$.prompt')
+        LEFT JOIN blobs r ON r.hash = json_extract(e.payload, '$.response')
+        WHERE e.type = 'model.call'
+    """,
+    "runs": f"""
+        SELECT s.run_id, s.created_at AS started_at,
+               CASE
+                 WHEN f.id IS NOT NULL THEN 'finished'
+                 WHEN (SELECT x.type FROM events x WHERE x.run_id = s.run_id
+                        AND x.type IN ('run.stopped', 'run.resumed')
+                        ORDER BY x.id DESC LIMIT 1) = 'run.stopped' THEN 'stopped'
+                 ELSE 'unfinished'
+               END AS status,
+               json_extract(s.payload, '$.models.target') AS target_model,
+               json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
+               (SELECT COUNT(*) FROM events t WHERE t.run_id = s.run_id
+                  AND t.type = 'step.started') AS steps,
+               {_gate_count("= 'step'", "IN ('accepted', 'forced')")} AS accepted,
+               {_gate_count("= 'step'", "= 'rejected'")} AS rejected,
+               {_gate_count("= 'slow_update'", "IS NOT NULL")} AS slow_updates,
+               {_gate_count("= 'slow_update'", "IN ('accepted', 'forced')")}
+                 AS slow_updates_accepted,
+               {_gate_count("= 'slow_update'", "= 'rejected'")} AS slow_updates_rejected,
+               COALESCE(json_extract(f.payload, '$.baseline_val'),
+                        (SELECT json_extract(b.payload, '$.val') FROM events b
+                          WHERE b.run_id = s.run_id AND b.type = 'baseline')) AS baseline_val,
+               json_extract(f.payload, '$.best_val') AS best_val,
+               json_extract(f.payload, '$.baseline_test') AS baseline_test,
+               json_extract(f.payload, '$.test') AS test,
+               json_extract(f.payload, '$.best_commit') AS best_commit
+        FROM events s
+        LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
+        WHERE s.type = 'run.started'
+    """,
+}
+# Views migration 002 (re)creates: every one whose definition differs from 001's, and new ones.
+_VIEWS_002 = ("gates", "accepted_edits", "rejected_edits", "rollouts", "model_calls", "runs")
+
+
+@MIGRATIONS()
+def m002_honest_views(db: Database) -> None:
+    for name in _VIEWS_002:
+        db.execute(f"DROP VIEW IF EXISTS {name}")
+        db.execute(f"CREATE VIEW {name} AS {VIEWS[name]}")

@@ -167,7 +167,9 @@ def format_log_entry(entry: dict[str, Any]) -> str:
 
 
 def format_runs(rows: Sequence[dict[str, Any]]) -> str:
-    """The ``skillvc runs`` table."""
+    """The ``skillvc runs`` table: accepted and rejected count steps, slow updates apart."""
+    from skillvc.charts import sparkline
+
     return table(
         [
             [
@@ -176,6 +178,7 @@ def format_runs(rows: Sequence[dict[str, Any]]) -> str:
                 r["steps"],
                 r["accepted"],
                 r["rejected"],
+                f"{r.get('slow_updates_accepted', 0)}/{r.get('slow_updates_rejected', 0)}",
                 fmt_score(r["baseline_val"]),
                 fmt_score(r["best_val"]),
                 fmt_score(r["baseline_test"]),
@@ -183,6 +186,7 @@ def format_runs(rows: Sequence[dict[str, Any]]) -> str:
                 r["calls"],
                 r["tokens"],
                 "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
+                sparkline(r.get("val_curve") or []) or "-",
             ]
             for r in rows
         ],
@@ -192,6 +196,7 @@ def format_runs(rows: Sequence[dict[str, Any]]) -> str:
             "steps",
             "accepted",
             "rejected",
+            "slow upd a/r",
             "val base",
             "val best",
             "test base",
@@ -199,6 +204,7 @@ def format_runs(rows: Sequence[dict[str, Any]]) -> str:
             "calls",
             "tokens",
             "cost",
+            "val per step",
         ],
     )
 

@@ -12,10 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from skillvc.charts import mermaid_xychart
 from skillvc.errors import UnknownEventId
 from skillvc.hashing import sha256_hex
-from skillvc.history import LogEntry, entry_patch, log_entries
-from skillvc.runs import list_runs
+from skillvc.history import Curve, LogEntry, entry_patch, log_entries, run_curve
+from skillvc.runs import list_runs, run_usage, usage_by_phase
 from skillvc.store import EventStore
 
 # The [train] settings a report shows.
@@ -91,6 +92,7 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
         )
     steps.sort(key=lambda d: d["id"])
     train = started.get("config", {}).get("train", {})
+    usage = run_usage(store, run_id)
     return {
         "run": run_id,
         "status": runs[run_id]["status"],
@@ -107,14 +109,57 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
             "baseline_test": done.get("baseline_test"),
             "test": done.get("test"),
         },
-        "usage": {
-            "calls": runs[run_id]["calls"],
-            "tokens": runs[run_id]["tokens"],
-            "cost_usd": runs[run_id]["cost_usd"],
-            "unpriced_calls": runs[run_id]["unpriced_calls"],
+        "counts": {
+            key: runs[run_id][key]
+            for key in (
+                "steps",
+                "accepted",
+                "rejected",
+                "slow_updates",
+                "slow_updates_accepted",
+                "slow_updates_rejected",
+            )
         },
+        "usage": {
+            "calls": usage.calls,
+            "tokens": usage.tokens,
+            "cost_usd": usage.known_cost,
+            "unpriced_calls": usage.unpriced_calls,
+        },
+        "usage_by_phase": [
+            {
+                "phase": u.phase,
+                "step": u.step,
+                "epoch": u.epoch,
+                "calls": u.usage.calls,
+                "tokens": u.usage.tokens,
+                "cost_usd": u.usage.known_cost,
+            }
+            for u in usage_by_phase(store, run_id)
+        ],
+        "curve": run_curve(store, run_id).to_dict(),
         "steps": steps,
     }
+
+
+# An accepted step whose one-sided p-value is above this is marked "not significant": the gate
+# accepts any strict improvement, and a reviewer should see which ones chance could explain.
+P_WARN = 0.1
+
+
+def p_text(p_value: float | None, decision: str | None) -> str:
+    """``p = 0.50 ⚠ not significant`` for an accepted gate above ``P_WARN``; "" when untested."""
+    if p_value is None:
+        return ""
+    text = f"p = {p_value:.2f}" if p_value >= 0.01 else f"p = {p_value:.1e}"
+    if decision in ("accepted", "forced") and p_value > P_WARN:
+        text += " ⚠ not significant"
+    return text
+
+
+def _p_suffix(step: dict[str, Any]) -> str:
+    text = p_text(step.get("p_value"), step["decision"])
+    return f", {text}" if text else ""
 
 
 def _s(value: float | None) -> str:
@@ -205,12 +250,48 @@ def _settings_line(report: dict[str, Any]) -> str:
     return line
 
 
+def _counts(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """Steps and slow updates counted apart, from a report's rows."""
+
+    def count(kind: str, decisions: tuple[str, ...]) -> int:
+        return sum(1 for s in steps if s.get("kind", "step") == kind and s["decision"] in decisions)
+
+    return {
+        "steps": count("step", ("accepted", "forced", "rejected", "no candidate")),
+        "accepted": count("step", ("accepted", "forced")),
+        "rejected": count("step", ("rejected",)),
+        "slow_updates": count("slow_update", ("accepted", "forced", "rejected")),
+        "slow_updates_accepted": count("slow_update", ("accepted", "forced")),
+        "slow_updates_rejected": count("slow_update", ("rejected",)),
+    }
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     sc, usage = report["scores"], report["usage"]
     counts = report["dataset"].get("counts", {})
     cost = "price unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
     accepted = [s for s in report["steps"] if s["decision"] in ("accepted", "forced")]
     rejected = [s for s in report["steps"] if s["decision"] == "rejected"]
+    n = report.get("counts") or _counts(report["steps"])
+    empty = n["steps"] - n["accepted"] - n["rejected"]
+    slow = (
+        f"; {n['slow_updates']} slow updates ({n['slow_updates_accepted']} accepted, "
+        f"{n['slow_updates_rejected']} rejected)"
+        if n["slow_updates"]
+        else ""
+    )
+    curve = Curve.from_dict(report["curve"]) if report.get("curve") else None
+    chart = (
+        [
+            "",
+            *mermaid_xychart(curve),
+            "",
+            "<sub>Step 0 is the baseline; the curve is read from "
+            "the event log (`skillvc report --html` draws it with every decision marked).</sub>",
+        ]
+        if curve is not None and len(curve.points) > 1
+        else []
+    )
     out = [
         f"## skillvc training run `{report['run']}` ({report['status']})",
         "",
@@ -223,8 +304,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---|---|---|",
         f"| val (n={counts.get('val', '?')}) | {_s(sc['baseline_val'])} | {_s(sc['best_val'])} |",
         f"| test (n={counts.get('test', '?')}) | {_s(sc['baseline_test'])} | {_s(sc['test'])} |",
+        *chart,
         "",
-        f"{len(accepted)} accepted, {len(rejected)} rejected · model calls {usage['calls']:,} · "
+        f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
+        f"without a candidate{slow} · model calls {usage['calls']:,} · "
         f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
         f"optimizer `{report['models'].get('optimizer')}`",
         "",
@@ -232,19 +315,22 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "### Steps",
         "",
-        "| step | epoch | lr | decision | val | edits | commit |",
-        "|---|---|---|---|---|---|---|",
+        "| step | epoch | lr | decision | val | p | edits | commit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     icon = {"accepted": "✅ accepted", "forced": "⚠️ ungated", "rejected": "❌ rejected"}
     for s in report["steps"]:
         commit = f"`{s['commit'][:10]}`" if s.get("commit") else "–"
         if s["decision"] == "no candidate":
-            out.append(f"| {_title(s)} | {s['epoch']} | {s['lr']} | – no candidate | – | 0 | – |")
+            out.append(
+                f"| {_title(s)} | {s['epoch']} | {s['lr']} | – no candidate | – | – | 0 | – |"
+            )
             continue
         out.append(
             f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
             f"{icon.get(s['decision'], s['decision'])} | "
-            f"{_arrow(s['val_before'], s['val_after'], s)} | {len(s['edits'])} | {commit} |"
+            f"{_arrow(s['val_before'], s['val_after'], s)} | "
+            f"{p_text(s.get('p_value'), s['decision']) or '–'} | {len(s['edits'])} | {commit} |"
         )
     if accepted:
         out += ["", "### Accepted edits"]
@@ -254,7 +340,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             out += [
                 "",
                 f"#### {_title(s).capitalize()} — `{(s.get('commit') or '')[:10]}` "
-                f"(val {_arrow(s['val_before'], s['val_after'], s)})",
+                f"(val {_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
                 "",
             ]
             out += [_edit_line(e) for e in s["edits"]] or [

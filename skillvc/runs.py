@@ -1,11 +1,19 @@
 """The runs table (``skillvc runs``): one row per training run, read from the event log.
 
-Calls, tokens and cost count the model calls each run itself made (answers it reused from the
-log cost nothing and are not counted again). JSON keys are stable; the README lists them.
+One definition of what a run used, ``run_usage``: the model calls the run itself made (its
+``model.call`` events, over every process that worked on it). Answers it reused from the log
+cost nothing and are not counted again. ``train``'s summary, ``runs`` and ``report`` all read it.
+Costs are summed exactly (``Fraction``), so the figure does not depend on the order of rows.
+
+Steps and slow updates are counted apart: ``accepted``/``rejected`` are step candidates only,
+``slow_updates_*`` the epoch-end slow updates. JSON keys are stable; the README lists them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from skillvc.store import EventStore
@@ -19,6 +27,9 @@ RUN_KEYS = (
     "steps",
     "accepted",
     "rejected",
+    "slow_updates",
+    "slow_updates_accepted",
+    "slow_updates_rejected",
     "baseline_val",
     "best_val",
     "baseline_test",
@@ -28,26 +39,68 @@ RUN_KEYS = (
     "cost_usd",
     "unpriced_calls",
     "best_commit",
+    "val_curve",
 )
 
 
+@dataclass(frozen=True)
+class RunUsage:
+    """Model calls a run made, their tokens and the cost of those with a known price."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0  # priced calls only; see unpriced_calls
+    unpriced_calls: int = 0
+
+    @property
+    def known_cost(self) -> float | None:
+        """The cost, or None when some call has no price (a partial sum would mislead)."""
+        return None if self.unpriced_calls else self.cost_usd
+
+
+def _sum_usage(rows: Iterable[dict[str, Any]]) -> RunUsage:
+    calls = tokens = unpriced = 0
+    cost = Fraction(0)
+    for r in rows:
+        calls += 1
+        tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
+        if r["cost_usd"] is None:
+            unpriced += 1
+        else:
+            cost += Fraction(r["cost_usd"])
+    return RunUsage(calls, tokens, float(cost), unpriced)
+
+
+_USAGE_SQL = (
+    "SELECT run_id, json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
+    "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
+    "json_extract(payload, '$.cost_usd') AS cost_usd FROM events WHERE type = 'model.call'"
+)
+
+
+def run_usage(store: EventStore, run_id: str) -> RunUsage:
+    """The one definition of a run's calls, tokens and cost (see the module docstring)."""
+    return _sum_usage(store.query(_USAGE_SQL + " AND run_id = ? ORDER BY id", [run_id]))
+
+
+def usage_by_run(store: EventStore) -> dict[str, RunUsage]:
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for r in store.query(_USAGE_SQL + " AND run_id IS NOT NULL ORDER BY id"):
+        rows.setdefault(r["run_id"], []).append(r)
+    return {run: _sum_usage(rs) for run, rs in rows.items()}
+
+
 def list_runs(store: EventStore, limit: int | None = None) -> list[dict[str, Any]]:
+    from skillvc.history import run_curve
+
     sql = "SELECT * FROM runs ORDER BY started_at DESC, run_id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     rows = store.query(sql)
-    usage = {
-        r["run_id"]: r
-        for r in store.query(
-            "SELECT run_id, COUNT(*) AS calls, "
-            "SUM(COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0)) AS tokens, "
-            "SUM(cost_usd) AS cost_usd, SUM(cost_usd IS NULL) AS unpriced "
-            "FROM model_calls GROUP BY run_id"
-        )
-    }
+    usage = usage_by_run(store)
     out = []
     for r in rows:
-        u = usage.get(r["run_id"], {})
+        u = usage.get(r["run_id"], RunUsage())
         out.append(
             {
                 "run": r["run_id"],
@@ -58,16 +111,75 @@ def list_runs(store: EventStore, limit: int | None = None) -> list[dict[str, Any
                 "steps": r["steps"],
                 "accepted": r["accepted"],
                 "rejected": r["rejected"],
+                "slow_updates": r["slow_updates"],
+                "slow_updates_accepted": r["slow_updates_accepted"],
+                "slow_updates_rejected": r["slow_updates_rejected"],
                 "baseline_val": r["baseline_val"],
                 "best_val": r["best_val"],
                 "baseline_test": r["baseline_test"],
                 "test": r["test"],
-                "calls": u.get("calls", 0),
-                "tokens": u.get("tokens", 0) or 0,
+                "calls": u.calls,
+                "tokens": u.tokens,
                 # No calls of its own (all answered from the log) costs nothing, not "unknown".
-                "cost_usd": None if u.get("unpriced") else (u.get("cost_usd") or 0.0),
-                "unpriced_calls": u.get("unpriced", 0) or 0,
+                "cost_usd": u.known_cost,
+                "unpriced_calls": u.unpriced_calls,
                 "best_commit": r["best_commit"],
+                "val_curve": [p.val for p in run_curve(store, r["run_id"]).points],
             }
         )
     return out
+
+
+@dataclass(frozen=True)
+class PhaseUsage:
+    """What one phase of a run used: the baseline, a step, an epoch's end or the final test."""
+
+    phase: str  # "baseline", "step", "epoch end" or "test"
+    step: int | None  # the step, or the last step before an epoch's end
+    epoch: int | None
+    usage: RunUsage
+
+
+def usage_by_phase(store: EventStore, run_id: str) -> list[PhaseUsage]:
+    """``run_usage`` split by phase; the phases add up to it exactly.
+
+    A ``model.call`` event carries a step only for some roles, so each call is given the phase
+    of the next event the run logged after it: every stage logs its results (rollouts, edits,
+    the gate) after its calls. Calls still pending when the log ends go to the last phase.
+    """
+    rows = store.query(
+        "SELECT type, step, epoch, json_extract(payload, '$.split') AS split, "
+        "json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
+        "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
+        "json_extract(payload, '$.cost_usd') AS cost_usd "
+        "FROM events WHERE run_id = ? ORDER BY id",
+        [run_id],
+    )
+    phases: dict[tuple[str, int | None, int | None], list[dict[str, Any]]] = {}
+    pending: list[dict[str, Any]] = []
+    last_step: int | None = None
+    key: tuple[str, int | None, int | None] = ("baseline", 0, None)
+    for r in rows:
+        if r["type"] == "model.call":
+            pending.append(r)
+            continue
+        if r["type"] in ("run.started", "run.resumed", "run.stopped"):
+            continue
+        if r["step"] is not None:
+            last_step = r["step"]
+            key = ("step", r["step"], r["epoch"])
+        elif r["split"] == "test" or r["type"] in ("evaluation", "run.finished"):
+            key = ("test", None, None)
+        elif last_step is None:
+            key = ("baseline", 0, None)
+        else:
+            key = ("epoch end", last_step, r["epoch"])
+        phases.setdefault(key, []).extend(pending)
+        pending = []
+    if pending:
+        phases.setdefault(key, []).extend(pending)
+    return [
+        PhaseUsage(phase, step, epoch, _sum_usage(calls))
+        for (phase, step, epoch), calls in phases.items()
+        if calls
+    ]

@@ -50,10 +50,13 @@ def test_report_markdown_for_a_pull_request(repo) -> None:
     ]
     assert len(table_rows) == summary.steps
     assert "### Accepted edits" in out and "*why:*" in out
-    assert out.count("<details><summary>Diff</summary>") == summary.accepted
-    assert f"### Rejected candidates ({summary.rejected})" in out
+    # Steps and slow updates are counted apart; both kinds of candidate are listed.
+    accepted = summary.accepted + summary.slow_updates_accepted
+    rejected = summary.rejected + summary.slow_updates_rejected
+    assert out.count("<details><summary>Diff</summary>") == accepted
+    assert f"### Rejected candidates ({rejected})" in out
     assert out.count("<details>") == out.count("</details>")
-    assert out.count("```diff") == out.count("```") // 2
+    assert out.count("```diff") == (out.count("```") - 2) // 2  # and one ```mermaid
 
 
 def test_report_json_has_steps_with_commits(repo) -> None:
@@ -62,7 +65,7 @@ def test_report_json_has_steps_with_commits(repo) -> None:
     assert data["run"] == summary.run_id and data["status"] == "finished"
     assert data["scores"]["best_val"] == summary.best_val
     decisions = [s["decision"] for s in data["steps"]]
-    assert decisions.count("rejected") == summary.rejected
+    assert decisions.count("rejected") == summary.rejected + summary.slow_updates_rejected
     accepted = [s for s in data["steps"] if s["decision"] == "accepted"]
     assert all(s["commit"] and s["patch"].startswith("--- a/") for s in accepted)
 
@@ -127,6 +130,11 @@ def test_show_accepts_git_revisions_and_summarises_runs(repo) -> None:
     assert human.exit_code == 3 and "is not a commit made by skillvc training." in human.output
     run = json.loads(invoke("show", summary.run_id, "--json").output)
     assert run["run"]["accepted"] == summary.accepted
-    assert len(run["entries"]) == summary.accepted + summary.rejected
+    assert len(run["entries"]) == (
+        summary.accepted
+        + summary.rejected
+        + summary.slow_updates_accepted
+        + summary.slow_updates_rejected
+    )
     text = invoke("show", summary.run_id).output
     assert text.startswith("run ") and f"{summary.run_id}  finished" in text

@@ -124,7 +124,8 @@ def test_demo_training_commits_accepted_edits_and_keeps_rejected_ones(
     assert summary.best_val > summary.baseline_val
 
     commits = git(repo, "rev-list", f"{seed}..main").split()
-    assert len(commits) == summary.accepted
+    # Steps and slow updates are counted apart; each accepted candidate of either is a commit.
+    assert len(commits) == summary.accepted + summary.slow_updates_accepted
     for sha in commits:
         assert git(repo, "show", "--name-only", "--format=", sha) == SKILL
         body = git(repo, "log", "-1", "--format=%B", sha)
@@ -135,7 +136,7 @@ def test_demo_training_commits_accepted_edits_and_keeps_rejected_ones(
     assert git(repo, "hash-object", SKILL) == git(repo, "rev-parse", f"HEAD:{SKILL}")
 
     refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/skillvc/rejected/").split()
-    assert len(refs) == summary.rejected
+    assert len(refs) == summary.rejected + summary.slow_updates_rejected
     assert git(repo, "rev-parse", "HEAD") == commits[0]  # no branch moved for rejections
     diff = git(repo, "diff", f"{refs[0]}~1", refs[0], "--", SKILL)
     assert diff.startswith("diff --git")
@@ -150,7 +151,7 @@ def test_demo_training_commits_accepted_edits_and_keeps_rejected_ones(
     assert runs[0]["run"] == summary.run_id and runs[0]["status"] == "finished"
     assert runs[0]["accepted"] == summary.accepted and runs[0]["test"] == summary.test
     rejected = json.loads(CliRunner().invoke(cli, ["log", "--rejected", "--json"]).output)
-    assert len(rejected) == summary.rejected
+    assert len(rejected) == summary.rejected + summary.slow_updates_rejected
     assert all(e["ref"].startswith("refs/skillvc/rejected/") for e in rejected)
 
 

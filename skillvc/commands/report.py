@@ -1,10 +1,10 @@
-"""``skillvc report``: a pull-request description for a training run."""
+"""``skillvc report``: a pull-request description for a training run, or an HTML page."""
 
 from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json
+from skillvc.output import echo_json, json_option
 
 
 @click.command("report")
@@ -16,10 +16,19 @@ from skillvc.output import echo_json
     default="markdown",
     show_default=True,
 )
-def command(run_id: str | None, fmt: str) -> None:
-    """Scores, cost, steps, accepted diffs and rejected edits of a run, for a pull request.
+@json_option
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, writable=True),
+    metavar="FILE",
+    help="Write the run as one self-contained HTML page (curve, costs, diffs) instead.",
+)
+def command(run_id: str | None, fmt: str, as_json: bool, html_file: str | None) -> None:
+    """Scores, curve, cost, steps, accepted diffs and rejected edits of a run, for a pull request.
 
-    Example: skillvc report > pr-body.md
+    --json is the same as --format json.
+    Example: skillvc report > pr-body.md; skillvc report --html run.html
     """
     from skillvc.report import render_markdown, run_report
     from skillvc.workspace import open_workspace
@@ -27,7 +36,19 @@ def command(run_id: str | None, fmt: str) -> None:
     ws = open_workspace()
     with ws.store() as store:
         report = run_report(store, run_id, ws.skill_relpath)
-    if fmt == "json":
+    if html_file is not None:
+        from pathlib import Path
+
+        from skillvc.htmlreport import render_html
+
+        target = Path(html_file)
+        partial = target.with_name(target.name + ".partial")
+        # Written beside the target, then renamed: an interrupted write leaves no half page.
+        partial.write_text(render_html(report), encoding="utf-8")
+        partial.replace(target)
+        click.echo(f"Wrote {target} (open it in a browser; it loads nothing).", err=True)
+        return
+    if as_json or fmt == "json":
         echo_json(report)
     else:
         click.echo(render_markdown(report), nl=False)

@@ -35,6 +35,7 @@ from skillvc.events import Event
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json
 from skillvc.progress import Progress
+from skillvc.runs import run_usage
 from skillvc.secrets import REDACTED, restore
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
@@ -81,6 +82,9 @@ class RunSummary:
     unpriced_calls: int = 0
     calls_saved_by_early_stop: int = 0
     calls_by_role: dict[str, int] = field(default_factory=dict)
+    # Steps and slow updates are counted apart: accepted/rejected above are step candidates.
+    slow_updates_accepted: int = 0
+    slow_updates_rejected: int = 0
 
 
 def train(
@@ -402,9 +406,9 @@ class Trainer:
             step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
         )
         if decision == "rejected":
-            s.reject(edits, self.t.rejected_buffer_size)
+            s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
         else:
-            s.accept(candidate, sha, edits)
+            s.accept(candidate, sha, edits, slow=kind != "step")
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             with self.stage(
@@ -508,6 +512,8 @@ class Trainer:
                 baseline_test = self.mean_of(self.evaluator.run(ctx.base_skill, ctx.test, "test"))
                 test = self.mean_of(self.evaluator.run(s.skill, ctx.test, "test"))
         totals = self.client.totals()
+        # The one definition of a run's calls, tokens and cost, as `runs` and `report` read it.
+        usage = run_usage(self.store, ctx.run_id)
         summary = RunSummary(
             run_id=ctx.run_id,
             status="finished",
@@ -521,12 +527,14 @@ class Trainer:
             test=test,
             best_commit=s.head,
             calls=totals.replies,
-            fresh_calls=totals.fresh,
-            tokens=totals.tokens,
-            cost_usd=totals.cost_usd,
-            unpriced_calls=totals.unpriced,
+            fresh_calls=usage.calls,
+            tokens=usage.tokens,
+            cost_usd=usage.cost_usd,
+            unpriced_calls=usage.unpriced_calls,
             calls_saved_by_early_stop=s.calls_saved,
             calls_by_role={role: st.replies for role, st in sorted(self.client.snapshot().items())},
+            slow_updates_accepted=s.slow_accepted,
+            slow_updates_rejected=s.slow_rejected,
         )
         self.log.emit(
             "run.finished",
@@ -546,6 +554,8 @@ class Trainer:
                     "cost_usd",
                     "unpriced_calls",
                     "calls_saved_by_early_stop",
+                    "slow_updates_accepted",
+                    "slow_updates_rejected",
                 )
             },
         )

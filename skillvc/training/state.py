@@ -24,27 +24,35 @@ class RunState:
     meta: str = ""  # the meta skill: optimizer-side notes, never shipped
     epoch_accepted: Edits = field(default_factory=list)
     epoch_rejected: Edits = field(default_factory=list)
-    accepted: int = 0
+    accepted: int = 0  # step candidates; slow updates are counted apart
     rejected: int = 0
+    slow_accepted: int = 0
+    slow_rejected: int = 0
     calls_saved: int = 0  # by early stopping in the gate
 
     @property
     def skill(self) -> str:
         return self.doc.render().decode("utf-8")
 
-    def accept(self, doc: SkillDocument, sha: str, edits: Edits) -> None:
+    def accept(self, doc: SkillDocument, sha: str, edits: Edits, *, slow: bool = False) -> None:
         self.doc, self.head = doc, sha
-        self.accepted += 1
+        if slow:
+            self.slow_accepted += 1
+        else:
+            self.accepted += 1
         self.epoch_accepted.extend(edits)
 
-    def reject(self, edits: Edits, buffer_size: int) -> None:
+    def reject(self, edits: Edits, buffer_size: int, *, slow: bool = False) -> None:
         # Only facts a full and an early-stopped gate agree on enter the buffer, so early
         # stopping never changes what later reflections see; candidate_size tells the optimizer
         # whether an edit failed on its own or inside a bundle.
         rejected = [{**e, "decision": "rejected", "candidate_size": len(edits)} for e in edits]
         # Not [-buffer_size:] alone: [-0:] is the whole list, so a size of 0 kept everything.
         self.buffer = (self.buffer + rejected)[-buffer_size:] if buffer_size > 0 else []
-        self.rejected += 1
+        if slow:
+            self.slow_rejected += 1
+        else:
+            self.rejected += 1
         self.epoch_rejected.extend(rejected)
 
     def new_epoch(self) -> None:

@@ -1,0 +1,422 @@
+"""Curves, the HTML report, honest views and counts, on a trained demo repository."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+
+from skillvc.cli import cli
+from skillvc.demo import create_demo_repo
+from skillvc.migrations import MIGRATIONS, VIEWS
+from skillvc.runs import run_usage, usage_by_phase
+from skillvc.scorers import metric_value
+from skillvc.store import open_store
+from skillvc.training.loop import RunSummary, train
+from skillvc.workspace import open_workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunSummary]:
+    root = tmp_path_factory.mktemp("curves") / "repo"
+    create_demo_repo(root)
+    return root, train(open_workspace(root))
+
+
+@pytest.fixture
+def repo(trained, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, RunSummary]:
+    monkeypatch.chdir(trained[0])  # read-only use: nothing here writes to the repository
+    return trained
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def query(path: Path, sql: str, params: tuple = ()) -> list[dict]:
+    with open_store(path / ".skillvc" / "events.db") as store:
+        return store.query(sql, params)
+
+
+# -- the Mermaid chart ---------------------------------------------------------------------
+
+
+def mermaid_block(markdown: str) -> tuple[list[str], list[list[float]]]:
+    block = re.search(r"```mermaid\n(.*?)\n```", markdown, re.S).group(1)
+    lines = block.splitlines()
+    assert lines[0] == "xychart-beta"
+    labels = json.loads(re.search(r'x-axis "step" (\[.*\])', block).group(1))
+    series = [json.loads(m) for m in re.findall(r"^\s+line (\[.*\])$", block, re.M)]
+    return labels, series
+
+
+def test_report_has_a_mermaid_chart_of_the_event_logs_numbers(repo) -> None:
+    path, summary = repo
+    labels, (val, train_mean, test_start, test_end) = mermaid_block(invoke("report"))
+    assert labels == [str(i) for i in range(summary.steps + 1)]
+    assert all(len(line) == summary.steps + 1 for line in (val, train_mean, test_start, test_end))
+    assert val[0] == round(summary.baseline_val, 4) and val[-1] == round(summary.best_val, 4)
+    assert test_start == [round(summary.baseline_test, 4)] * (summary.steps + 1)
+    assert test_end == [round(summary.test, 4)] * (summary.steps + 1)
+    # Each gate compares against the val score the curve shows for the step before it.
+    for gate in query(path, "SELECT step, val_before FROM gates WHERE kind = 'step'"):
+        assert val[gate["step"] - 1] == round(gate["val_before"], 4)
+    # The train line is the mean score of each step's own batch, from the rollouts view.
+    metric = summary_metric(path)
+    for step in range(1, summary.steps + 1):
+        rows = query(
+            path, "SELECT hard, soft FROM rollouts WHERE split = 'train' AND step = ?", (step,)
+        )
+        batch = json.loads(
+            query(
+                path,
+                "SELECT payload FROM events WHERE type = 'step.started' AND step = ?",
+                (step,),
+            )[0]["payload"]
+        )["batch"]
+        if len(rows) == len(batch):  # every item was rolled out in the step itself
+            expected = math.fsum(metric_value(r["hard"], r["soft"], metric) for r in rows)
+            assert train_mean[step] == round(expected / len(rows), 4)
+    assert train_mean[0] == train_mean[1]  # step 1's batch ran the baseline skill
+
+
+def summary_metric(path: Path) -> str:
+    return query(path, "SELECT DISTINCT metric FROM gates")[0]["metric"]
+
+
+def test_report_json_flag_is_format_json_and_holds_the_curve(repo) -> None:
+    _, summary = repo
+    data = json.loads(invoke("report", "--json"))
+    assert data == json.loads(invoke("report", "--format", "json"))
+    points = data["curve"]["points"]
+    assert [p["step"] for p in points] == list(range(summary.steps + 1))
+    assert points[-1]["val"] == summary.best_val
+
+
+def test_report_shows_p_values_and_marks_the_ones_chance_explains(repo) -> None:
+    path, _ = repo
+    out = invoke("report")
+    accepted = query(
+        path, "SELECT step, p_value FROM gates WHERE kind = 'step' AND decision = 'accepted'"
+    )
+    for gate in accepted:
+        row = next(line for line in out.splitlines() if line.startswith(f"| step {gate['step']} |"))
+        if gate["p_value"] > 0.1:
+            assert f"p = {gate['p_value']:.2f} ⚠ not significant" in row
+        else:
+            assert "p = " in row and "⚠" not in row
+    # The demo accepts "Be empathetic..."-like edits on 3 up and 2 down flips: p = 0.50.
+    assert "p = 0.50 ⚠ not significant" in out
+
+
+def test_runs_shows_a_sparkline_of_val_per_step(repo) -> None:
+    _, summary = repo
+    out = invoke("runs")
+    data = json.loads(invoke("runs", "--json"))[0]
+    assert len(data["val_curve"]) == summary.steps + 1
+    spark = "".join("▁▂▃▄▅▆▇█"[round(v * 7)] for v in data["val_curve"])
+    assert out.splitlines()[0].endswith("val per step")
+    assert out.splitlines()[2].endswith(spark)
+
+
+# -- the HTML page -------------------------------------------------------------------------
+
+
+def test_html_report_is_one_self_contained_page(repo, tmp_path: Path) -> None:
+    _, summary = repo
+    page_path = tmp_path / "run.html"
+    result = CliRunner().invoke(cli, ["report", "--html", str(page_path)])
+    assert result.exit_code == 0 and result.stdout == ""
+    page = page_path.read_text()
+    assert page.count('<g class="point ') == summary.steps + 1  # one point per step, and 0
+    assert page.count('<g class="point accepted"') == summary.accepted
+    assert page.count('<g class="point rejected"') == summary.rejected
+    assert page.count('<g class="slow ') == summary.slow_updates_accepted + (
+        summary.slow_updates_rejected
+    )
+    assert not re.search(r"https?://", page)
+    for loader in ("<script", "<link", "<img", "<iframe", "src=", "@import", "url("):
+        assert loader not in page
+    assert page.count('<pre class="diff">') >= summary.accepted
+    assert "p = 0.50 ⚠ not significant" in page
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_html_report_escapes_everything_from_the_log(repo) -> None:
+    from skillvc.htmlreport import render_html
+    from skillvc.report import run_report
+
+    path, _ = repo
+    with open_workspace(path).store() as store:
+        report = run_report(store, None, "SKILL.md")
+    hostile = "<script src='https://evil.example/x.js'></script>"
+    step = next(s for s in report["steps"] if s["decision"] == "accepted")
+    step["edits"][0]["rationale"] = hostile
+    step["patch"] += f"+{hostile}\n"
+    page = render_html(report)
+    assert "<script" not in page
+    assert page.count("&lt;script src=&#x27;https://evil.example/x.js&#x27;&gt;") == 2
+    # The only http(s) text left is the escaped one.
+    assert re.findall(r"https?://[^&]*", page) == ["https://evil.example/x.js"] * 2
+
+
+def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
+    """Rows of RGB(A) pixels of a PNG (8-bit, no interlace), decoded with zlib alone."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind, data = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = data
+        elif kind == b"IDAT":
+            idat += data
+        pos += 12 + length
+    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and colour in (2, 6)
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        kind, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, bpp, rows
+
+
+def colours(png: bytes) -> set[tuple[int, int, int]]:
+    width, bpp, rows = png_pixels(png)
+    return {tuple(row[x * bpp : x * bpp + 3]) for row in rows for x in range(width)}
+
+
+def screenshot(chromium: str, page: Path, tmp_path: Path) -> bytes:
+    shot = tmp_path / f"{page.stem}.png"
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1200,900",
+            page.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return shot.read_bytes()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_html_report_renders_in_headless_chromium(repo, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    page = tmp_path / "run.html"
+    invoke("report", "--html", str(page))
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!doctype html><html><body></body></html>")
+    seen = colours(screenshot(CHROMIUM, page, tmp_path))
+    assert len(colours(screenshot(CHROMIUM, blank, tmp_path))) == 1  # the check can tell
+    assert len(seen) > 50
+    # The markers' own colours: accepted steps (green dots) and rejected ones (red crosses).
+    assert (0x1A, 0x7F, 0x37) in seen and (0xCF, 0x22, 0x2E) in seen
+
+
+# -- honest views --------------------------------------------------------------------------
+
+
+def test_views_give_null_for_early_stopped_gates_and_the_bound_that_decided(repo) -> None:
+    path, _ = repo
+    gates = query(path, "SELECT * FROM gates")
+    payloads = {
+        r["id"]: json.loads(r["payload"])
+        for r in query(path, "SELECT id, payload FROM events WHERE type = 'gate'")
+    }
+    early = [g for g in gates if g["early_stopped"]]
+    assert early and any(not g["early_stopped"] for g in gates)
+    for g in gates:
+        p = payloads[g["event_id"]]
+        assert g["val_after_bound"] == p["after"]["bound"]
+        assert g["evaluated"] == p["after"]["n"]
+        assert g["p_value"] == p["p_value"]
+        assert (g["flipped_up"], g["flipped_down"]) == (
+            len(p["flipped"]["gained"]),
+            len(p["flipped"]["lost"]),
+        )
+        if g["early_stopped"]:
+            assert g["val_after"] is None and g["evaluated"] < g["n"]
+        else:
+            assert g["val_after"] == p["after"]["mean"]
+    rejected = query(path, "SELECT DISTINCT gate_event_id, val_after FROM rejected_edits")
+    early_ids = {g["event_id"] for g in early}
+    assert all(r["val_after"] is None for r in rejected if r["gate_event_id"] in early_ids)
+
+
+def test_rollouts_and_model_calls_views_join_the_texts(repo) -> None:
+    path, _ = repo
+    rollout = query(path, "SELECT * FROM rollouts WHERE split = 'val' LIMIT 1")[0]
+    payload = json.loads(
+        query(path, "SELECT payload FROM events WHERE id = ?", (rollout["event_id"],))[0]["payload"]
+    )
+    blob = query(path, "SELECT content FROM blobs WHERE hash = ?", (payload["output"],))
+    assert rollout["answer"] == blob[0]["content"] and "<answer>" in rollout["answer"]
+    assert rollout["task_id"] == payload["item"] and rollout["error"] is None
+    call = query(path, "SELECT * FROM model_calls WHERE role = 'optimizer' LIMIT 1")[0]
+    assert json.loads(call["prompt"])[0]["role"] in ("system", "user")
+    assert (
+        call["response"]
+        == query(path, "SELECT content FROM blobs WHERE hash = ?", (call["response_blob"],))[0][
+            "content"
+        ]
+    )
+
+
+def test_an_old_log_gets_the_new_views_by_migration(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    db = sqlite_utils.Database(path)
+    MIGRATIONS.apply(db, stop_before="m002_honest_views")
+    db.execute("PRAGMA user_version=1")
+    gate = {
+        "kind": "step",
+        "decision": "rejected",
+        "before": {"mean": 0.8, "n": 10},
+        "after": {"mean": 0.125, "n": 8, "bound": 0.767},
+        "early_stopped": True,
+        "flipped": {"gained": ["a"], "lost": ["b", "c"]},
+        "edits": [{"id": "e1", "op": "add", "content": "x"}],
+    }
+    db.execute(
+        "INSERT INTO events (type, payload, run_id, seq, step, created_at) "
+        "VALUES ('gate', ?, 'r1', 1, 1, 'now')",
+        [json.dumps(gate)],
+    )
+    db.conn.commit()
+    assert db.execute("SELECT val_after FROM gates").fetchone()[0] == 0.125  # the old view
+    db.conn.close()
+    with open_store(path) as store:
+        row = store.query("SELECT * FROM rejected_edits")[0]
+    assert (row["val_after"], row["val_after_bound"], row["evaluated"]) == (None, 0.767, 8)
+    assert (row["flipped_up"], row["flipped_down"]) == (1, 2)
+
+
+def readme_view_columns() -> dict[str, list[str]]:
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("| view | one row per | columns |", 1)[1].split("\n\n", 1)[0]
+    out = {}
+    for line in table.splitlines()[2:]:
+        name, _, columns = (c.strip() for c in line.strip("|").split("|"))
+        out[name.strip("`")] = columns.strip("`")
+    return {k: [c.strip() for c in v.split(",")] for k, v in out.items() if "," in v}
+
+
+def test_readme_and_datasette_metadata_document_every_view_column(tmp_path: Path) -> None:
+    from skillvc.datasette_app import COLUMNS
+
+    with open_store(tmp_path / "events.db") as store:
+        actual = {
+            v: [r["name"] for r in store.query(f"SELECT name FROM pragma_table_info('{v}')")]
+            for v in VIEWS
+        }
+    documented = readme_view_columns()
+    for view, columns in actual.items():
+        if view in documented:
+            assert documented[view] == columns, view
+        assert set(columns) <= set(COLUMNS), (view, set(columns) - set(COLUMNS))
+    assert set(documented) | {"accepted_edits", "rejected_edits"} >= set(actual)
+
+
+# -- counts --------------------------------------------------------------------------------
+
+
+def test_train_runs_and_report_agree_on_counts_tokens_and_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--dir", str(tmp_path / "d"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    head = result.stdout.splitlines()  # the summary `train` prints
+    path = tmp_path / "d"
+    monkeypatch.chdir(path)
+    with open_workspace(path).store() as store:
+        (run,) = store.query("SELECT run_id FROM runs")
+        usage = run_usage(store, run["run_id"])
+        phases = usage_by_phase(store, run["run_id"])
+    assert sum(p.usage.tokens for p in phases) == usage.tokens
+    assert sum(p.usage.calls for p in phases) == usage.calls
+    (row,) = json.loads(invoke("runs", "--json"))
+    report = json.loads(invoke("report", "--json"))
+    counts = report["counts"]
+    assert counts == {k: row[k] for k in counts}
+    assert (row["tokens"], row["calls"], row["cost_usd"]) == (
+        usage.tokens,
+        usage.calls,
+        usage.known_cost,
+    )
+    assert report["usage"] == {
+        "calls": usage.calls,
+        "tokens": usage.tokens,
+        "cost_usd": usage.known_cost,
+        "unpriced_calls": 0,
+    }
+    empty = row["steps"] - row["accepted"] - row["rejected"]
+    assert head[0] == (
+        f"run {row['run']} finished: {row['steps']} steps ({row['accepted']} accepted, "
+        f"{row['rejected']} rejected, {empty} without a candidate); {row['slow_updates']} slow "
+        f"updates ({row['slow_updates_accepted']} accepted, {row['slow_updates_rejected']} "
+        "rejected)"
+    )
+    assert f"({usage.calls} made, " in head[3]
+    assert f"tokens {usage.tokens:,}, cost ${usage.cost_usd:.4f}" in head[3]
+    assert row["slow_updates"] == row["slow_updates_accepted"] + row["slow_updates_rejected"]
+
+
+def test_runs_view_counts_steps_and_slow_updates_apart(repo) -> None:
+    path, summary = repo
+    (row,) = query(path, "SELECT * FROM runs")
+    assert (row["steps"], row["accepted"], row["rejected"]) == (
+        summary.steps,
+        summary.accepted,
+        summary.rejected,
+    )
+    assert (row["slow_updates_accepted"], row["slow_updates_rejected"]) == (
+        summary.slow_updates_accepted,
+        summary.slow_updates_rejected,
+    )
