@@ -27,6 +27,7 @@ CONFIG_FILE = "skillvc.toml"
 class SkillConfig:
     path: str = "SKILL.md"
     max_bytes: int = 16000  # size budget: training refuses edits that grow the skill past it
+    max_tokens: int = 5000  # cap on the skill sent to a model (estimated bytes/4; preflight.py)
 
 
 @dataclass
@@ -242,6 +243,8 @@ def validate(config: Config) -> None:
         raise ConfigError("[train] budget_usd must be more than 0 (USD).")
     if config.skill.max_bytes < 1:
         raise ConfigError("[skill] max_bytes must be at least 1.")
+    if config.skill.max_tokens < 1:
+        raise ConfigError("[skill] max_tokens must be at least 1.")
     for role in ("target", "optimizer"):
         m: ModelConfig = getattr(config, role)
         if ":" not in m.model:

@@ -40,6 +40,7 @@ from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig
 from skillvc.errors import SkillDocumentError, TaskSetError
 from skillvc.hashing import content_id
+from skillvc.preflight import check_skill
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
 from skillvc.store import EventStore
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
@@ -281,15 +282,18 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
     else:
         sha = ws.repo.resolve(rev)
         raw = ws.repo.read_file(ws.skill_relpath, rev)
+    where = "in the working tree" if rev is None else f"at {rev}"
     try:
         # Decoded exactly as training does, so evaluations share its cached target calls.
-        return SkillVersion(rev, sha, raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = "in the working tree" if rev is None else f"at {rev}"
         raise SkillDocumentError(
             f"The skill file {ws.skill_relpath} {where} is not UTF-8 text "
             f"(bad byte at offset {exc.start})."
         ) from None
+    # What validate rejects, or a skill too large to send, never reaches a model.
+    check_skill(ws.skill_relpath, raw, max_tokens=ws.config.skill.max_tokens, where=where)
+    return SkillVersion(rev, sha, text)
 
 
 def make_client(store: EventStore, config: Config) -> ModelClient:

@@ -24,7 +24,8 @@ from skillvc.config import Config
 from skillvc.errors import ConfigError, StateConflict, TaskSetError
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
-from skillvc.repo import SkillRepo
+from skillvc.preflight import check_skill
+from skillvc.repo import SkillRepo, ensure_ready_to_train
 from skillvc.scorers import Scorer, get_scorer
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem, TaskSet, load_taskset
@@ -83,6 +84,8 @@ def prepare_run(
         )
     _check_budget_prices(config)
     repo, relpath = ws.repo, config.skill.path
+    # Before anything is repaired, switched or committed: not in the middle of a git operation.
+    ensure_ready_to_train(repo, branch=config.train.branch)
     repo.ensure_identity()
     # The caller holds the writer lock: temp files beside the skill are leftovers of a killed
     # write, and the last commit intent may need finishing.
@@ -105,6 +108,8 @@ def prepare_run(
                 "The repository has no commit yet.", hint="Commit the skill file first."
             )
         raw = repo.read_file(relpath, base_commit)
+        # What validate rejects, or a skill too large to send, never starts a run.
+        check_skill(relpath, raw, max_tokens=config.skill.max_tokens, where="at HEAD")
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 

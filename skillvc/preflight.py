@@ -1,0 +1,69 @@
+"""Checks that run before the first model call of ``train``, ``eval`` and ``check``.
+
+``check_skill`` refuses a skill document that ``skillvc validate`` rejects (empty, not UTF-8,
+frontmatter that is not a YAML mapping, unbalanced protected-region markers, a broken
+format rule) or that is too large to send to a model. Skills sent to a model are capped in
+tokens, estimated cheaply and without a tokenizer as ``ceil(bytes / 4)`` of the UTF-8 file
+(``estimate_tokens``): English prose runs at about four bytes a token in the tokenizers of
+OpenAI and Anthropic, and a byte count needs no model-specific vocabulary.
+
+Invariants:
+
+* Pure: reads only the bytes it is given (no git, no disk, no model), so a refusal happens
+  before anything is sent or logged.
+* The byte size budget of ``validate`` (``[skill] max_bytes``) is *not* a refusal here: it
+  bounds what training may grow the skill to, and an over-budget skill may still be trained
+  smaller. The token cap (``[skill] max_tokens``) bounds what reaches a model.
+* Every refusal is one ``SkillDocumentError`` (exit 5): one sentence naming the file and the
+  first problem (with the count of the others), and a hint.
+"""
+
+from __future__ import annotations
+
+from skillvc.errors import SkillDocumentError
+from skillvc.formats import RULE_SIZE, check_bytes
+
+DEFAULT_MAX_TOKENS = 5_000  # the Agent Skills guidance for a SKILL.md body
+BYTES_PER_TOKEN = 4
+
+
+class SkillTooLarge(SkillDocumentError):
+    """The skill is larger than the token cap on what is sent to a model."""
+
+    hint = "Shorten the skill, or raise [skill] max_tokens in skillvc.toml."
+
+
+def estimate_tokens(data: bytes) -> int:
+    """Tokens ``data`` costs a model, estimated as ``ceil(len(data) / 4)``."""
+    return -(-len(data) // BYTES_PER_TOKEN)
+
+
+def check_skill(path: str, data: bytes, *, max_tokens: int, where: str = "") -> None:
+    """Refuse (SkillDocumentError, exit 5) a skill that must not reach a model.
+
+    ``path`` is the repo-relative path (it decides the format rules); ``where`` says which
+    version it is, e.g. "at HEAD~1" or "in the working tree", for the message.
+    """
+    shown = f"The skill file {path}{' ' + where if where else ''}"
+    if not data.strip():
+        raise SkillDocumentError(
+            f"{shown} is empty.",
+            hint="Write the skill's instructions into it and commit it.",
+        )
+    tokens = estimate_tokens(data)
+    if tokens > max_tokens:
+        raise SkillTooLarge(
+            f"{shown} is about {tokens:,} tokens ({len(data):,} bytes / {BYTES_PER_TOKEN}), "
+            f"over the cap of {max_tokens:,} tokens on what is sent to a model."
+        )
+    problems = [p for p in check_bytes(path, data) if p.rule != RULE_SIZE]
+    if problems:
+        first = problems[0].message
+        # Problem messages start with the path; say which version, then the problem itself.
+        detail = first[len(path) + 2 :] if first.startswith(f"{path}: ") else first
+        more = len(problems) - 1
+        others = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
+        raise SkillDocumentError(
+            f"{shown} fails validation{others}: {detail}",
+            hint=f"Run 'skillvc validate {path}' to list every problem, fix them and commit.",
+        )
