@@ -38,7 +38,7 @@ from typing import Any
 from skillvc.backends import Backend, CallRequest, CallResult, get_backend
 from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig
-from skillvc.errors import SkillDocumentError, TaskSetError
+from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
 from skillvc.hashing import content_id
 from skillvc.preflight import check_skill
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
@@ -48,6 +48,12 @@ from skillvc.training.evaluate import Evaluator, Rollout, mean
 from skillvc.workspace import Workspace
 
 WORKTREE = "worktree"
+
+
+class AllItemsErrored(BackendError):
+    """Every item of an evaluation errored (its model call failed), so there is no score."""
+
+
 SHORT = 60  # characters of an expected / got answer kept for display
 EPS = 1e-9
 
@@ -204,7 +210,15 @@ def evaluate(
 ) -> EvalResult:
     """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once."""
     check_split(split)
-    return _evaluate(ws, read_skill(ws, rev), split, workers)
+    result = _evaluate(ws, read_skill(ws, rev), split, workers)
+    if result.n == 0 and result.errors:
+        # Recorded first (the failures are evidence); then no score is not a success.
+        first = next(i.error for i in result.items if not i.ok)
+        raise AllItemsErrored(
+            f"All {result.errors} items of the {split} split errored, so there is no score "
+            f"(first error: {str(first).rstrip('.')})."
+        )
+    return result
 
 
 def _evaluate(ws: Workspace, version: SkillVersion, split: str, workers: int | None) -> EvalResult:
@@ -283,6 +297,8 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
         sha = ws.repo.resolve(rev)
         raw = ws.repo.read_file(ws.skill_relpath, rev)
     where = "in the working tree" if rev is None else f"at {rev}"
+    # What validate rejects, or a skill too large to send, never reaches a model.
+    check_skill(ws.skill_relpath, raw, max_tokens=ws.config.skill.max_tokens, where=where)
     try:
         # Decoded exactly as training does, so evaluations share its cached target calls.
         text = raw.decode("utf-8")
@@ -291,8 +307,6 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
             f"The skill file {ws.skill_relpath} {where} is not UTF-8 text "
             f"(bad byte at offset {exc.start})."
         ) from None
-    # What validate rejects, or a skill too large to send, never reaches a model.
-    check_skill(ws.skill_relpath, raw, max_tokens=ws.config.skill.max_tokens, where=where)
     return SkillVersion(rev, sha, text)
 
 

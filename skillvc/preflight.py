@@ -20,6 +20,8 @@ Invariants:
 
 from __future__ import annotations
 
+import shlex
+
 from skillvc.errors import SkillDocumentError
 from skillvc.formats import RULE_SIZE, check_bytes
 
@@ -56,14 +58,24 @@ def check_skill(path: str, data: bytes, *, max_tokens: int, where: str = "") -> 
             f"{shown} is about {tokens:,} tokens ({len(data):,} bytes / {BYTES_PER_TOKEN}), "
             f"over the cap of {max_tokens:,} tokens on what is sent to a model."
         )
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillDocumentError(
+            f"{shown} is not UTF-8 text (bad byte at offset {exc.start}).",
+            hint="Save it as UTF-8 (e.g. with 'iconv -t UTF-8'), then commit it.",
+        ) from None
     problems = [p for p in check_bytes(path, data) if p.rule != RULE_SIZE]
     if problems:
         first = problems[0].message
         # Problem messages start with the path; say which version, then the problem itself.
         detail = first[len(path) + 2 :] if first.startswith(f"{path}: ") else first
+        if detail[1:2].islower():  # "The skill ..." reads on after the colon; "YAML" stays
+            detail = detail[:1].lower() + detail[1:]
         more = len(problems) - 1
         others = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
         raise SkillDocumentError(
             f"{shown} fails validation{others}: {detail}",
-            hint=f"Run 'skillvc validate {path}' to list every problem, fix them and commit.",
+            hint=f"Run 'skillvc validate {shlex.quote(path)}' to list every problem, fix them "
+            "and commit.",
         )

@@ -46,6 +46,7 @@ from skillvc.training.optimize import (
     reflect,
     select,
 )
+from skillvc.training.projection import ProjectionTooHigh, project, refuse_unbudgeted
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import RunContext, find_unfinished, prepare_run
 from skillvc.training.state import Edits, RunState
@@ -169,6 +170,7 @@ class Trainer:
             self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)
             self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
+            self.project()
             for epoch in range(1, self.t.epochs + 1):
                 epoch_start_skill = self.state.skill
                 for batch in self.batches(epoch):
@@ -587,6 +589,24 @@ class Trainer:
             tokens=usage["tokens"],
             cost_usd=usage["cost_usd"],
         )
+
+    def project(self) -> None:
+        """Log and show what the run will cost; stop a costly run that has no budget."""
+        projection = project(
+            self.config,
+            self.client.snapshot(),
+            n_train=len(self.ctx.train),
+            n_val=len(self.ctx.val),
+            n_test=len(self.ctx.test),
+            n_slow=len(self.slow_items),
+        )
+        self.log.emit("run.projected", projection.to_dict())
+        self.progress(f"projected for run {self.ctx.run_id}: {projection.sentence()} (at most)")
+        try:
+            refuse_unbudgeted(projection, self.ctx.run_id, self.t.budget_usd)
+        except ProjectionTooHigh as exc:
+            self.log.note("run.stopped", {"reason": "projection", "message": exc.message})
+            raise
 
     def check_failures(self, errors: int, total: int, role: str) -> None:
         """Stop the run when too many calls of ``role`` failed: an outage of the optimizer
