@@ -689,6 +689,6 @@ def ensure_ready_to_train(repo: SkillRepo, *, branch: str | None = None) -> None
         raise StateConflict(
             f"HEAD is detached (at {_short(repo.head_sha())}), so accepted edits would be "
             "committed on no branch.",
-            hint="Check out a branch ('git switch <branch>'), or set [train] branch in "
-            "skillvc.toml to train on that branch, created from here.",
+            hint="Check out a branch ('git switch <branch>'), or train on a new branch from "
+            "here with 'skillvc train --branch NAME' (or [train] branch in skillvc.toml).",
         )

@@ -291,8 +291,8 @@ STATES = {
     "detached HEAD": (
         lambda r: git(r, "checkout", "-q", "--detach", "HEAD"),
         "HEAD is detached (at {head}), so accepted edits would be committed on no branch.",
-        "Check out a branch ('git switch <branch>'), or set [train] branch in skillvc.toml to "
-        "train on that branch, created from here.",
+        "Check out a branch ('git switch <branch>'), or train on a new branch from here with "
+        "'skillvc train --branch NAME' (or [train] branch in skillvc.toml).",
     ),
 }
 
@@ -343,13 +343,16 @@ def test_projection_arithmetic() -> None:
     config = parse_config(
         "[train]\nepochs = 1\nbatch_size = 20\nminibatch_size = 5\n", Path("/nonexistent")
     )
-    stats = RoleStats(replies=30, tokens=30 * 18)
-    p = project(config, {"target": stats}, n_train=60, n_val=30, n_test=30, n_slow=20)
+    stats = RoleStats(replies=30, tokens=30 * 150)
+    p = project(
+        config, {"target": stats}, n_train=60, n_val=30, n_test=30, n_slow=20, skill_tokens=100
+    )
     # target: baseline 30 + (60 rollouts + 3 gates x 30 + slow update 2 x 20 + its gate 30)
     # + test 2 x 30 = 310; optimizer: 3 steps x (20/5 + 1) reflections + slow + meta = 17.
     assert p.calls == {"target": 310, "optimizer": 17}
-    # 310 x 18 target tokens; 17 x (5 x 18 prompt + 1,000 answer) optimizer tokens.
-    assert p.tokens == 310 * 18 + 17 * (5 * 18 + 1000) == 24_110
+    # 310 x 150 target tokens; 17 optimizer calls of 2 skills + 5 cases of (150 - 100) tokens
+    # + 500 of template, and a 1,000-token answer.
+    assert p.tokens == 310 * 150 + 17 * (2 * 100 + 5 * 50 + 500 + 1000) == 79_650
     assert p.unpriced == () and p.cost_usd == 0.0  # sim: is free
 
 
@@ -365,21 +368,25 @@ def test_an_unbudgeted_run_projected_above_20_usd_stops_before_the_first_step(
         run_id = store.events(types=["run.started"])[0].run_id
         projected = store.events(types=["run.projected"])[0].payload
         stop = store.events(types=["run.stopped"])[0].payload
-    # 24,110 tokens at $1,000 per 1M tokens (the loopback's 11 + 7 tokens per call).
+    # The loopback answers 11 + 7 tokens a call, less than the skill (484 bytes: 121 tokens),
+    # so an optimizer call is 2 x 121 + 500 of prompt and 1,000 of answer.
+    tokens = 310 * 18 + 17 * (2 * 121 + 500 + 1000)
+    assert len(DEMO_SKILL) == 484 and tokens == 35_194
     assert projected == {
         "calls": {"target": 310, "optimizer": 17},
-        "tokens": 24_110,
-        "cost_usd": 24.11,
+        "tokens": 35_194,
+        "cost_usd": 35.194,  # $1,000 per 1M tokens
         "unpriced": [],
     }
     sentence = (
-        f"Run {run_id} is projected to cost about $24.11 (327 calls, 24,110 tokens), more than "
+        f"Run {run_id} is projected to cost about $35.19 (327 calls, 35,194 tokens), more than "
         "the $20 a run without a budget may spend, so it stopped before its first step."
     )
     assert stopped.stderr.endswith(
-        f"projected for run {run_id}: 327 calls, 24,110 tokens, $24.11 (at most)\n"
+        f"projected for run {run_id}: about 327 calls, 35,194 tokens, $35.19 (an upper "
+        "estimate)\n"
         f"Error: {sentence}\n"
-        "Hint: To go on, resume it with a budget: 'skillvc train --budget-usd 29' (the run "
+        "Hint: To go on, resume it with a budget: 'skillvc train --budget-usd 43' (the run "
         "continues from here); or start a smaller run with 'skillvc train --new --epochs 1'.\n"
     )
     assert stop == {"reason": "projection", "message": sentence}
@@ -391,7 +398,7 @@ def test_an_unbudgeted_run_projected_above_20_usd_stops_before_the_first_step(
     assert runs[0]["status"] == "stopped"
 
     # Going on as the hint says: the same run resumes, and the baseline is not paid again.
-    resumed = run(repo, monkeypatch, "train", "--budget-usd", "29", "--json")
+    resumed = run(repo, monkeypatch, "train", "--budget-usd", "43", "--json")
     assert resumed.exit_code == 0, resumed.output
     summary = json.loads(resumed.stdout)
     assert summary["run"] == run_id and summary["resumed"] and summary["status"] == "finished"

@@ -31,6 +31,7 @@ from skillvc.config import Config, override, parse_config_dict, validate
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.formats import new_problems
+from skillvc.preflight import estimate_tokens
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
@@ -592,6 +593,12 @@ class Trainer:
 
     def project(self) -> None:
         """Log and show what the run will cost; stop a costly run that has no budget."""
+        recorded = self.store.query(
+            "SELECT type FROM events WHERE run_id = ? AND seq = ?",
+            [self.ctx.run_id, self.log.seq + 1],
+        )
+        if recorded and recorded[0]["type"] != "run.projected":
+            return  # a run started by a skillvc without projections: replay it as it was
         projection = project(
             self.config,
             self.client.snapshot(),
@@ -599,9 +606,13 @@ class Trainer:
             n_val=len(self.ctx.val),
             n_test=len(self.ctx.test),
             n_slow=len(self.slow_items),
+            skill_tokens=estimate_tokens(self.ctx.base_skill.encode("utf-8")),
         )
         self.log.emit("run.projected", projection.to_dict())
-        self.progress(f"projected for run {self.ctx.run_id}: {projection.sentence()} (at most)")
+        self.progress(
+            f"projected for run {self.ctx.run_id}: about {projection.sentence()} "
+            "(an upper estimate)"
+        )
         try:
             refuse_unbudgeted(projection, self.ctx.run_id, self.t.budget_usd)
         except ProjectionTooHigh as exc:

@@ -11,9 +11,11 @@ projection multiplies that by the calls the planned steps make, as an upper boun
 * judge calls: as many per target call as the baseline made.
 * optimizer calls: per step one reflection per minibatch of failures and of successes
   (``ceil(batch / minibatch) + 1`` at most), per epoch one slow update and one meta update.
-  Each is estimated at ``minibatch_size`` target calls of prompt (the cases it shows, each
-  with the skill) and ``OPTIMIZER_COMPLETION_TOKENS`` of answer, priced at the optimizer's
-  input and output prices. Repair calls after unparsable answers are not counted.
+  Each is estimated at two copies of the skill (the slow update shows two versions), the
+  cases of one minibatch (a target call's tokens minus the skill's, each) and
+  ``TEMPLATE_TOKENS`` of prompt, plus ``OPTIMIZER_COMPLETION_TOKENS`` of answer, priced at
+  the optimizer's input and output prices. Repair calls after unparsable answers are not
+  counted. The skill's tokens are estimated as in ``skillvc.preflight`` (bytes / 4).
 
 Invariant: pure arithmetic over the baseline's statistics and the config, so a resumed run
 projects exactly what the interrupted one did (its baseline answers come from the log).
@@ -32,6 +34,7 @@ from skillvc.config import Config
 from skillvc.errors import StateConflict
 
 OPTIMIZER_COMPLETION_TOKENS = 1_000  # a JSON list of a few edits with rationales
+TEMPLATE_TOKENS = 500  # the optimizer's instructions around the skill and cases
 UNBUDGETED_LIMIT_USD = 20.0  # a run without a budget stops before step 1 when projected above
 
 
@@ -76,6 +79,7 @@ def project(
     n_val: int,
     n_test: int,
     n_slow: int,
+    skill_tokens: int,
 ) -> Projection:
     """The run's projected calls, tokens and cost from the baseline's per-call statistics."""
     t = config.train
@@ -95,7 +99,8 @@ def project(
     runs = max(target.replies, 1)
     judge_calls = round(target_calls * judge.replies / runs)
     tokens_per_target = target.tokens / runs
-    optimizer_prompt = t.minibatch_size * tokens_per_target
+    case_tokens = max(tokens_per_target - skill_tokens, 0)
+    optimizer_prompt = 2 * skill_tokens + t.minibatch_size * case_tokens + TEMPLATE_TOKENS
     optimizer_tokens = optimizer_calls * (optimizer_prompt + OPTIMIZER_COMPLETION_TOKENS)
 
     cost = target_calls * _per_call(target) + judge_calls * _per_call(judge)
