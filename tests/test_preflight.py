@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -354,6 +355,32 @@ def test_projection_arithmetic() -> None:
     # + 500 of template, and a 1,000-token answer.
     assert p.tokens == 310 * 150 + 17 * (2 * 100 + 5 * 50 + 500 + 1000) == 79_650
     assert p.unpriced == () and p.cost_usd == 0.0  # sim: is free
+
+
+def test_projection_prices_each_role_and_names_unpriced_models() -> None:
+    config = parse_config(
+        '[target]\nmodel = "openai:gpt-4o-mini"\n[optimizer]\nmodel = "anthropic:mystery"\n'
+        "[train]\nepochs = 1\nbatch_size = 20\nminibatch_size = 5\n",
+        Path("/nonexistent"),
+    )
+    # The baseline: 30 target calls at $0.01 each, and a judge (the optimizer's model, unpriced).
+    target = RoleStats(replies=30, tokens=30 * 150, cost_exact=Fraction(30, 100))
+    judge = RoleStats(replies=30, tokens=30 * 40, unpriced=30)
+    p = project(
+        config,
+        {"target": target, "judge": judge},
+        n_train=60,
+        n_val=30,
+        n_test=30,
+        n_slow=20,
+        skill_tokens=100,
+    )
+    assert p.calls == {"target": 310, "optimizer": 17, "judge": 310}
+    assert p.cost_usd == pytest.approx(3.10)  # the target's 310 calls; the rest is unpriced
+    assert p.unpriced == ("anthropic:mystery",)
+    assert p.sentence() == (
+        "637 calls, 92,050 tokens, $3.10 plus unpriced calls to anthropic:mystery"
+    )
 
 
 def test_an_unbudgeted_run_projected_above_20_usd_stops_before_the_first_step(
