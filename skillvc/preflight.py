@@ -62,8 +62,7 @@ def check_skill(path: str, data: bytes, *, max_tokens: int, where: str = "") -> 
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SkillDocumentError(
-            f"{shown} is not UTF-8 text (bad byte at offset {exc.start}).",
-            hint="Save it as UTF-8 (e.g. with 'iconv -t UTF-8'), then commit it.",
+            f"{shown} is not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset {exc.start})."
         ) from None
     problems = [p for p in check_bytes(path, data) if p.rule != RULE_SIZE]
     if problems:

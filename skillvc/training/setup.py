@@ -109,7 +109,7 @@ def prepare_run(
             )
         raw = repo.read_file(relpath, base_commit)
         # What validate rejects, or a skill too large to send, never starts a run.
-        check_skill(relpath, raw, max_tokens=config.skill.max_tokens, where="at HEAD")
+        check_skill(relpath, raw, max_tokens=config.skill.max_tokens)
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
