@@ -1,19 +1,23 @@
 """Checks that run before the first model call of ``train``, ``eval`` and ``check``.
 
-``check_skill`` refuses a skill document that ``skillvc validate`` rejects (empty, not UTF-8,
-frontmatter that is not a YAML mapping, unbalanced protected-region markers, a broken
-format rule) or that is too large to send to a model. Skills sent to a model are capped in
-tokens, estimated cheaply and without a tokenizer as ``ceil(bytes / 4)`` of the UTF-8 file
-(``estimate_tokens``): English prose runs at about four bytes a token in the tokenizers of
-OpenAI and Anthropic, and a byte count needs no model-specific vocabulary.
+``check_skill`` refuses a skill document with a problem ``skillvc validate`` reports that
+breaks the document itself: empty, not UTF-8, frontmatter that is not a YAML mapping, or
+unbalanced protected-region markers (which training relies on). It also refuses a skill too
+large to send to a model. Skills sent to a model are capped in tokens, estimated cheaply and
+without a tokenizer as ``ceil(bytes / 4)`` of the UTF-8 file (``estimate_tokens``): English
+prose runs at about four bytes a token in the tokenizers of OpenAI and Anthropic, and a byte
+count needs no model-specific vocabulary.
 
 Invariants:
 
 * Pure: reads only the bytes it is given (no git, no disk, no model), so a refusal happens
   before anything is sent or logged.
-* The byte size budget of ``validate`` (``[skill] max_bytes``) is *not* a refusal here: it
-  bounds what training may grow the skill to, and an over-budget skill may still be trained
-  smaller. The token cap (``[skill] max_tokens``) bounds what reaches a model.
+* Not refused here: the byte size budget of ``validate`` (``[skill] max_bytes``), which
+  bounds what training may grow the skill to (an over-budget skill may still be trained
+  smaller; the token cap bounds what reaches a model), and a format's conventions (a
+  SKILL.md's name matching its directory, a description, Cursor or Copilot keys), which decide
+  whether an agent finds the skill, not what a model reads. ``validate`` and the hooks check
+  those, and training refuses edits that would break any of them.
 * Every refusal is one ``SkillDocumentError`` (exit 5): one sentence naming the file and the
   first problem (with the count of the others), and a hint.
 """
@@ -23,10 +27,12 @@ from __future__ import annotations
 import shlex
 
 from skillvc.errors import SkillDocumentError
-from skillvc.formats import RULE_SIZE, check_bytes
+from skillvc.formats import RULE_MARKERS, RULE_YAML, check_bytes
 
 DEFAULT_MAX_TOKENS = 5_000  # the Agent Skills guidance for a SKILL.md body
 BYTES_PER_TOKEN = 4
+# The validate rules whose problems break the document itself (see the module docstring).
+BLOCKING_RULES = frozenset({RULE_YAML, RULE_MARKERS})
 
 
 class SkillTooLarge(SkillDocumentError):
@@ -64,7 +70,7 @@ def check_skill(path: str, data: bytes, *, max_tokens: int, where: str = "") -> 
         raise SkillDocumentError(
             f"{shown} is not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset {exc.start})."
         ) from None
-    problems = [p for p in check_bytes(path, data) if p.rule != RULE_SIZE]
+    problems = [p for p in check_bytes(path, data) if p.rule in BLOCKING_RULES]
     if problems:
         first = problems[0].message
         # Problem messages start with the path; say which version, then the problem itself.

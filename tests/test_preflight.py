@@ -161,6 +161,23 @@ def test_a_skill_validate_accepts_trains_and_evaluates(
     assert json.loads(result.stdout)["n"] == 30
 
 
+def test_a_format_convention_is_left_to_validate(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that does not match the directory decides whether an agent finds the skill, not
+    what a model reads: validate reports it, eval still scores the skill."""
+    repo = demo_copy(demo_seed, tmp_path / "repo")
+    commit_skill(repo, DEMO_SKILL.replace(b"name: acme-returns", b"name: acme-refunds"))
+    validated = run(repo, monkeypatch, "validate")
+    assert validated.exit_code == 5
+    assert validated.stdout.startswith(
+        f"{SKILL}: frontmatter name 'acme-refunds' must equal its directory name 'acme-returns'."
+    )
+    result = run(repo, monkeypatch, "eval", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n"] == 30
+
+
 # -- the size cap on what is sent to a model ----------------------------------------------------
 
 
