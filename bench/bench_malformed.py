@@ -53,7 +53,6 @@ class Case:
     name: str
     args: list[str]
     setup: Setup = lambda root: None
-    owner: str | None = None  # the issue-9 branch that fixes it, when not this one
     process: bool = False  # run as a real process (needed for stdout redirection, privileges)
     stdout_path: str | None = None  # with process: send stdout here (e.g. /dev/full)
     unprivileged: bool = False  # with process: drop root's file-permission override
@@ -499,13 +498,8 @@ def skill_cases() -> list[Case]:
     cases = []
     for name, data in broken.items():
         cases.append(Case(f"skill {name}, validate", ["validate"], write(SKILL, data)))
-        # eval refusing a skill that validate rejects is issue 9 item 5, built on h4-preflight;
-        # a non-UTF-8 skill is already refused here.
-        owner = None if name in ("non-UTF-8 byte", "random bytes") else "h4-preflight"
-        cases.append(Case(f"skill {name}, eval", EVAL_VAL, write(SKILL, data), owner=owner))
-        cases.append(
-            Case(f"skill {name} committed, train", ["train"], committed(SKILL, data), owner=owner)
-        )
+        cases.append(Case(f"skill {name}, eval", EVAL_VAL, write(SKILL, data)))
+        cases.append(Case(f"skill {name} committed, train", ["train"], committed(SKILL, data)))
     cases += [
         Case(
             "skill non-UTF-8 byte, diff", ["diff", "HEAD"], write(SKILL, broken["non-UTF-8 byte"])
@@ -634,10 +628,9 @@ def repo_state_cases() -> list[Case]:
             "repo .git/index.lock present",
             ["train"],
             write(".git/index.lock", b""),
-            owner="h4-preflight",
         ),
-        Case("repo detached HEAD", ["train"], detached_head, owner="h4-preflight"),
-        Case("repo merge in progress", ["train"], merge_in_progress, owner="h4-preflight"),
+        Case("repo detached HEAD", ["train"], detached_head),
+        Case("repo merge in progress", ["train"], merge_in_progress),
         Case("repo not a git repo", ["log"], lambda root: shutil.rmtree(root / ".git")),
         Case("repo dirty skill file, train", ["train"], append(SKILL, b"\n- uncommitted rule\n")),
     ]
@@ -864,14 +857,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad:
         print("\nNot clean:")
     for o in bad:
-        owner = f"  [fixed on {o.case.owner}]" if o.case.owner else ""
         lost = f"  DATA LOST: {', '.join(o.data_lost)}" if o.data_lost else ""
         last = o.stderr.strip().splitlines()[-1:] or [""]
-        print(
-            f"  {o.kind:8} exit {o.exit_code:3}  {o.case.name}{owner}{lost}\n      {last[0][:150]}"
-        )
-    mine = [o for o in bad if not o.case.owner]
-    return 1 if any(o.kind == "crash" or o.data_lost for o in mine) else 0
+        print(f"  {o.kind:8} exit {o.exit_code:3}  {o.case.name}{lost}\n      {last[0][:150]}")
+    return 1 if any(o.kind == "crash" or o.data_lost for o in bad) else 0
 
 
 if __name__ == "__main__":

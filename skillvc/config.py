@@ -33,6 +33,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class SkillConfig:
     path: str = "SKILL.md"
     max_bytes: int = 16000  # size budget: training refuses edits that grow the skill past it
+    max_tokens: int = 5000  # cap on the skill sent to a model (estimated bytes/4; preflight.py)
 
 
 @dataclass
@@ -288,6 +289,7 @@ _MODEL_RANGES: dict[str, tuple[float | None, float | None, bool, bool]] = {
 }
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
     ("skill", "max_bytes"): (1, 10_000_000, False, False),
+    ("skill", "max_tokens"): (1, 10_000_000, False, False),
     ("train", "epochs"): (1, 1000, False, False),
     ("train", "batch_size"): (1, 100_000, False, False),
     ("train", "minibatch_size"): (1, 10_000, False, False),

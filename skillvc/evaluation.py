@@ -38,8 +38,9 @@ from typing import Any
 from skillvc.backends import Backend, LazyBackend, lazy_backend
 from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig
-from skillvc.errors import SkillDocumentError, TaskSetError
+from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
 from skillvc.hashing import content_id
+from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
 from skillvc.store import EventStore
@@ -48,6 +49,12 @@ from skillvc.training.evaluate import Evaluator, Rollout, mean
 from skillvc.workspace import Workspace
 
 WORKTREE = "worktree"
+
+
+class AllItemsErrored(BackendError):
+    """Every item of an evaluation errored (its model call failed), so there is no score."""
+
+
 SHORT = 60  # characters of an expected / got answer kept for display
 EPS = 1e-9
 
@@ -209,7 +216,15 @@ def evaluate(
 ) -> EvalResult:
     """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once."""
     check_split(split)
-    return _evaluate(ws, read_skill(ws, rev), split, workers, progress or Progress.off())
+    result = _evaluate(ws, read_skill(ws, rev), split, workers, progress or Progress.off())
+    if result.n == 0 and result.errors:
+        # Recorded first (the failures are evidence); then no score is not a success.
+        first = next(i.error for i in result.items if not i.ok)
+        raise AllItemsErrored(
+            f"All {result.errors} items of the {split} split errored, so there is no score "
+            f"(first error: {str(first).rstrip('.')})."
+        )
+    return result
 
 
 def _evaluate(
@@ -326,15 +341,18 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
     else:
         sha = ws.repo.resolve(rev)
         raw = ws.repo.read_file(ws.skill_relpath, rev)
+    where = "in the working tree" if rev is None else f"at {rev}"
+    # What validate rejects, or a skill too large to send, never reaches a model.
+    check_skill(ws.skill_relpath, raw, max_tokens=ws.config.skill.max_tokens, where=where)
     try:
         # Decoded exactly as training does, so evaluations share its cached target calls.
-        return SkillVersion(rev, sha, raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = "in the working tree" if rev is None else f"at {rev}"
         raise SkillDocumentError(
             f"The skill file {ws.skill_relpath} {where} is not UTF-8 text "
             f"(bad byte at offset {exc.start})."
         ) from None
+    return SkillVersion(rev, sha, text)
 
 
 def make_client(store: EventStore, config: Config) -> ModelClient:

@@ -81,6 +81,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("meta_update", 1, "optimizer-side meta skill notes (never shipped)"),
         EventType("checkpoint", 1, "a tag for an epoch end or the best skill"),
         EventType("evaluation", 1, "a skill version scored on a split (skillvc eval)"),
+        EventType("run.projected", 1, "calls, tokens and cost projected after the baseline"),
     ]
 }
 

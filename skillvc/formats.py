@@ -163,6 +163,13 @@ def _common(path: str, doc: SkillDocument, max_bytes: int) -> Iterator[Problem]:
     error = _frontmatter_error(path, doc)
     if error:
         yield Problem(path, RULE_YAML, f"{path}: {_sentence(error)}")
+    elif doc.frontmatter_end == 0 and doc.text.lstrip("\ufeff").split("\n", 1)[0].rstrip() == "---":
+        # An opening '---' with no closing line: the metadata would be read as the body.
+        yield Problem(
+            path,
+            RULE_YAML,
+            f"{path}: the frontmatter opened by '---' on line 1 is never closed by a '---' line.",
+        )
     for marker_problem in doc.problems:
         yield Problem(path, RULE_MARKERS, f"{path}: {_sentence(marker_problem)}")
     size = len(doc.render())

@@ -675,3 +675,48 @@ def write_atomic(target: Path, content: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# In-progress git operations, by the file git keeps in the git dir while each one runs, with
+# what the user can do about it. Training commits on top of HEAD, so it must not start in the
+# middle of one: its commits would land inside someone else's merge, rebase or pick.
+_IN_PROGRESS = (
+    ("rebase-merge", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("rebase-apply/applying", "a 'git am'", "git am --continue", "git am --abort"),
+    ("rebase-apply", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("MERGE_HEAD", "a merge", "git commit", "git merge --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue", "git revert --abort"),
+)
+
+
+def ensure_ready_to_train(repo: SkillRepo, *, branch: str | None = None) -> None:
+    """Refuse (StateConflict, exit 4) a repository where training must not start: a git
+    operation in progress, a held index lock, or a detached HEAD (allowed when ``branch``
+    is set: training then creates or checks out that branch first)."""
+    git_dir = Path(repo.git_repo.git_dir)
+    for marker, what, finish, abort in _IN_PROGRESS:
+        if (git_dir / marker).exists():
+            raise StateConflict(
+                f"{what[0].upper()}{what[1:]} is in progress in {repo.root}.",
+                hint=f"Finish it ('{finish}') or abandon it ('{abort}'), then train again.",
+            )
+    if (git_dir / "BISECT_LOG").exists():
+        raise StateConflict(
+            f"A git bisect is in progress in {repo.root}.",
+            hint="End it with 'git bisect reset', then train again.",
+        )
+    lock = git_dir / "index.lock"
+    if lock.exists():
+        raise StateConflict(
+            f"{lock} exists: another git process may be running in this repository.",
+            hint="Wait for it to finish; if no git process is running, the lock is stale: "
+            f"remove it (rm {lock}) and train again.",
+        )
+    if branch is None and repo.current_branch() is None and repo.head_sha() is not None:
+        raise StateConflict(
+            f"HEAD is detached (at {_short(repo.head_sha())}), so accepted edits would be "
+            "committed on no branch.",
+            hint="Check out a branch ('git switch <branch>'), or train on a new branch from "
+            "here with 'skillvc train --branch NAME' (or [train] branch in skillvc.toml).",
+        )

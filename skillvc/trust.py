@@ -56,6 +56,7 @@ from skillvc.evaluation import (
     compare_versions,
 )
 from skillvc.output import fmt_score
+from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.repo import SkillRepo
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
@@ -230,12 +231,15 @@ def check_change(
                 f"The change deletes the skill {skill_rel}: it exists at {base} but not in "
                 f"{result.head_label}."
             )
-        base_version = SkillVersion(
-            base, base_sha, _skill_text(repo.read_file(skill_rel, base), skill_rel, f"at {base}")
-        )
+        base_raw = repo.read_file(skill_rel, base)
         head_raw = head_files.read(head_skill)
         assert head_raw is not None
         where = "in the working tree" if head is None else f"at {head}"
+        # Both versions pass the preflight (broken documents, the base config's token cap)
+        # before any model call.
+        check_skill(skill_rel, base_raw, max_tokens=config.skill.max_tokens, where=f"at {base}")
+        check_skill(head_skill, head_raw, max_tokens=config.skill.max_tokens, where=where)
+        base_version = SkillVersion(base, base_sha, _skill_text(base_raw, skill_rel, f"at {base}"))
         head_sha = WORKTREE if head is None else repo.resolve(head)
         head_version = SkillVersion(head, head_sha, _skill_text(head_raw, head_skill, where))
         ws = Workspace(root=root, config=config, _repo=repo)

@@ -350,10 +350,7 @@ def test_malformed_input_campaign_has_no_crash_and_loses_nothing() -> None:
     bench = load_bench()
     cases = bench.all_cases()
     assert len(cases) >= 100
-    # Cases owned by another branch of issue 9 (paths, apply, repository states, validating
-    # before eval/train) are fixed there; every other one must be a clean error here.
-    mine = [c for c in cases if c.owner is None]
-    outcomes = bench.run_campaign(mine)
+    outcomes = bench.run_campaign(cases)
     bad = [
         f"{o.case.name}: {o.kind} (exit {o.exit_code}) {', '.join(o.data_lost)}\n{o.stderr}"
         for o in outcomes
@@ -361,7 +358,7 @@ def test_malformed_input_campaign_has_no_crash_and_loses_nothing() -> None:
     ]
     assert bad == []
     counts = bench.summary(outcomes)
-    assert counts["cases"] == len(mine) == counts["clean errors"]
+    assert counts["cases"] == len(cases) == counts["clean errors"]
     assert counts["crashes"] == 0 and counts["data lost"] == 0
 
 

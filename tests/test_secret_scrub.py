@@ -416,7 +416,9 @@ def test_env_dumping_agent_keys_appear_nowhere(
 
     # Commits made within one second tie on date, so `log --all` may list them in either order.
     def messages(repo: Path) -> list[str]:
-        return sorted(git(repo, "log", "--format=%s%n%b%x00", "--all").split("\0"))
+        return sorted(
+            m.strip() for m in git(repo, "log", "--format=%s%n%b%x00", "--all").split("\0")
+        )
 
     assert messages(reference.repo) == messages(run.repo)
 

@@ -34,8 +34,9 @@ With --compare, ``{"a": <evaluation of BASE>, "b": <evaluation of REV>, "metric"
 (items scored in both), "a_mean", "b_mean" (means over those items), "diff" (b - a), "stderr"
 (of diff), "flipped": {"up": [ids], "down": [ids]}}``; up = hard 0 in a and 1 in b.
 
-Exit codes: 0 done, 3 unknown revision or missing skill file, 5 bad task set or split,
-6 model backend failure.
+Exit codes: 0 done, 3 unknown revision or missing skill file, 5 bad task set or split, or a
+skill that fails validation or is over [skill] max_tokens, 6 model backend failure or every
+item errored (when only some errored, stderr says how many).
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ def command(
     ws = open_workspace()
     if base is None:
         result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
+        if result.errors:
+            total = result.n + result.errors
+            click.echo(
+                f"warning: {result.errors} of {total} items errored and are not scored; "
+                f"the score covers the other {result.n}.",
+                err=True,
+            )
         if table_format:
             echo_rows([i.to_dict() for i in result.items], table_format)
         elif as_json:

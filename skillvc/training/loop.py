@@ -34,6 +34,7 @@ from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, Ru
 from skillvc.events import Event
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json
+from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
 from skillvc.secrets import REDACTED, restore
@@ -53,6 +54,7 @@ from skillvc.training.optimize import (
     reflect,
     select,
 )
+from skillvc.training.projection import ProjectionTooHigh, project, refuse_unbudgeted
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import RunContext, find_unfinished, finished_here, prepare_run
 from skillvc.training.state import Edits, RunState
@@ -202,6 +204,7 @@ class Trainer:
                 self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)
             self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
+            self.project()
             for epoch in range(1, self.t.epochs + 1):
                 epoch_start_skill = self.state.skill
                 for batch in self.batches(epoch):
@@ -654,6 +657,34 @@ class Trainer:
             tokens=usage["tokens"],
             cost_usd=usage["cost_usd"],
         )
+
+    def project(self) -> None:
+        """Log and show what the run will cost; stop a costly run that has no budget."""
+        recorded = self.store.query(
+            "SELECT type FROM events WHERE run_id = ? AND seq = ?",
+            [self.ctx.run_id, self.log.seq + 1],
+        )
+        if recorded and recorded[0]["type"] != "run.projected":
+            return  # a run started by a skillvc without projections: replay it as it was
+        projection = project(
+            self.config,
+            self.client.snapshot(),
+            n_train=len(self.ctx.train),
+            n_val=len(self.ctx.val),
+            n_test=len(self.ctx.test),
+            n_slow=len(self.slow_items),
+            skill_tokens=estimate_tokens(self.ctx.base_skill.encode("utf-8")),
+        )
+        self.log.emit("run.projected", projection.to_dict())
+        self.progress.note(
+            f"projected for run {self.ctx.run_id}: about {projection.sentence()} "
+            "(an upper estimate)"
+        )
+        try:
+            refuse_unbudgeted(projection, self.ctx.run_id, self.t.budget_usd)
+        except ProjectionTooHigh as exc:
+            self.log.note("run.stopped", {"reason": "projection", "message": exc.message})
+            raise
 
     def check_failures(self, errors: int, total: int, role: str) -> None:
         """Stop the run when too many calls of ``role`` failed: an outage of the optimizer

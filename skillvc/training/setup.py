@@ -31,7 +31,8 @@ from skillvc.errors import (
 )
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
-from skillvc.repo import SkillRepo
+from skillvc.preflight import check_skill
+from skillvc.repo import SkillRepo, ensure_ready_to_train
 from skillvc.scorers import Scorer, get_scorer
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem, TaskSet, load_taskset
@@ -141,6 +142,8 @@ def prepare_run(
         )
     _check_budget_prices(config)
     repo, relpath = ws.repo, config.skill_relpath  # PathOutsideRepo before any git work
+    # Before anything is repaired, switched or committed: not in the middle of a git operation.
+    ensure_ready_to_train(repo, branch=config.train.branch)
     repo.ensure_identity()
     # The caller holds the writer lock: temp files beside the skill are leftovers of a killed
     # write, and the last commit intent may need finishing.
@@ -164,6 +167,8 @@ def prepare_run(
             )
         raw = repo.read_file(relpath, base_commit)
         _require_utf8(raw, relpath)
+        # What validate rejects, or a skill too large to send, never starts a run.
+        check_skill(relpath, raw, max_tokens=config.skill.max_tokens)
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
