@@ -302,8 +302,8 @@ def judge(prompt: str) -> str:
     m = re.search(r"Acceptable answers:\n(.*?)\n\nOutput to grade:\n(.*)\Z", prompt, re.S)
     if m is None:
         return "No acceptable answers to compare with.\nSCORE: 0"
-    accepted = {final_answer(line[2:]) for line in m.group(1).splitlines() if line.startswith("- ")}
-    accepted |= set(_ANSWER.findall(m.group(1).lower()))
+    # One acceptable answer per "- " entry; an entry may span lines (a harvested final answer).
+    accepted = {final_answer(e) for e in re.split(r"(?m)^- ", m.group(1))[1:] if e.strip()}
     given = final_answer(m.group(2))
     ok = given in accepted
     return (

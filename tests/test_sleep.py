@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import copy_repo, git
+
 from skillvc import simworld
 from skillvc.cli import cli
 from skillvc.sleep import mine, redact, transcripts
@@ -534,7 +534,7 @@ def test_harvest_finds_recurring_kinds_and_no_secret_gets_out(
     assert listed.output.count("[ ] h") == 8
 
     approved = invoke("harvest", "--review", "--approve", kind)
-    assert f"Wrote 8 reviewed items to evals/harvested.jsonl." in approved.output
+    assert "Wrote 8 reviewed items to evals/harvested.jsonl." in approved.output
     rows = [json.loads(line) for line in task_file.read_text().splitlines()]
     assert len(rows) == 8 and {r["split"] for r in rows} == {"train", "val"}
     assert all(r["target"].startswith("Per the policy.") for r in rows)  # the accepted answer
@@ -577,12 +577,12 @@ def test_sleep_trains_on_a_dated_branch_and_a_second_night_reads_only_new_sessio
     assert git(repo, "rev-parse", "main") == before
     assert git(repo, "branch", "--show-current") == "main"
     assert git(repo, "status", "--porcelain") == status_before
-    log = git(repo, "log", "--format=%s", f"main..skillvc/sleep/2026-01-01").splitlines()
+    log = git(repo, "log", "--format=%s", "main..skillvc/sleep/2026-01-01").splitlines()
     assert log[-1] == "skillvc sleep: 8 reviewed tasks harvested from agent sessions"
     assert len(log) >= 2, log  # the task set, then training commits
     report = (repo / ".skillvc" / "reports" / "sleep-2026-01-01.md").read_text()
     assert report.startswith("# skillvc sleep 2026-01-01\n")
-    assert "## Significance" in report and "| p-value |" in report
+    assert "## Significance" in report and "| p-value (one-sided) |" in report
     assert "> **Warning:** The val set has only 4 items" in report
     assert git(repo, "worktree", "list").count("\n") == 0  # the worktree is gone
 

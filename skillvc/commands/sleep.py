@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json, json_option
+from skillvc.output import echo_json, fmt_score, json_option
 
 
 @click.command("sleep")
@@ -63,7 +63,8 @@ def command(
         s = result.summary
         click.echo(
             f"run {result.run} on branch {result.branch}: {s['accepted']} accepted, "
-            f"{s['rejected']} rejected; val {s['baseline_val']} -> {s['best_val']}."
+            f"{s['rejected']} rejected; val {fmt_score(s['baseline_val'])} -> "
+            f"{fmt_score(s['best_val'])}."
         )
     for warning in result.warnings:
         click.echo(f"Warning: {warning}")

@@ -172,7 +172,8 @@ def load_state(store: EventStore) -> State:
             harvests += 1
         elif ev.type == "harvest.session":
             seen.add(str(ev.key))
-            sessions[f"{p['source']}:{p['session']}"] = p  # a transcript that grew: newest wins
+            # A transcript that grew (a resumed session) is read again: the newest wins.
+            sessions[f"{p['source']}:{p['session']}"] = dict(p)
         elif ev.type == "harvest.rubric":
             rubrics[p["kind"]] = p["rubric"]
         else:
@@ -388,15 +389,15 @@ def harvest(
             say(f"drafted a rubric for kind {kind.id} ({kind.support} sessions)")
         state = load_state(store)
         kinds = views(mined, state)
-        for kind in kinds:
+        for view in kinds:
             store.append(
                 "harvest.kind",
                 {
                     "harvest": run_id,
-                    "kind": kind.id,
-                    "name": kind.name,
-                    "support": kind.support,
-                    "items": [i["id"] for i in kind.items],
+                    "kind": view.id,
+                    "name": view.name,
+                    "support": view.support,
+                    "items": [i["id"] for i in view.items],
                 },
                 run_id=run_id,
             )

@@ -90,9 +90,7 @@ def sleep(
     except ValueError:
         raise ConfigError(f"--date '{day}' is not a date (YYYY-MM-DD).") from None
 
-    result = harvesting.harvest(
-        ws, source=source, dirs=dirs, yes=yes, write=False, progress=say
-    )
+    result = harvesting.harvest(ws, source=source, dirs=dirs, yes=yes, write=False, progress=say)
     outcome = SleepResult(day, "nothing to train", result)
     kinds = [k for k in result.kinds if k.rubric and any(i["reviewed"] for i in k.items)]
     rows = [i for k in kinds for i in k.items if i["reviewed"]]
@@ -226,7 +224,7 @@ def significance(report: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Lines listing every gate's p-value, and the warnings about noise."""
     n_val = int((report.get("dataset", {}).get("counts") or {}).get("val") or 0)
     lines = [
-        "| step | kind | decision | val before -> after | p-value |",
+        "| gate | epoch | decision | val before -> after | p-value (one-sided) |",
         "|---|---|---|---|---|",
     ]
     warnings: list[str] = []
@@ -239,13 +237,12 @@ def significance(report: dict[str, Any]) -> tuple[list[str], list[str]]:
         scores = (
             f"{before:.3f} -> {after:.3f}" if before is not None and after is not None else "n/a"
         )
-        lines.append(
-            f"| {s.get('step')} | {s.get('kind')} | {s.get('decision')} | {scores} | {shown} |"
-        )
+        step = "slow update" if s.get("kind") == "slow_update" else f"step {s.get('step')}"
+        lines.append(f"| {step} | {s.get('epoch')} | {s.get('decision')} | {scores} | {shown} |")
         if s.get("decision") == "accepted" and (p is None or p > NOISE_P):
             warnings.append(
-                f"Step {s.get('step')} was accepted with p = {shown}: above {NOISE_P}, the gain "
-                "may be noise."
+                f"{step[:1].upper()}{step[1:]} was accepted with p = {shown}: above "
+                f"{NOISE_P}, the gain may be noise."
             )
     scores = report.get("scores", {})
     base, best = scores.get("baseline_val"), scores.get("best_val")
