@@ -616,3 +616,82 @@ def test_sleep_with_paid_models_needs_a_budget(repo: Path, isolated_env: Path) -
         "a budget.\nHint: Pass --budget-usd AMOUNT or set budget_usd in [harvest] of "
         "skillvc.toml.\n"
     )
+
+
+def test_an_explicit_directory_with_yes_harvests_once_and_writes_reviewed_items(
+    repo: Path, isolated_env: Path
+) -> None:
+    _, codex = write_night(isolated_env, 1)
+    result = invoke("harvest", "--from", "codex", "--yes", "--json", str(codex))
+    data = json.loads(result.output)
+    assert (data["sessions_new"], data["one_offs"], data["unreviewed"]) == (4, 4, 0)
+    assert data["task_file"] == "evals/harvested.jsonl" and data["items_written"] == 8
+    # A transcript that grew (a resumed session) is read again and replaces its old version.
+    path = sorted(codex.rglob("rollout-*.jsonl"))[0]
+    extra = codex_lines("x", "2026-01-01T09:00:00.000Z", "/w", [{"prompt": "p", "answer": "a"}])
+    path.write_text(path.read_text() + json.dumps(extra[2]) + "\n")
+    again = json.loads(invoke("harvest", "--from", "codex", "--yes", "--json", str(codex)).output)
+    assert (again["sessions_new"], again["sessions_seen"]) == (1, 3)
+    assert again["exchanges"] == data["exchanges"] + 1  # the new prompt, no duplicates
+
+
+def test_a_user_rubric_replaces_the_drafted_one_and_is_redacted(
+    repo: Path, isolated_env: Path, secret_env: None
+) -> None:
+    project, _ = write_night(isolated_env, 1)
+    invoke("harvest", "--from", "claude-code", "--yes", str(project))
+    kind = json.loads(invoke("harvest", "--review", "--json").output)["kinds"][0]["id"]
+    edited = invoke("harvest", "--review", "--rubric", kind, f"Only the action counts {ENV_SECRET}")
+    assert "  rubric: Only the action counts [REDACTED:env_value]" in edited.output
+    assert leaked(all_bytes(repo)) == []
+
+
+def test_the_simulator_drafts_a_rubric_only_from_what_it_is_shown() -> None:
+    examples = [
+        {"final_answer": "ok\n<answer>repair</answer>", "corrections": ["No, wrong"]},
+        {"final_answer": "<answer>deny</answer>", "corrections": []},
+    ]
+    assert simworld.draft_rubric(examples) == (
+        "The answer is correct when its final answer (the <answer> tag) is the action the "
+        "person accepted for this request.\nAccepted final answers seen: repair, deny.\n"
+        "In 1 of 2 sessions the person corrected the first answer: an answer that differs "
+        "from the accepted one is wrong."
+    )
+    prompt = "Task input:\nt\n\nAcceptable answers:\n- Per policy.\n<answer>deny</answer>\n\n"
+    assert simworld.judge(prompt + "Output to grade:\n<answer>deny</answer>").endswith("SCORE: 1")
+    assert simworld.judge(prompt + "Output to grade:\nPer policy.").endswith("SCORE: 0")
+
+
+def test_sleep_trains_nothing_unreviewed(repo: Path, isolated_env: Path) -> None:
+    project, _ = write_night(isolated_env, 1)
+    toml = repo / "skillvc.toml"
+    toml.write_text(toml.read_text() + f'\n[harvest]\ndirs = ["{project}"]\n')
+    result = invoke("sleep", "--date", "2026-01-01", "-q")
+    assert result.exit_code == 0
+    assert result.output == (
+        "harvest-1: 4 new sessions, 1 recurring kinds, 4 one-off prompts left out, 8 items "
+        "await review.\nWarning: 0 reviewed harvested items (8 await review): training needs "
+        "reviewed items in both train and val; review them with 'skillvc harvest --review'.\n"
+        "Report: .skillvc/reports/sleep-2026-01-01.md\n"
+    )
+    assert "skillvc/sleep" not in git(repo, "branch", "--list")
+
+
+def test_timer_templates_run_skillvc_sleep_nightly() -> None:
+    import plistlib
+
+    from skillvc.resources import resource_dir
+
+    folder = resource_dir("templates").joinpath("sleep")
+    plist = plistlib.loads(folder.joinpath("dev.skillvc.sleep.plist").read_bytes())
+    assert plist["ProgramArguments"][1:3] == ["sleep", "--quiet"]
+    assert plist["StartCalendarInterval"] == {"Hour": 3, "Minute": 30}
+    service = folder.joinpath("skillvc-sleep.service").read_text()
+    assert "ExecStart=%h/.local/bin/skillvc sleep --quiet --budget-usd 2" in service
+    assert "OnCalendar=*-*-* 03:30:00" in folder.joinpath("skillvc-sleep.timer").read_text()
+    cron = [
+        line
+        for line in folder.joinpath("crontab.txt").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    assert cron[0].startswith("30 3 * * * ") and " sleep --quiet --budget-usd 2 " in cron[0]
