@@ -695,3 +695,21 @@ def test_timer_templates_run_skillvc_sleep_nightly() -> None:
         if not line.startswith("#")
     ]
     assert cron[0].startswith("30 3 * * * ") and " sleep --quiet --budget-usd 2 " in cron[0]
+
+
+def test_a_sleep_that_runs_out_of_budget_keeps_its_commits_and_reports(
+    repo: Path, isolated_env: Path
+) -> None:
+    project, _ = write_night(isolated_env, 1)
+    toml = repo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text() + '\n[prices."sim:support"]\ninput = 1000.0\noutput = 1000.0\n'
+    )
+    result = invoke(
+        "sleep", "--yes", "--budget-usd", "0.01", "--date", "2026-01-03", "-q", str(project)
+    )
+    assert result.exit_code == 0, result.output
+    assert "Warning: Run run-" in result.output and "stopped after step 1" in result.output
+    assert git(repo, "rev-parse", "main") != git(repo, "rev-parse", "skillvc/sleep/2026-01-03")
+    report = (repo / ".skillvc" / "reports" / "sleep-2026-01-03.md").read_text()
+    assert "(stopped)" in report and "## Significance" in report

@@ -59,7 +59,7 @@ def command(
         f"{h.harvest}: {h.sessions_new} new sessions, {len(h.kinds)} recurring kinds, "
         f"{h.one_offs} one-off prompts left out, {h.unreviewed} items await review."
     )
-    if result.run is not None:
+    if result.summary:
         s = result.summary
         click.echo(
             f"run {result.run} on branch {result.branch}: {s['accepted']} accepted, "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.config import TasksConfig
-from skillvc.errors import ConfigError, StateConflict
+from skillvc.errors import BudgetExceeded, ConfigError, StateConflict
 from skillvc.sleep import harvest as harvesting
 from skillvc.workspace import STATE_DIR, Workspace
 
@@ -33,7 +33,7 @@ NOISE_P = 0.1  # a gate whose one-sided p-value is above this is within the nois
 @dataclass
 class SleepResult:
     date: str
-    status: str  # trained | nothing to train
+    status: str  # trained | stopped (the budget ran out) | nothing to train
     harvest: harvesting.HarvestResult
     branch: str | None = None
     base_branch: str | None = None
@@ -109,7 +109,6 @@ def sleep(
             raise ConfigError("The repository has no commit yet.", hint="Commit the skill first.")
         outcome.branch = _free_branch(repo, f"{config.branch_prefix}/{day}")
         _train_on_branch(ws, config, kinds, outcome, budget, say)
-        outcome.status = "trained"
     report_path = _write_report(ws, outcome)
     outcome.report = report_path
     with ws.store(create=True) as store:
@@ -197,9 +196,20 @@ def _train_on_branch(
             "Redacted before storing; only reviewed items are included.",
         )
         say(f"training on branch {outcome.branch} ({len(rows)} reviewed items)")
-        summary = train(wt, new=True, budget_usd=budget, progress=say)
-        outcome.run = summary.run_id
-        outcome.summary = dataclasses.asdict(summary)
+        try:
+            summary = train(wt, new=True, budget_usd=budget, progress=say)
+        except BudgetExceeded as exc:
+            # The commits made so far stay on the branch; the report says where it stopped.
+            from skillvc.report import latest_run
+
+            with ws.store() as store:
+                outcome.run = latest_run(store)
+            outcome.status = "stopped"
+            outcome.warnings.append(exc.message)
+        else:
+            outcome.run = summary.run_id
+            outcome.summary = dataclasses.asdict(summary)
+            outcome.status = "trained"
         wt_repo.close()
     finally:
         try:
