@@ -330,7 +330,7 @@ def draft_rubric(examples: list[dict[str, object]]) -> str:
     ]
     if corrected:
         lines.append(
-            f"In {corrected} of {len(examples)} sessions the person corrected the first answer: "
+            f"In {corrected} of {len(examples)} examples the person corrected the first answer: "
             "an answer that differs from the accepted one is wrong."
         )
     return "\n".join(lines)

@@ -654,7 +654,7 @@ def test_the_simulator_drafts_a_rubric_only_from_what_it_is_shown() -> None:
     assert simworld.draft_rubric(examples) == (
         "The answer is correct when its final answer (the <answer> tag) is the action the "
         "person accepted for this request.\nAccepted final answers seen: repair, deny.\n"
-        "In 1 of 2 sessions the person corrected the first answer: an answer that differs "
+        "In 1 of 2 examples the person corrected the first answer: an answer that differs "
         "from the accepted one is wrong."
     )
     prompt = "Task input:\nt\n\nAcceptable answers:\n- Per policy.\n<answer>deny</answer>\n\n"
