@@ -447,6 +447,9 @@ def test_normalise_and_mining_group_near_duplicates_and_leave_out_one_offs() -> 
     assert mine.normalise('Fix `parse_config` in /src/app/main.py, line 42 "now"') == (
         "fix <name> in <path> , line <n> <name>"
     )
+    assert mine.normalise("Move src/app/ and ~/notes.txt to v2.0.1 of fooBar") == (
+        "move <path> and <path> to <n> of <name>"
+    )
     rows = [
         {"session": f"s{i}", "timestamp": f"t{i}", "prompt": p}
         for i, p in enumerate(

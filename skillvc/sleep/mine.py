@@ -4,11 +4,12 @@ A prompt is normalised (lowercase; quoted names and code identifiers -> ``<name>
 ``<path>``, numbers -> ``<n>``, whitespace collapsed), then prompts are grouped greedily, oldest
 first: a prompt joins the first kind whose first prompt is *similar*, else it starts a kind.
 Two normalised prompts are similar when the Jaccard index of their token sets is at least
-``threshold`` (default 0.6) or difflib's ratio of the two strings is at least
-``threshold + 0.2`` (capped at 0.95): the first catches reworded prompts, the second prompts
-that differ in one long token. A kind recurs when prompts from at least ``min_support``
-distinct sessions (default 3) belong to it; the others are one-off requests, counted and left
-out.
+``threshold`` (default 0.6), or it is at least half that and difflib's ratio of the two
+strings is at least ``threshold + 0.2`` (capped at 0.95): the first catches reworded prompts,
+the second prompts that differ in one long token. (The half-threshold guard also keeps mining
+fast: difflib runs only on pairs with words in common.) A kind recurs when prompts from at
+least ``min_support`` distinct sessions (default 3) belong to it; the others are one-off
+requests, counted and left out.
 
 Invariants: the result is a pure function of the exchanges and the two settings (the order of
 the input does not matter: exchanges are sorted by timestamp, session and prompt first), and a
@@ -31,7 +32,9 @@ DEFAULT_THRESHOLD = 0.6
 
 _QUOTED = re.compile(r"`[^`\n]+`|\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'")
 _PATH = re.compile(
-    r"(~|\.{1,2})?(/[\w.\-<>]+){2,}/?|\b[\w\-]+\.(py|js|ts|md|json|toml|yaml|yml|txt|rs|go|java|c|h|cpp|sh|jsonl|csv)\b"
+    r"(?:~|\.{1,2})/[\w.\-/]*"  # ~/notes.txt, ./x, ../y
+    r"|/?[\w.\-]+(?:/[\w.\-]*)+"  # a/b, src/app/, /etc/x
+    r"|\b[\w\-]+\.(?:py|js|ts|md|json|toml|yaml|yml|txt|rs|go|java|c|h|cpp|sh|jsonl|csv)\b"
 )
 _IDENT = re.compile(r"\b[a-z]+(_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 _NUMBER = re.compile(r"\bv?\d+([.:\-]\d+)*\b")  # 42, 1.2.3, v2, 2026-01-01, 10:30
@@ -52,12 +55,29 @@ def tokens(normalised: str) -> frozenset[str]:
     return frozenset(_TOKEN.findall(normalised))
 
 
-def similar(a: str, b: str, threshold: float = DEFAULT_THRESHOLD) -> bool:
-    ta, tb = tokens(a), tokens(b)
-    if (ta or tb) and len(ta & tb) / len(ta | tb) >= threshold:
+def similar(
+    a: str,
+    b: str,
+    threshold: float = DEFAULT_THRESHOLD,
+    ta: frozenset[str] | None = None,
+    tb: frozenset[str] | None = None,
+) -> bool:
+    """Whether two normalised prompts are one kind (``ta``/``tb``: their tokens, if known)."""
+    ta = tokens(a) if ta is None else ta
+    tb = tokens(b) if tb is None else tb
+    jaccard = len(ta & tb) / len(ta | tb) if ta or tb else 1.0
+    if jaccard >= threshold:
         return True
-    ratio_needed = min(threshold + 0.2, 0.95)
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= ratio_needed
+    if jaccard < threshold / 2:
+        return False  # too few words in common for a character-level match to mean much
+    needed = min(threshold + 0.2, 0.95)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    # The quick ratios are upper bounds of ratio(): most pairs are ruled out without it.
+    return (
+        matcher.real_quick_ratio() >= needed
+        and matcher.quick_ratio() >= needed
+        and matcher.ratio() >= needed
+    )
 
 
 @dataclass
@@ -66,6 +86,7 @@ class Kind:
     name: str  # the first prompt's normalised text, shortened: what people see in --review
     normalised: str
     members: list[Mapping[str, Any]] = field(default_factory=list)
+    tokens: frozenset[str] = frozenset()
 
     @property
     def sessions(self) -> set[str]:
@@ -96,13 +117,14 @@ def mine(
     kinds: list[Kind] = []
     for exchange in ordered:
         norm = normalise(str(exchange["prompt"]))
+        toks = tokens(norm)
         for kind in kinds:
-            if similar(kind.normalised, norm, threshold):
+            if similar(kind.normalised, norm, threshold, kind.tokens, toks):
                 kind.members.append(exchange)
                 break
         else:
             name = norm if len(norm) <= 72 else norm[:71] + "…"
-            kinds.append(Kind(f"k{content_id(norm, 8)}", name, norm, [exchange]))
+            kinds.append(Kind(f"k{content_id(norm, 8)}", name, norm, [exchange], toks))
     recurring = [k for k in kinds if k.support >= min_support]
     left = [k for k in kinds if k.support < min_support]
     return Mined(recurring, sum(len(k.members) for k in left), len(left))

@@ -42,7 +42,8 @@ SOURCES = ("claude-code", "codex")
 _INJECTED = re.compile(
     r"^\s*(<(command-name|command-message|command-args|local-command-stdout|"
     r"local-command-stderr|system-reminder|environment_context|user_instructions|"
-    r"user-prompt-submit-hook)>|# AGENTS\.md instructions|Caveat: The messages below)",
+    r"user-prompt-submit-hook|user_shell_command|turn_aborted)>|# AGENTS\.md instructions|"
+    r"Caveat: The messages below|\[Request interrupted by user)",
 )
 
 
