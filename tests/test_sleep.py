@@ -716,3 +716,8 @@ def test_a_sleep_that_runs_out_of_budget_keeps_its_commits_and_reports(
     assert git(repo, "rev-parse", "main") != git(repo, "rev-parse", "skillvc/sleep/2026-01-03")
     report = (repo / ".skillvc" / "reports" / "sleep-2026-01-03.md").read_text()
     assert "(stopped)" in report and "## Significance" in report
+    # The stopped night is not resumed by the user's own training on main.
+    own = invoke("train", "-q", "--json")
+    assert own.exit_code == 0, own.output
+    assert json.loads(own.output)["status"] == "finished"
+    assert git(repo, "branch", "--show-current") == "main"

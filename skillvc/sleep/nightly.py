@@ -204,6 +204,9 @@ def _train_on_branch(
 
             with ws.store() as store:
                 outcome.run = latest_run(store)
+                # Its worktree goes away below, so it cannot be resumed: say so in the log,
+                # or the next 'skillvc train' on the user's branch would try to resume it.
+                store.append("run.abandoned", {"reason": "sleep budget"}, run_id=outcome.run)
             outcome.status = "stopped"
             outcome.warnings.append(exc.message)
         else:
