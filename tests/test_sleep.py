@@ -362,6 +362,8 @@ def write_night(home: Path, night: int, sessions: int = 4) -> tuple[Path, Path]:
 def leaked(blob: bytes) -> list[str]:
     """The planted secrets found in ``blob``: raw, or base64 of the environment's secret."""
     found = [s for s in SECRETS if s.encode() in blob]
+    if b"alice" in blob:  # the user name, e.g. in Claude Code's -home-alice-skills folder
+        found.append("alice")
     if base64.b64encode(ENV_SECRET.encode()).rstrip(b"=") in blob:
         found.append("base64(env secret)")
     return found
@@ -441,6 +443,8 @@ def test_redactor_removes_every_planted_secret_and_counts_them(secret_env: None)
     }
     assert r.redact(out) == (out, {})  # redacting twice changes nothing more
     assert "~/work/notes.txt" in out
+    folder = "/nonexistent-home/.claude/projects/-home-bob-src-app/s.jsonl"
+    assert r.redact(folder) == ("~/.claude/projects/~-src-app/s.jsonl", {"home_path": 2})
 
 
 def test_normalise_and_mining_group_near_duplicates_and_leave_out_one_offs() -> None:
@@ -492,7 +496,9 @@ def all_bytes(root: Path) -> bytes:
         ["git", "log", "-p", "--all"], cwd=root, capture_output=True, check=True
     ).stdout
     for p in root.rglob("*"):
-        if p.is_file() and ".git" not in p.parts and "events.db" not in p.name:
+        # skillvc.toml is the user's own config: it names the transcript folder on purpose.
+        skip = ".git" in p.parts or "events.db" in p.name or p.name == "skillvc.toml"
+        if p.is_file() and not skip:
             blob += p.read_bytes()
     return blob
 

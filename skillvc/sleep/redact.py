@@ -56,6 +56,9 @@ _SECRET_NAME = re.compile(
     r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|PRIVATE|AUTH)$", re.I
 )
 _HOME = re.compile(r"(?<![\w.~])(/home|/Users)/[^/\s\"'`:]+(?=/|\b)")
+# Claude Code names a project's transcript folder after its path with '/' (and '.') as '-':
+# ~/.claude/projects/-home-alice-src-app holds the user name too.
+_DASHED_HOME = re.compile(r"(?<=projects/)-(?:home|Users)-[^-/\s\"'`]+")
 _MIN_SECRET = 8  # shorter variable values ("1", "yes") would blank out ordinary words
 
 
@@ -117,8 +120,12 @@ class Redactor:
     def _home_paths(self, text: str) -> tuple[str, int]:
         n = 0
         home = self.home.rstrip("/")
-        if home and home != "/" and home in text:
-            n += text.count(home)
-            text = text.replace(home, "~")
+        if home and home != "/":
+            dashed = re.sub(r"[^A-Za-z0-9]", "-", home)
+            for form in (home, dashed):
+                if form in text:
+                    n += text.count(form)
+                    text = text.replace(form, "~")
         text, m = _HOME.subn("~", text)
-        return text, n + m
+        text, k = _DASHED_HOME.subn("~", text)
+        return text, n + m + k
