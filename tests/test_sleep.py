@@ -727,3 +727,19 @@ def test_a_sleep_that_runs_out_of_budget_keeps_its_commits_and_reports(
     assert own.exit_code == 0, own.output
     assert json.loads(own.output)["status"] == "finished"
     assert git(repo, "branch", "--show-current") == "main"
+
+
+def test_a_bad_harvest_section_is_one_clear_error(repo: Path) -> None:
+    toml = repo / "skillvc.toml"
+    seed = toml.read_text()
+    toml.write_text(seed + '\n[harvest]\nsorce = "codex"\n')
+    result = CliRunner().invoke(cli, ["harvest"])
+    assert result.exit_code == 5
+    assert result.output.startswith("Error: Unknown key 'sorce' in [harvest] of skillvc.toml ")
+    toml.write_text(seed + '\n[harvest]\nsource = "copilot"\ndirs = ["."]\n')
+    result = CliRunner().invoke(cli, ["harvest"])
+    assert (result.exit_code, result.output) == (
+        5,
+        "Error: [harvest] source 'copilot' is not one of claude-code, codex.\n"
+        "Hint: Fix skillvc.toml; its comments and the README's tables list every key.\n",
+    )
