@@ -104,6 +104,19 @@ class TrainConfig:
 
 
 @dataclass
+class HarvestConfig:
+    """[harvest]: its presence is the project's opt-in to learning from its agent sessions."""
+
+    source: str = "claude-code"  # claude-code | codex
+    dirs: list[str] = field(default_factory=list)  # transcript directories of this project
+    tasks: str = "evals/harvested.jsonl"  # the reviewed, redacted task set (in the repo)
+    min_support: int = 3  # sessions a task kind must recur in
+    similarity: float = 0.6  # token-set Jaccard threshold of two normalised prompts
+    budget_usd: float | None = None  # the nightly budget when --budget-usd is not given
+    branch_prefix: str = "skillvc/sleep"
+
+
+@dataclass
 class Config:
     root: Path
     skill: SkillConfig = field(default_factory=SkillConfig)
@@ -112,6 +125,7 @@ class Config:
     optimizer: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    harvest: HarvestConfig | None = None  # None: this project has not opted in to harvesting
 
     @property
     def skill_path(self) -> Path:
@@ -139,6 +153,7 @@ _SECTIONS = {
     "target": ModelConfig,
     "optimizer": ModelConfig,
     "train": TrainConfig,
+    "harvest": HarvestConfig,
 }
 
 

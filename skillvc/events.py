@@ -82,6 +82,14 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("checkpoint", 1, "a tag for an epoch end or the best skill"),
         EventType("evaluation", 1, "a skill version scored on a split (skillvc eval)"),
         EventType("run.projected", 1, "calls, tokens and cost projected after the baseline"),
+        EventType("harvest.started", 1, "a harvest of agent transcripts began (source, dirs)"),
+        EventType("harvest.session", 1, "one transcript read: its redacted task exchanges"),
+        EventType("harvest.kind", 1, "a recurring task kind mined from the sessions"),
+        EventType("harvest.rubric", 1, "a judge rubric for a kind, drafted or edited"),
+        EventType("harvest.reviewed", 1, "harvested items a person approved for training"),
+        EventType("harvest.finished", 1, "counts of a harvest and the task file it wrote"),
+        EventType("sleep.finished", 1, "a nightly run: its harvest, branch, run and report"),
+        EventType("run.abandoned", 1, "a stopped run nobody will resume (a sleep run's)"),
     ]
 }
 

@@ -279,3 +279,58 @@ def generate_items(n: int, seed: int) -> list[dict[str, object]]:
             {"id": f"ticket-{i + 1:03d}", "input": describe(case, rng), "target": true_action(case)}
         )
     return items
+
+
+_ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.S | re.I)
+
+
+def final_answer(text: str) -> str:
+    """The answer an output commits to: its last ``<answer>`` tag, else its last line."""
+    found = _ANSWER.findall(text)
+    if found:
+        return " ".join(found[-1].lower().split())
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " ".join(lines[-1].lower().split()) if lines else ""
+
+
+def judge(prompt: str) -> str:
+    """The simulated judge: 1 when the output's final answer is one of the acceptable answers.
+
+    It reads the judge prompt's "Acceptable answers:" and "Output to grade:" parts (see
+    ``scorers.JudgeScorer``), so it grades only what a real judge would see.
+    """
+    m = re.search(r"Acceptable answers:\n(.*?)\n\nOutput to grade:\n(.*)\Z", prompt, re.S)
+    if m is None:
+        return "No acceptable answers to compare with.\nSCORE: 0"
+    # One acceptable answer per "- " entry; an entry may span lines (a harvested final answer).
+    accepted = {final_answer(e) for e in re.split(r"(?m)^- ", m.group(1))[1:] if e.strip()}
+    given = final_answer(m.group(2))
+    ok = given in accepted
+    return (
+        f"The output answers {given!r}; {'accepted' if ok else 'not accepted'}.\nSCORE: {int(ok)}"
+    )
+
+
+def draft_rubric(examples: list[dict[str, object]]) -> str:
+    """A rubric from the examples a drafter sees: the answers kept, the ones corrected.
+
+    Deterministic and honest: it states only what the examples show (the final answers the
+    person was left with, and that a corrected answer was wrong), nothing from the true policy.
+    """
+    kept: list[str] = []
+    for ex in examples:
+        answer = final_answer(str(ex.get("final_answer", "")))
+        if answer and answer not in kept:
+            kept.append(answer)
+    corrected = sum(1 for ex in examples if ex.get("corrections"))
+    lines = [
+        "The answer is correct when its final answer (the <answer> tag) is the action the "
+        "person accepted for this request.",
+        f"Accepted final answers seen: {', '.join(kept[:8]) or 'none'}.",
+    ]
+    if corrected:
+        lines.append(
+            f"In {corrected} of {len(examples)} examples the person corrected the first answer: "
+            "an answer that differs from the accepted one is wrong."
+        )
+    return "\n".join(lines)

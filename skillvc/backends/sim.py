@@ -59,6 +59,8 @@ class SimBackend:
             )
         elif request.role == "optimizer":
             text = self._optimize(request)
+        elif request.role == "judge":
+            text = simworld.judge(request.user)
         else:
             text = "OK"
         with self._lock:
@@ -90,6 +92,8 @@ class SimBackend:
             return json.dumps({"notes": _meta_update(prompt)})
         if kind == "repair":
             return section(prompt, "previous_answer")
+        if kind == "rubric":
+            return json.dumps({"rubric": simworld.draft_rubric(_load(prompt, "examples"))})
         return json.dumps({"edits": []})
 
 

@@ -67,9 +67,10 @@ def find_unfinished(store: EventStore) -> Event | None:
     ``--new`` is abandoned. Resuming it after the newer run finished would replay it on a
     branch that has moved on, and fail at its first commit after paying for the replay.
     """
-    rows = store.query(
-        "SELECT s.id, EXISTS (SELECT 1 FROM events f WHERE f.type = 'run.finished' "
-        "AND f.run_id = s.run_id) AS finished FROM events s WHERE s.type = 'run.started' "
+    rows = store.query(  # an abandoned run (a stopped sleep run) is never resumed here
+        "SELECT s.id, EXISTS (SELECT 1 FROM events f WHERE f.type IN ('run.finished', "
+        "'run.abandoned') AND f.run_id = s.run_id) AS finished FROM events s "
+        "WHERE s.type = 'run.started' "
         "ORDER BY s.id DESC LIMIT 1"
     )
     if not rows or rows[0]["finished"]:

@@ -1,0 +1,1 @@
+"""Learning from your own agent sessions: harvest, mine recurring tasks, train nightly."""
