@@ -85,7 +85,18 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
             "skill_install_path": config.skill_install_path,
             "input_mode": config.input_mode,
         }
+    elif config.harness in AGENT_HARNESSES:
+        # The preset and its extra arguments; the agent backend adds what only it knows (the
+        # CLI's version, env and setup-file hashes) through ``cache_params``.
+        params["harness"] = {
+            "preset": config.harness,
+            "args": list(config.args),
+            "install": "preset",
+        }
     return params
+
+
+AGENT_HARNESSES = ("claude-code", "codex")
 
 
 KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -138,11 +149,15 @@ class ModelClient:
         self, role: str, messages: Sequence[Mapping[str, str]], *, sample: int = 0
     ) -> CallRequest:
         config = self.configs[role]
+        params = model_params(config)
+        extra = getattr(self.backends.get(role), "cache_params", None)
+        if callable(extra):  # an agent harness: what changes its answers besides the argv
+            params["agent"] = extra()
         return CallRequest(
             role=role,
             model=config.model,
             messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
-            params=model_params(config),
+            params=params,
             sample=sample,
         )
 
@@ -219,7 +234,12 @@ class ModelClient:
                     self.refused[req.role] = message
                 raise
             raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
-        cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        cost = result.cost_usd
+        if cost is None:
+            cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        meta = dict(result.meta)
+        if isinstance(meta.get("trajectory"), str):  # an agent's trajectory: a blob, by hash
+            meta["trajectory"] = self.store.put_blob(meta["trajectory"])
         self.store.append(
             "model.call",
             {
@@ -233,7 +253,7 @@ class ModelClient:
                 "completion_tokens": result.completion_tokens,
                 "latency_ms": round(result.latency_ms, 1),
                 "cost_usd": cost,
-                "meta": dict(result.meta),
+                "meta": meta,
             },
             run_id=self.run_id,
             step=step,
@@ -246,7 +266,7 @@ class ModelClient:
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             cost_usd=cost,
-            meta=result.meta,
+            meta=meta,
         )
 
     def snapshot(self) -> dict[str, RoleStats]:

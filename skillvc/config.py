@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CONFIG_FILE = "skillvc.toml"
+HARNESSES = ("chat", "command", "claude-code", "codex")
 
 
 @dataclass
@@ -48,7 +49,7 @@ class TasksConfig:
 @dataclass
 class ModelConfig:
     model: str = "sim:support"
-    harness: str = "chat"  # chat | command
+    harness: str = "chat"  # chat | command | claude-code | codex
     temperature: float = 0.0
     max_tokens: int | None = None
     seed: int | None = None
@@ -68,6 +69,13 @@ class ModelConfig:
     skill_install_path: str = ".claude/skills/{name}/SKILL.md"
     input_mode: str = "stdin"  # stdin | arg
     task_timeout_s: float = 300.0
+    # Extra variables for the agent's explicit environment; "${NAME}" takes NAME's value from
+    # skillvc's environment when a run starts (unset: ConfigError), so no key is written here.
+    env: dict[str, str] = field(default_factory=dict)
+    # agent presets (harness = "claude-code" | "codex")
+    executable: str | None = None  # default: the preset's program on PATH
+    files: list[str] = field(default_factory=list)  # setup files copied into its config dir
+    args: list[str] = field(default_factory=list)  # extra arguments after the preset's own
 
 
 @dataclass
@@ -249,5 +257,15 @@ def validate(config: Config) -> None:
                 f"[{role}] model '{m.model}' must name a backend, e.g. 'openai:gpt-4o-mini', "
                 "'anthropic:claude-sonnet-4-5' or 'sim:support'."
             )
-        if m.harness not in ("chat", "command"):
-            raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
+        if m.harness not in HARNESSES:
+            raise ConfigError(
+                f"[{role}] harness '{m.harness}' is not one of {', '.join(HARNESSES)}."
+            )
+        for key, value in m.env.items():
+            if not isinstance(value, str):
+                raise ConfigError(
+                    f'[{role}.env] {key} = {value!r} must be a string ("${{NAME}}" for a secret).'
+                )
+        for name in ("files", "args"):
+            if not all(isinstance(v, str) for v in getattr(m, name)):
+                raise ConfigError(f"[{role}] {name} must be a list of strings.")

@@ -114,7 +114,21 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
             "unpriced_calls": runs[run_id]["unpriced_calls"],
         },
         "steps": steps,
+        "activation": _activation(store, run_id),
     }
+
+
+def _activation(store: EventStore, run_id: str) -> dict[str, Any] | None:
+    """How often an agent target loaded the skill in the run's rollouts (None: no agent)."""
+    known = [
+        ev.payload["activated"]
+        for ev in store.events(run_id=run_id, types=["rollout"])
+        if ev.payload.get("activated") is not None
+    ]
+    if not known:
+        return None
+    loaded = sum(1 for a in known if a)
+    return {"loaded": loaded, "of": len(known), "rate": loaded / len(known)}
 
 
 def _s(value: float | None) -> str:
@@ -227,6 +241,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{len(accepted)} accepted, {len(rejected)} rejected · model calls {usage['calls']:,} · "
         f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
         f"optimizer `{report['models'].get('optimizer')}`",
+        *(
+            [
+                "",
+                f"Skill loaded by the agent in {act['loaded']}/{act['of']} rollouts "
+                f"({act['rate']:.0%}).",
+            ]
+            if (act := report.get("activation"))
+            else []
+        ),
         "",
         _settings_line(report),
         "",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.config import ModelConfig
@@ -42,9 +43,16 @@ def _load_builtins() -> None:
     register("command", _lazy("command", "CommandBackend"))
 
 
-def get_backend(config: ModelConfig) -> Backend:
-    """The backend for a [target]/[optimizer] section (``harness = "command"`` wins)."""
+def get_backend(config: ModelConfig, root: Path | None = None) -> Backend:
+    """The backend for a [target]/[optimizer] section (``harness = "command"`` wins).
+
+    ``root`` (the repository) anchors an agent preset's relative ``files`` and ``executable``.
+    """
     _load_builtins()
+    if config.harness in ("claude-code", "codex"):
+        from skillvc.agents.backend import AgentBackend
+
+        return AgentBackend(config, root)
     prefix = "command" if config.harness == "command" else config.model.split(":", 1)[0]
     factory = _REGISTRY.get(prefix)
     if factory is None:

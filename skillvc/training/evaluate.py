@@ -40,6 +40,9 @@ class Rollout:
     call_key: str | None = None
     tokens: int = 0
     cost_usd: float | None = 0.0
+    # Agent harnesses: did the agent load the skill, and what it did (a blob hash).
+    activated: bool | None = None
+    trajectory: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -107,6 +110,8 @@ class Evaluator:
             call_key=reply.key,
             tokens=reply.prompt_tokens + reply.completion_tokens,
             cost_usd=reply.cost_usd,
+            activated=reply.meta.get("activated"),
+            trajectory=reply.meta.get("trajectory"),
         )
 
 

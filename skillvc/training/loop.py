@@ -524,19 +524,19 @@ class Trainer:
         """
         self.check_failures(sum(1 for r in rollouts if not r.ok), len(rollouts), "target")
         for r in rollouts:
-            self.log.emit(
-                "rollout",
-                {
-                    "split": split,
-                    "item": r.item_id,
-                    "skill": r.skill,
-                    "output": self.store.put_blob(r.output) if r.output is not None else None,
-                    "hard": r.hard,
-                    "soft": r.soft,
-                    "error": r.error,
-                    "call": r.call_key,
-                },
-            )
+            payload = {
+                "split": split,
+                "item": r.item_id,
+                "skill": r.skill,
+                "output": self.store.put_blob(r.output) if r.output is not None else None,
+                "hard": r.hard,
+                "soft": r.soft,
+                "error": r.error,
+                "call": r.call_key,
+            }
+            if r.activated is not None:  # an agent harness's rollout
+                payload |= {"activated": r.activated, "trajectory": r.trajectory}
+            self.log.emit("rollout", payload)
 
     def mean_of(self, rollouts: Sequence[Rollout]) -> float | None:
         return mean([r.value(self.t.gate_metric) for r in rollouts if r.ok])

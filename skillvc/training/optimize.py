@@ -11,12 +11,13 @@ All three are deterministic for the same inputs, which resume-by-replay relies o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillvc import prompts
+from skillvc.agents.trajectory import Trajectory, render
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
 from skillvc.formats import new_problems
@@ -51,25 +52,40 @@ def _clip(text: str | None) -> str | None:
     return f"{text[:half]}\n[... {len(text) - MAX_CASE_CHARS} characters cut ...]\n{text[-half:]}"
 
 
-def _case(item: TaskItem, rollout: Rollout, metric: str) -> dict[str, Any]:
-    return {
+def _case(
+    item: TaskItem, rollout: Rollout, metric: str, load: Callable[[str], str] | None = None
+) -> dict[str, Any]:
+    case = {
         "id": item.id,
         "input": _clip(item.input),
         "output": _clip(rollout.output),
         "expected": list(item.targets) if len(item.targets) != 1 else item.targets[0],
         "score": rollout.value(metric),
     }
+    if rollout.activated is not None:
+        # An agent's rollout: what it did (tool calls, results, errors; head and tail kept
+        # under a budget) and whether it loaded the skill at all, like SkillOpt's analysts.
+        case["skill_loaded"] = rollout.activated
+        if rollout.trajectory is not None and load is not None:
+            trajectory = Trajectory.from_json(load(rollout.trajectory))
+            case["trajectory"] = render(trajectory, activated=rollout.activated)
+    return case
 
 
 def minibatches(
-    items: Sequence[TaskItem], rollouts: Sequence[Rollout], metric: str, size: int
+    items: Sequence[TaskItem],
+    rollouts: Sequence[Rollout],
+    metric: str,
+    size: int,
+    load: Callable[[str], str] | None = None,
 ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Failure and success minibatches; ``load`` reads a blob (an agent's trajectory)."""
     failures: list[dict[str, Any]] = []
     successes: list[dict[str, Any]] = []
     for item, r in zip(items, rollouts, strict=True):
         if not r.ok:
             continue
-        (successes if r.value(metric) >= 1 else failures).append(_case(item, r, metric))
+        (successes if r.value(metric) >= 1 else failures).append(_case(item, r, metric, load))
     batches = [("failures", failures[i : i + size]) for i in range(0, len(failures), size)]
     batches += [("successes", successes[i : i + size]) for i in range(0, len(successes), size)]
     return batches
@@ -125,7 +141,7 @@ def reflect(
     meta: str,
     step: int,
 ) -> Reflection:
-    batches = minibatches(items, rollouts, metric, minibatch_size)
+    batches = minibatches(items, rollouts, metric, minibatch_size, client.store.get_blob)
     notes = {
         "failures": "these answers scored below full marks",
         "successes": "these answers scored full marks; keep what made them work",

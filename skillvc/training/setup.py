@@ -108,7 +108,9 @@ def prepare_run(
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
-    backends = {role: get_backend(getattr(config, role)) for role in ("target", "optimizer")}
+    backends = {
+        role: get_backend(getattr(config, role), config.root) for role in ("target", "optimizer")
+    }
     backends["judge"] = backends["optimizer"]
     client = ModelClient(
         store,
