@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from skillvc.agents.backend import AgentBackend
 from skillvc.agents.presets import activated, parse_claude_code, parse_codex
@@ -19,6 +20,7 @@ from skillvc.backends import get_backend
 from skillvc.backends.base import CallRequest
 from skillvc.backends.command import AgentFailed
 from skillvc.calls import CallFailed, ModelClient
+from skillvc.cli import cli
 from skillvc.config import ModelConfig, parse_config
 from skillvc.errors import ConfigError
 from skillvc.evaluation import evaluate
@@ -502,3 +504,40 @@ def test_personal_claude_md_changes_no_score(
     assert [i.got for i in with_file.items] == answers
     assert [(i.hard, i.soft) for i in with_file.items] == [(i.hard, i.soft) for i in without.items]
     assert any(f"<answer>{a}</answer>" not in h for a, h in zip(answers, by_hand, strict=True))
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_eval_and_doctor_show_the_agent(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = fake_cli(tmp_path / "bin", "codex")
+    root = agent_repo(demo_seed, tmp_path / "repo", "codex", exe)
+    monkeypatch.chdir(root)
+
+    result = CliRunner().invoke(cli, ["eval"])
+    assert result.exit_code == 0, result.output
+    assert "  skill loaded by the agent in 10/10 items (100%)" in result.stdout.splitlines()
+    data = json.loads(CliRunner().invoke(cli, ["eval", "--json"]).stdout)
+    assert data["activation"] == {"loaded": 10, "of": 10, "rate": 1.0}
+    assert {i["activated"] for i in data["items"]} == {True}
+    assert data["fresh_calls"] == 0
+
+    doctor = CliRunner().invoke(cli, ["doctor"])
+    assert (
+        "ok    target backend: command:codex runs codex (codex-cli 0.64.0) per task, hermetically."
+    ) in doctor.stdout.splitlines()
+
+
+def test_doctor_reports_a_missing_agent_cli(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = agent_repo(demo_seed, tmp_path / "repo", "claude-code", tmp_path / "nope" / "claude")
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert result.exit_code == 6
+    assert (
+        f"FAIL  target backend: Claude Code's executable '{tmp_path}/nope/claude' was not found. "
+        'Fix: Install it, or set executable = "/path/to/claude" in [target].'
+    ) in result.stdout.splitlines()
