@@ -25,9 +25,10 @@ from skillvc.config import ModelConfig, parse_config
 from skillvc.errors import ConfigError
 from skillvc.evaluation import evaluate
 from skillvc.report import render_markdown, run_report
-from skillvc.simworld import HARMFUL
+from skillvc.simworld import GOOD, HARMFUL
 from skillvc.store import open_store
 from skillvc.training.loop import train
+from skillvc.trust import check_change
 from skillvc.workspace import open_workspace
 from tests.conftest import copy_repo, git
 
@@ -541,3 +542,59 @@ def test_doctor_reports_a_missing_agent_cli(
         f"FAIL  target backend: Claude Code's executable '{tmp_path}/nope/claude' was not found. "
         'Fix: Install it, or set executable = "/path/to/claude" in [target].'
     ) in result.stdout.splitlines()
+
+
+def test_check_uses_the_base_setup_files(demo_seed: Path, tmp_path: Path) -> None:
+    """A pull request that changes a setup file (CLAUDE.md copied into the agent's config dir)
+    cannot change the agent the check runs: the base's file is used for both sides."""
+    exe = fake_cli(tmp_path / "bin", "claude-code")
+    root = copy_repo(demo_seed, tmp_path / "seedcopy")
+    (root / "agent").mkdir()
+    (root / "agent" / "CLAUDE.md").write_text("# Personal notes\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "agent setup")
+    root = agent_repo(root, tmp_path / "repo", "claude-code", exe, '\nfiles = ["agent/CLAUDE.md"]')
+    base = evaluate(open_workspace(root), None, "val")
+    git(root, "checkout", "-q", "-b", "pr")
+    (root / "agent" / "CLAUDE.md").write_text("\n".join(r.text for r in GOOD) + "\n")
+    git(root, "commit", "-q", "-am", "PR: smarter agent settings")
+    with_pr_file = evaluate(open_workspace(root), None, "val").mean
+    assert with_pr_file is not None and base.mean is not None
+    assert with_pr_file > base.mean + 0.3  # the PR's file would change the scores
+
+    result = check_change(root, "main", "HEAD", "val")
+    assert result.comparison is not None
+    assert result.comparison.b.mean == result.comparison.a.mean == base.mean < 0.5
+
+
+def test_timeout_and_missing_result_are_errors(tmp_path: Path, scratch_tmp: Path) -> None:
+    script = tmp_path / "slow_agent.py"
+    script.write_text(
+        "import sys, time\n"
+        "if sys.argv[1:] == ['--version']:\n    print('1'); sys.exit(0)\n"
+        "task = sys.stdin.read()\n"
+        'print(\'{"type": "system", "subtype": "init"}\', flush=True)\n'
+        "print('working on it', file=sys.stderr, flush=True)\n"
+        "if 'slow' in task:\n    time.sleep(30)\n"
+    )
+    exe = tmp_path / "claude"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    exe.chmod(0o755)
+    config = ModelConfig(
+        model="command:claude-code", harness="claude-code", executable=str(exe), task_timeout_s=1
+    )
+    agent = AgentBackend(config)
+    with pytest.raises(AgentFailed) as info:
+        agent.complete(request("slow"))
+    assert info.value.timed_out
+    assert info.value.message == (
+        "Agent 'claude' (Claude Code) timed out after 1 s and was killed: working on it. "
+        "[stdout: (empty); stderr: working on it]"
+    )
+    with pytest.raises(AgentFailed) as info:
+        agent.complete(request("quick"))
+    assert info.value.message == (
+        "Agent 'claude' (Claude Code) ended without a final result: working on it. "
+        '[stdout: {"type": "system", "subtype": "init"}; stderr: working on it]'
+    )
+    assert list(scratch_tmp.iterdir()) == []
