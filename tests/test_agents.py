@@ -423,6 +423,9 @@ def test_training_through_each_preset(
     assert summary.status == "finished"
     assert summary.accepted >= 1 and summary.best_val > summary.baseline_val
     store = open_store(root / ".skillvc" / "events.db")
+    started = store.events(run_id=summary.run_id, types=["run.started"])[0].payload
+    version = "2.1.3 (Claude Code)" if preset == "claude-code" else "codex-cli 0.64.0"
+    assert started["agents"] == {"target": version}, "the CLI version is recorded in the run"
     rollouts = store.events(run_id=summary.run_id, types=["rollout"])
     assert rollouts and all(r.payload["activated"] is True for r in rollouts)
     assert all(r.payload["trajectory"] for r in rollouts)

@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,7 +142,8 @@ def prepare_run(
                 "templates": prompts.template_hashes(),
                 "models": {"target": config.target.model, "optimizer": config.optimizer.model},
                 "branch": repo.current_branch(),
-            },
+            }
+            | _agent_versions(backends),
         )
     else:
         started = log.emit("run.started", unfinished.payload)
@@ -160,6 +161,14 @@ def prepare_run(
         base_commit=started.payload["base_commit"],
         base_skill=store.get_blob(started.payload["skill"]),
     )
+
+
+def _agent_versions(backends: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"agents": {role: CLI version}}`` for agent presets (run once, hermetically)."""
+    versions = {
+        role: b.version() for role, b in backends.items() if callable(getattr(b, "version", None))
+    }
+    return {"agents": versions} if versions else {}
 
 
 def new_run_id(
