@@ -80,6 +80,8 @@ class AgentBackend:
         self.file_hashes = {p.name: _hash_path(p) for p in self.files}
         self._version: str | None = None
         self._lock = threading.Lock()
+        # For messages: "Agent 'claude' (Claude Code) exited with code 1: ..."
+        self.label = f"'{Path(self.executable).name}' ({self.preset.title})"
 
     def _find_executable(self, given: str | None, base: Path) -> str:
         name = given or self.preset.program
@@ -104,7 +106,9 @@ class AgentBackend:
         """``<executable> --version`` (first line), run once, hermetically like a task."""
         with self._lock:
             if self._version is None:
-                out, _ = self._run([self.executable, "--version"], "", VERSION_TIMEOUT_S, None)
+                code, out, err = self._run([self.executable, "--version"], "", VERSION_TIMEOUT_S)
+                if code != 0:
+                    raise self._failure(f"'--version' exited with code {code}", out, err)
                 self._version = (out.strip().splitlines() or ["unknown"])[0][:200]
             return self._version
 
@@ -122,15 +126,25 @@ class AgentBackend:
         name = skill_name(request.system)
         argv = [self.executable, *self.preset.argv, *self.config.args]
         start = time.perf_counter()
-        stdout, stderr = self._run(argv, request.user, self.config.task_timeout_s, request.system)
+        code, stdout, stderr = self._run(
+            argv, request.user, self.config.task_timeout_s, request.system
+        )
         duration = time.perf_counter() - start
         trajectory = self.preset.parse(stdout)
+        if code != 0:
+            raise self._failure(
+                f"exited with code {code}", stdout, stderr, trajectory.error, returncode=code
+            )
+        if trajectory.error is not None:
+            raise self._failure("reported an error", stdout, stderr, trajectory.error)
+        if "result" not in trajectory.info:
+            raise self._failure("ended without a final result", stdout, stderr)
         answer = redact(trajectory.answer, self.secrets).strip()
         loaded = activated(trajectory, name) if request.system.strip() else None
         meta: dict[str, Any] = {
             "agent": self.preset.name,
             "version": version,
-            "exit_code": 0,
+            "exit_code": code,
             "duration_s": duration,
             "skill_name": name,
             "activated": loaded,
@@ -148,12 +162,13 @@ class AgentBackend:
         )
 
     def _run(
-        self, argv: list[str], stdin: str, timeout: float, skill: str | None
-    ) -> tuple[str, str]:
-        """Run ``argv`` in a fresh scratch world; raise AgentFailed on any failure."""
-        program = f"{Path(self.executable).name}' ({self.preset.title})"
+        self, argv: list[str], stdin: str, timeout: float, skill: str = ""
+    ) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) of ``argv`` run in a fresh scratch world, removed after.
+
+        Raises AgentFailed when the program cannot start or times out (then it is killed)."""
         with hermetic.scratch() as s:
-            if skill is not None and skill.strip():
+            if skill.strip():
                 rel = self.preset.install_path.replace("{name}", skill_name(skill))
                 path = s.work / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,47 +179,27 @@ class AgentBackend:
                 proc = start_process(argv, cwd=s.work, stdin=True, env=env)
             except (OSError, ValueError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                raise AgentFailed(f"Agent '{program} could not be started ({reason}).") from None
+                raise AgentFailed(f"Agent {self.label} could not be started ({reason}).") from None
             try:
                 stdout, stderr = communicate(proc, stdin, timeout)
             except subprocess.TimeoutExpired as exc:
                 err = exc.stderr if isinstance(exc.stderr, str) else ""
                 raise self._failure(
-                    f"Agent '{program} timed out after {timeout:g} s and was killed",
-                    "",
-                    err,
-                    timed_out=True,
+                    f"timed out after {timeout:g} s and was killed", "", err, timed_out=True
                 ) from None
-        if proc.returncode != 0:
-            raise self._failure(
-                f"Agent '{program} exited with code {proc.returncode}",
-                stdout,
-                stderr,
-                reason=self.preset.parse(stdout).error,
-                returncode=proc.returncode,
-            )
-        if skill is not None:  # a task, not the version probe
-            parsed = self.preset.parse(stdout)
-            if parsed.error is not None:
-                raise self._failure(
-                    f"Agent '{program} reported an error", stdout, stderr, reason=parsed.error
-                )
-            if "result" not in parsed.info:
-                raise self._failure(
-                    f"Agent '{program} ended without a final result", stdout, stderr
-                )
-        return stdout, stderr
+        return proc.returncode, stdout, stderr
 
     def _failure(
         self,
         what: str,
         stdout: str,
         stderr: str,
-        *,
         reason: str | None = None,
+        *,
         returncode: int | None = None,
         timed_out: bool = False,
     ) -> AgentFailed:
+        """``Agent '<program>' (<title>) <what>: <reason>. [stdout: ...; stderr: ...]``"""
         out = redact(stdout[-TAIL:], self.secrets)
         err = redact(stderr[-TAIL:], self.secrets)
         # Claude Code prints "API Error: 400 ..." on stdout with an empty stderr: the reason is
@@ -218,7 +213,7 @@ class AgentBackend:
             f"stderr: {_one_line(err, QUOTE) or '(empty)'}]"
         )
         return AgentFailed(
-            f"{what}{detail}.{tails}",
+            f"Agent {self.label} {what}{detail}.{tails}",
             returncode=returncode,
             stderr_tail=f"--- stdout ---\n{out}\n--- stderr ---\n{err}",
             timed_out=timed_out,
