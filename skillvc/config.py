@@ -100,6 +100,7 @@ class TrainConfig:
     budget_usd: float | None = None
     max_failure_rate: float = 0.25
     rejected_buffer_size: int = 20
+    train_description: bool = False  # edits may replace the frontmatter description too
 
 
 @dataclass

@@ -14,18 +14,22 @@ import pytest
 from click.testing import CliRunner
 
 from skillvc.agents.backend import AgentBackend
+from skillvc.agents.description import DescriptionRefused, targets_description, with_description
 from skillvc.agents.presets import activated, parse_claude_code, parse_codex
 from skillvc.agents.trajectory import Step, Trajectory, render
 from skillvc.backends import get_backend
 from skillvc.backends.base import CallRequest
 from skillvc.backends.command import AgentFailed
+from skillvc.backends.sim import WORLD_DESCRIPTION
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.cli import cli
 from skillvc.config import ModelConfig, parse_config
+from skillvc.edits import Edit
 from skillvc.errors import ConfigError
 from skillvc.evaluation import evaluate
 from skillvc.report import render_markdown, run_report
 from skillvc.simworld import GOOD, HARMFUL
+from skillvc.skilldoc import SkillDocument
 from skillvc.store import open_store
 from skillvc.training.loop import train
 from skillvc.trust import check_change
@@ -34,7 +38,7 @@ from tests.conftest import copy_repo, git
 
 AGENTS = Path(__file__).parent / "fixtures" / "agents"
 SCRIPTS = {"claude-code": "fake_claude.py", "codex": "fake_codex.py"}
-SKILL = "---\nname: returns\ndescription: Acme returns.\n---\n# Returns\n\nBe brief.\n"
+SKILL = "---\nname: returns\ndescription: Acme customer returns.\n---\n# Returns\n\nBe brief.\n"
 TASK = (
     'Customer writes: "The invoice charged me twice."\nIssue: billing-error. Days since '
     "delivery: 3. Tier: standard.\nWhich action should support take? Answer with one of: refund, "
@@ -439,6 +443,7 @@ def test_training_through_each_preset(
     loaded = "-> Skill: " if preset == "claude-code" else "-> shell: bash -lc 'cat .agents"
     assert any(loaded in p and '"skill_loaded": true' in p for p in prompts)
     assert any("(the skill's text, " in p for p in prompts)
+    assert not any("you may replace the frontmatter description" in p for p in prompts)
 
     # Usage and cost: the agent's own report, summed into the run's totals.
     calls = [e.payload for e in store.events(types=["model.call"]) if e.payload["role"] == "target"]
@@ -601,3 +606,48 @@ def test_timeout_and_missing_result_are_errors(tmp_path: Path, scratch_tmp: Path
         '[stdout: {"type": "system", "subtype": "init"}; stderr: working on it]'
     )
     assert list(scratch_tmp.iterdir()) == []
+
+
+# -- train_description ----------------------------------------------------------------------------
+
+
+def test_train_description_makes_the_agent_load_the_skill(demo_seed: Path, tmp_path: Path) -> None:
+    exe = fake_cli(tmp_path / "bin", "claude-code")
+    root = agent_repo(demo_seed, tmp_path / "repo", "claude-code", exe)
+    skill = root / "skills" / "acme-returns" / "SKILL.md"
+    rules = "\n".join(f"- {r.text}" for r in GOOD)
+    skill.write_text(
+        "---\nname: acme-returns\ndescription: Formats spreadsheet columns.\n---\n"
+        f"# Acme returns\n\n## Policies\n{rules}\n"
+    )
+    toml = root / "skillvc.toml"
+    toml.write_text(toml.read_text().replace("[train]\n", "[train]\ntrain_description = true\n"))
+    git(root, "commit", "-q", "-am", "a skill whose description matches no ticket")
+    ws = open_workspace(root)
+    before = evaluate(ws, None, "val")
+    assert before.activation == {"loaded": 0, "of": 10, "rate": 0.0}
+
+    summary = train(ws)
+    assert summary.accepted >= 1 and summary.best_val > summary.baseline_val
+    doc = SkillDocument.parse(skill.read_text())
+    assert doc.frontmatter == {"name": "acme-returns", "description": WORLD_DESCRIPTION}
+    assert all(r.text in doc.body for r in GOOD)
+    after = evaluate(open_workspace(root), None, "val")
+    assert after.activation == {"loaded": 10, "of": 10, "rate": 1.0}
+
+
+def test_description_limits() -> None:
+    doc = SkillDocument.parse("---\nname: x\ndescription: Old.\nlicense: MIT\n---\n# X\n")
+    assert targets_description(doc, Edit("replace", "Old.", "New."))
+    assert targets_description(doc, Edit("replace", "description: Old.", "New."))
+    assert not targets_description(doc, Edit("replace", "# X", "# Y"))
+    quoted = with_description(doc, 'description: "Use for: tickets"')
+    assert quoted.text == (
+        "---\nname: x\ndescription: 'Use for: tickets'\nlicense: MIT\n---\n# X\n"
+    )
+    with pytest.raises(DescriptionRefused, match="1025 characters; the limit is 1024"):
+        with_description(doc, "x" * 1025)
+    with pytest.raises(DescriptionRefused, match="XML tags"):
+        with_description(doc, "Use for <tickets>")
+    with pytest.raises(DescriptionRefused, match="empty"):
+        with_description(doc, "  ")

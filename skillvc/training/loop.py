@@ -236,6 +236,7 @@ class Trainer:
             rejected=s.buffer if self.t.buffer else [],
             meta=s.meta if self.t.meta_skill else "",
             step=s.step,
+            describe=self.t.train_description,
         )
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
@@ -284,6 +285,7 @@ class Trainer:
             [m.edit for m in chosen],
             self.relpath,
             max_bytes=self.config.skill.max_bytes,
+            describe=self.t.train_description,
         )
         for miss in result.unmatched:
             self.log.emit(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillvc import prompts
+from skillvc.agents.description import DescriptionRefused, targets_description, with_description
 from skillvc.agents.trajectory import Trajectory, render
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
@@ -42,6 +43,14 @@ class Reflection:
     call_failures: int = 0  # minibatches whose optimizer call failed (infrastructure, not JSON)
 
 
+# Appended to the frontmatter rule only with [train] train_description (else the prompt is
+# byte for byte what it was without the option).
+DESCRIPTION_RULE = (
+    "\n  Exception: you may replace the frontmatter description, which decides whether an agent"
+    " loads the skill at all (cases with skill_loaded false never read it): a replace edit whose"
+    ' "target" is the current description and whose "content" is the new one, at most 1024'
+    " characters, one line, no XML tags."
+)
 MAX_CASE_CHARS = 4000  # per input and per output: keeps a minibatch prompt bounded
 
 
@@ -140,6 +149,7 @@ def reflect(
     rejected: Sequence[dict[str, Any]],
     meta: str,
     step: int,
+    describe: bool = False,
 ) -> Reflection:
     batches = minibatches(items, rollouts, metric, minibatch_size, client.store.get_blob)
     notes = {
@@ -161,6 +171,7 @@ def reflect(
             cases=cases,
             rejected=list(rejected),
             meta=meta or "(none yet)",
+            description_rule=DESCRIPTION_RULE if describe else "",
         )
         try:
             payload, calls, error = ask_json(client, messages, "edits", step)
@@ -220,16 +231,32 @@ def select(merged: Sequence[Merged], lr: int) -> tuple[list[Merged], list[Merged
 
 
 def apply_selected(
-    doc: SkillDocument, edits: Sequence[Edit], path: str, *, max_bytes: int
+    doc: SkillDocument,
+    edits: Sequence[Edit],
+    path: str,
+    *,
+    max_bytes: int,
+    describe: bool = False,
 ) -> ApplyResult:
     """Apply the selected edits one by one; an edit that would break the skill's format rules
     (frontmatter, Agent Skills / Cursor / Copilot rules, size budget) is refused as unmatched
-    with reason "format", so a candidate never breaks what the file's agent expects."""
+    with reason "format", so a candidate never breaks what the file's agent expects.
+
+    With ``describe`` a replace of the frontmatter description is applied too, within the
+    Agent Skills limits (``skillvc.agents.description``); nothing else of the frontmatter."""
     current = doc
     applied: list[Edit] = []
     unmatched: list[Unmatched] = []
     for edit in edits:
-        result = apply_edits(current, [edit])
+        if describe and targets_description(current, edit):
+            try:
+                described = with_description(current, edit.content)
+            except DescriptionRefused as exc:
+                unmatched.append(Unmatched(edit, "format", str(exc)))
+                continue
+            result = ApplyResult(described, (edit,), ())
+        else:
+            result = apply_edits(current, [edit])
         unmatched.extend(result.unmatched)
         if not result.changed:
             continue
