@@ -117,6 +117,8 @@ def agent_env(
 
 def copy_in(files: list[Path], dest: Path) -> None:
     """Copy setup files (or directories) into ``dest`` under their own names."""
+    if not files:
+        return  # the CLI creates its config dir itself; one directory less to make and remove
     dest.mkdir(parents=True, exist_ok=True)
     for src in files:
         if src.is_dir():
