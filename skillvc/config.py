@@ -64,18 +64,17 @@ class ModelConfig:
     max_retries: int = 5
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    # agent presets (harness = "claude-code" | "codex"; skillvc.agents)
+    executable: str | None = None  # default: the preset's program on PATH
+    files: list[str] = field(default_factory=list)  # setup files copied into its config dir
+    args: list[str] = field(default_factory=list)  # extra arguments after the preset's own
     # command harness
     command: list[str] = field(default_factory=list)
     skill_install_path: str = ".claude/skills/{name}/SKILL.md"
     input_mode: str = "stdin"  # stdin | arg
     task_timeout_s: float = 300.0
-    # Extra variables for the agent's explicit environment; "${NAME}" takes NAME's value from
-    # skillvc's environment when a run starts (unset: ConfigError), so no key is written here.
+    # The agent's environment beyond the allowlist; "${NAME}" reads a variable (see README).
     env: dict[str, str] = field(default_factory=dict)
-    # agent presets (harness = "claude-code" | "codex")
-    executable: str | None = None  # default: the preset's program on PATH
-    files: list[str] = field(default_factory=list)  # setup files copied into its config dir
-    args: list[str] = field(default_factory=list)  # extra arguments after the preset's own
 
 
 @dataclass

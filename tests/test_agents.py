@@ -244,7 +244,11 @@ def test_unset_env_reference_is_one_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         backend(tmp_path, env={"ANTHROPIC_API_KEY": "${NOT_SET_ANYWHERE}"})
     assert info.value.message == (
-        "[target.env] ANTHROPIC_API_KEY refers to ${NOT_SET_ANYWHERE}, which is not set."
+        'env ANTHROPIC_API_KEY = "${NOT_SET_ANYWHERE}" in skillvc.toml reads '
+        "${NOT_SET_ANYWHERE}, which is not set."
+    )
+    assert (
+        info.value.hint == "Export NOT_SET_ANYWHERE before running skillvc, or change [target] env."
     )
     with pytest.raises(ConfigError, match=r"must not set HOME"):
         backend(tmp_path, env={"HOME": "/root"})

@@ -79,20 +79,16 @@ def resolve_env(table: Mapping[str, str], role: str = "target") -> tuple[dict[st
                 f"[{role}.env] must not set {key}: each task gets its own scratch {key}.",
                 hint="Copy configuration files in with files = [...] instead.",
             )
-
-        def sub(m: re.Match[str], key: str = key) -> str:
-            name = m.group(1)
-            value = os.environ.get(name)
-            if value is None:
+        refs = _REFERENCE.findall(raw)
+        for name in refs:
+            if name not in os.environ:
+                # The same sentence as the command harness's (skillvc.backends.command).
                 raise ConfigError(
-                    f"[{role}.env] {key} refers to ${{{name}}}, which is not set.",
-                    hint=f"Export {name} before running skillvc, or remove {key} from "
-                    f"[{role}.env].",
+                    f'env {key} = "{raw}" in skillvc.toml reads ${{{name}}}, which is not set.',
+                    hint=f"Export {name} before running skillvc, or change [{role}] env.",
                 )
-            secrets.append(value)
-            return value
-
-        values[key] = _REFERENCE.sub(sub, raw)
+        secrets.extend(os.environ[name] for name in refs)
+        values[key] = _REFERENCE.sub(lambda m: os.environ[m.group(1)], raw)
     return values, secrets
 
 
