@@ -89,7 +89,18 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
         }
         if config.env:  # names and value hashes only: a changed key misses the cache
             params["harness"]["env"] = env_fingerprint(config)
+    elif config.harness in AGENT_HARNESSES:
+        # The preset and its extra arguments; the agent backend adds what only it knows (the
+        # CLI's version, env and setup-file hashes) through ``cache_params``.
+        params["harness"] = {
+            "preset": config.harness,
+            "args": list(config.args),
+            "install": "preset",
+        }
     return params
+
+
+AGENT_HARNESSES = ("claude-code", "codex")
 
 
 def secret_values(config: Any) -> list[str]:
@@ -138,11 +149,15 @@ class ModelClient:
         self, role: str, messages: Sequence[Mapping[str, str]], *, sample: int = 0
     ) -> CallRequest:
         config = self.configs[role]
+        params = model_params(config)
+        extra = getattr(self.backends.get(role), "cache_params", None)
+        if callable(extra):  # an agent harness: what changes its answers besides the argv
+            params["agent"] = extra()
         return CallRequest(
             role=role,
             model=config.model,
             messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
-            params=model_params(config),
+            params=params,
             sample=sample,
         )
 
@@ -219,11 +234,15 @@ class ModelClient:
                     self.refused[req.role] = message
                 raise
             raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
-        cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        cost = result.cost_usd
+        if cost is None:
+            cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
         # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored
         # text back, and must see exactly what the first run saw (and sent on to the optimizer).
         text = scrub(result.text, self.secrets)
         meta = scrub_json(dict(result.meta), self.secrets)
+        if isinstance(meta.get("trajectory"), str):  # an agent's trajectory: a blob, by hash
+            meta["trajectory"] = self.store.put_blob(meta["trajectory"])
         self.store.append(
             "model.call",
             {

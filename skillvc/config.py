@@ -27,6 +27,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 CONFIG_FILE = "skillvc.toml"
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")  # "${NAME}" in [target] env
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+HARNESSES = ("chat", "command", "claude-code", "codex")
 
 
 @dataclass
@@ -55,7 +56,7 @@ class TasksConfig:
 @dataclass
 class ModelConfig:
     model: str = "sim:support"
-    harness: str = "chat"  # chat | command
+    harness: str = "chat"  # chat | command | claude-code | codex
     temperature: float = 0.0
     max_tokens: int | None = None
     seed: int | None = None
@@ -70,6 +71,10 @@ class ModelConfig:
     max_retries: int = 5
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    # agent presets (harness = "claude-code" | "codex"; skillvc.agents)
+    executable: str | None = None  # default: the preset's program on PATH
+    files: list[str] = field(default_factory=list)  # setup files copied into its config dir
+    args: list[str] = field(default_factory=list)  # extra arguments after the preset's own
     # command harness
     command: list[str] = field(default_factory=list)
     skill_install_path: str = ".claude/skills/{name}/SKILL.md"
@@ -101,6 +106,7 @@ class TrainConfig:
     budget_usd: float | None = None
     max_failure_rate: float = 0.25
     rejected_buffer_size: int = 20
+    train_description: bool = False  # edits may replace the frontmatter description too
 
 
 @dataclass
@@ -285,8 +291,13 @@ def validate(config: Config) -> None:
                 f"[{role}] model '{m.model}' must name a backend, e.g. 'openai:gpt-4o-mini', "
                 "'anthropic:claude-sonnet-4-5' or 'sim:support'."
             )
-        if m.harness not in ("chat", "command"):
-            raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
+        if m.harness not in HARNESSES:
+            raise ConfigError(
+                f"[{role}] harness '{m.harness}' is not one of {', '.join(HARNESSES)}."
+            )
+        for name in ("files", "args"):
+            if not all(isinstance(v, str) for v in getattr(m, name)):
+                raise ConfigError(f"[{role}] {name} must be a list of strings.")
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each
@@ -407,8 +418,10 @@ def _type_name(expected: str) -> str:
 
 
 def _validate_env(role: str, m: ModelConfig) -> None:
-    if m.env and m.harness != "command":
-        raise ConfigError(f'[{role}] env applies only to harness = "command".')
+    if m.env and m.harness == "chat":
+        raise ConfigError(
+            f"[{role}] env applies only to agent harnesses (command, claude-code, codex)."
+        )
     for name, value in m.env.items():
         if not _ENV_NAME.match(name) or not isinstance(value, str):
             raise ConfigError(

@@ -182,6 +182,19 @@ def check_role(role: str, config: ModelConfig) -> list[Check]:
             Check(f"{role} backend", OK, f"{config.model} runs an agent command per task."),
             check_executable(role, config),
         ]
+    version = getattr(backend, "version", None)
+    if callable(version):  # an agent preset (claude-code, codex): its CLI answers --version
+        try:
+            found = version()
+        except SkillvcError as exc:
+            return [Check(f"{role} backend", FAIL, exc.message, exc.hint)]
+        return [
+            Check(
+                f"{role} backend",
+                OK,
+                f"{config.model} runs {config.harness} ({found}) per task, hermetically.",
+            )
+        ]
     if config.model.startswith("sim:"):
         return [
             Check(f"{role} backend", OK, f"{config.model} (offline simulator, always reachable).")

@@ -70,6 +70,7 @@ class ItemResult:
     expected: str  # the acceptable answers, shortened for display
     got: str | None  # the extracted answer, shortened (None when the call failed)
     output: str | None = None  # blob hash of the full output
+    activated: bool | None = None  # agent harnesses: did the agent load the skill
 
     @property
     def ok(self) -> bool:
@@ -88,6 +89,7 @@ class ItemResult:
             "expected": self.expected,
             "got": self.got,
             "output": self.output,
+            "activated": self.activated,
         }
 
 
@@ -126,6 +128,15 @@ class EvalResult:
     def failures(self) -> list[ItemResult]:
         return [i for i in self.items if i.ok and (i.hard or 0.0) < 1.0]
 
+    @property
+    def activation(self) -> dict[str, Any] | None:
+        """How often an agent target loaded the skill (None: not an agent harness)."""
+        known = [i.activated for i in self.items if i.activated is not None]
+        if not known:
+            return None
+        loaded = sum(1 for a in known if a)
+        return {"loaded": loaded, "of": len(known), "rate": loaded / len(known)}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rev": self.rev,
@@ -143,6 +154,7 @@ class EvalResult:
             "errors": self.errors,
             "items": [i.to_dict() for i in self.items],
             "failures": [i.id for i in self.failures()],
+            "activation": self.activation,
             "calls": self.calls,
             "fresh_calls": self.fresh_calls,
             "failed_calls": self.failed_calls,
@@ -362,7 +374,7 @@ def make_client(store: EventStore, config: Config) -> ModelClient:
     imports no SDK; the judge's always is: most scorers never ask a judge, and an evaluation
     must not check a model it never calls."""
     backends: dict[str, Backend] = {
-        "target": lazy_backend(config.target),
+        "target": lazy_backend(config.target, config.root),
         "judge": LazyBackend(config.optimizer),
     }
     configs = {"target": config.target, "judge": config.optimizer}
@@ -449,6 +461,7 @@ def _record(
         "metric": metric,
         "items": [
             {"id": r.id, "hard": r.hard, "soft": r.soft, "error": r.error, "output": r.output}
+            | ({} if r.activated is None else {"activated": r.activated})
             for r in results
         ],
         "mean": mean(values),
@@ -517,6 +530,7 @@ def _item_result(store: EventStore, item: TaskItem, rollout: Rollout) -> ItemRes
         expected,
         _short(extract_answer(rollout.output)),
         store.put_blob(rollout.output),
+        rollout.activated,
     )
 
 

@@ -24,6 +24,10 @@ EDITS_FORMAT = (
 )
 
 
+# Placeholders only some runs fill (an opt-in's extra rule); empty otherwise.
+OPTIONAL = {"description_rule": ""}
+
+
 def template(name: str) -> str:
     return read_text("templates", f"prompts/{name}.md")
 
@@ -34,6 +38,7 @@ def template_hashes() -> dict[str, str]:
 
 def render(name: str, **values: Any) -> list[dict[str, str]]:
     """Chat messages for one optimizer call: the shared system prompt and the filled template."""
+    values = {**OPTIONAL, **values}
     user = string.Template(template(name)).substitute(
         {
             k: v if isinstance(v, str) else json.dumps(v, indent=1, ensure_ascii=False)

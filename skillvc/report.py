@@ -139,6 +139,7 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
         ],
         "curve": run_curve(store, run_id).to_dict(),
         "steps": steps,
+        "activation": _activation(store, run_id),
     }
 
 
@@ -160,6 +161,19 @@ def p_text(p_value: float | None, decision: str | None) -> str:
 def _p_suffix(step: dict[str, Any]) -> str:
     text = p_text(step.get("p_value"), step["decision"])
     return f", {text}" if text else ""
+
+
+def _activation(store: EventStore, run_id: str) -> dict[str, Any] | None:
+    """How often an agent target loaded the skill in the run's rollouts (None: no agent)."""
+    known = [
+        ev.payload["activated"]
+        for ev in store.events(run_id=run_id, types=["rollout"])
+        if ev.payload.get("activated") is not None
+    ]
+    if not known:
+        return None
+    loaded = sum(1 for a in known if a)
+    return {"loaded": loaded, "of": len(known), "rate": loaded / len(known)}
 
 
 def _s(value: float | None) -> str:
@@ -310,6 +324,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"without a candidate{slow} · model calls {usage['calls']:,} · "
         f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
         f"optimizer `{report['models'].get('optimizer')}`",
+        *(
+            [
+                "",
+                f"Skill loaded by the agent in {act['loaded']}/{act['of']} rollouts "
+                f"({act['rate']:.0%}).",
+            ]
+            if (act := report.get("activation"))
+            else []
+        ),
         "",
         _settings_line(report),
         "",

@@ -242,10 +242,12 @@ def check_change(
         base_version = SkillVersion(base, base_sha, _skill_text(base_raw, skill_rel, f"at {base}"))
         head_sha = WORKTREE if head is None else repo.resolve(head)
         head_version = SkillVersion(head, head_sha, _skill_text(head_raw, head_skill, where))
-        ws = Workspace(root=root, config=config, _repo=repo)
         with tempfile.TemporaryDirectory(prefix="skillvc-base-") as tmp:
             tree = Path(tmp)
             repo.export_tree(base_sha, tree)
+            # An agent preset's setup files (and relative executable) come from the base's
+            # tree too: a PR's settings.json could otherwise add hooks that run its code.
+            ws = Workspace(root=root, config=dataclasses.replace(config, root=tree), _repo=repo)
             base_set = load_taskset(config.tasks, tree)
             files, items, task_error = task_changes(
                 repo, base, config.tasks, base_set, head_files, head_config

@@ -207,7 +207,7 @@ def test_an_unset_variable_in_target_env_is_a_config_error(
     [
         (
             'model = "sim:support"\nenv = { A = "b" }',
-            '[target] env applies only to harness = "command".',
+            "[target] env applies only to agent harnesses (command, claude-code, codex).",
         ),
         (
             'model = "command:a"\nharness = "command"\ncommand = ["a"]\nenv = { "1A" = "b" }',

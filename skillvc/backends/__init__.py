@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.config import ModelConfig
@@ -43,9 +44,16 @@ def _load_builtins() -> None:
     register("command", _lazy("command", "CommandBackend"))
 
 
-def get_backend(config: ModelConfig) -> Backend:
-    """The backend for a [target]/[optimizer] section (``harness = "command"`` wins)."""
+def get_backend(config: ModelConfig, root: Path | None = None) -> Backend:
+    """The backend for a [target]/[optimizer] section (``harness = "command"`` wins).
+
+    ``root`` (the repository) anchors an agent preset's relative ``files`` and ``executable``.
+    """
     _load_builtins()
+    if config.harness in ("claude-code", "codex"):
+        from skillvc.agents.backend import AgentBackend
+
+        return AgentBackend(config, root)
     prefix = "command" if config.harness == "command" else config.model.split(":", 1)[0]
     factory = _REGISTRY.get(prefix)
     if factory is None:
@@ -80,12 +88,13 @@ class LazyBackend:
 SDK_BACKENDS = ("openai", "anthropic")  # the prefixes whose modules import an SDK
 
 
-def lazy_backend(config: ModelConfig) -> Backend:
+def lazy_backend(config: ModelConfig, root: Path | None = None) -> Backend:
     """``get_backend``, deferred to the first call for the SDK backends (see ``LazyBackend``);
-    every other backend (the simulator, a command harness) is built and checked at once."""
-    if config.harness != "command" and config.model.split(":", 1)[0] in SDK_BACKENDS:
+    every other backend (the simulator, a command harness, an agent preset) is built and
+    checked at once."""
+    if config.harness == "chat" and config.model.split(":", 1)[0] in SDK_BACKENDS:
         return LazyBackend(config)
-    return get_backend(config)
+    return get_backend(config, root)
 
 
 __all__ = [

@@ -59,6 +59,7 @@ class CallResult:
     completion_tokens: int = 0
     latency_ms: float = 0.0
     meta: Mapping[str, Any] = field(default_factory=dict)  # finish_reason, exit code, stderr...
+    cost_usd: float | None = None  # the backend's own report (an agent CLI's); wins over prices
 
 
 class TransientError(BackendError):

@@ -25,9 +25,10 @@ from typing import Any
 from skillvc import simworld
 from skillvc.backends.base import CallRequest, CallResult
 from skillvc.config import ModelConfig
-from skillvc.errors import ConfigError
+from skillvc.errors import ConfigError, SkillDocumentError
 from skillvc.hashing import sha256_hex
 from skillvc.prompts import prompt_kind, section
+from skillvc.skilldoc import SkillDocument
 
 WORLDS = ("support",)
 
@@ -139,6 +140,9 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     avoid = [line[6:].strip().lower() for line in meta.splitlines() if line.startswith("AVOID:")]
 
     proposals: list[dict[str, Any]] = []
+    describe = _describe(prompt, skill, cases)
+    if describe is not None:
+        proposals.append(describe)
     for case_data in cases:
         case = simworld.parse_case(case_data.get("input", ""))
         if case is None:
@@ -201,6 +205,32 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
         seen.add(sig)
         edits.append(edit)
     return edits[: max(budget * 2, 1)]
+
+
+WORLD_DESCRIPTION = (
+    "Decide the action for an Acme customer-support ticket: returns, refunds, replacements, "
+    "late or damaged deliveries, defects and billing errors."
+)
+
+
+def _describe(prompt: str, skill: str, cases: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """With train_description: when an agent never loaded the skill, say what it is for."""
+    if "you may replace the frontmatter description" not in prompt:
+        return None
+    if not any(c.get("skill_loaded") is False for c in cases):
+        return None
+    try:
+        current = (SkillDocument.parse(skill).frontmatter or {}).get("description")
+    except SkillDocumentError:
+        return None
+    if not isinstance(current, str) or current.strip() == WORLD_DESCRIPTION:
+        return None
+    return {
+        "op": "replace",
+        "target": current.strip(),
+        "content": WORLD_DESCRIPTION,
+        "rationale": "The agent never loaded the skill: its description does not match tickets.",
+    }
 
 
 def _slow_update(prompt: str) -> str:

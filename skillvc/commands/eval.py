@@ -20,8 +20,10 @@ JSON (``--json``), stable keys. Without --compare, one evaluation object:
     mean, hard, soft    means over the scored items (null when none was scored)
     stderr          standard error of ``mean`` (null below two scored items)
     n               items scored;  errors: items whose target call failed (not scored)
-    items           [{id, hard, soft, error, expected, got, output}] in split order
-                    (hard/soft null when error is set; output is a blob hash)
+    items           [{id, hard, soft, error, expected, got, output, activated}] in split
+                    order (hard/soft null when error is set; output is a blob hash;
+                    activated: did an agent target load the skill, null for other targets)
+    activation      {loaded, of, rate}: items whose agent loaded the skill (null: no agent)
     failures        ids of scored items with hard score 0
     calls           model answers used;  fresh_calls: of those, calls that reached a model
     failed_calls    calls that failed after their retries (their items are errors)
@@ -174,6 +176,11 @@ def evaluation_lines(result: EvalResult, skill_path: str) -> list[str]:
         f"{skill_path} at {version_name(result)} on {result.split}: {score_text(result)}",
         f"  hard {fmt_score(result.hard)}  soft {fmt_score(result.soft)}  target {result.model}",
     ]
+    act = result.activation
+    if act is not None:
+        lines.append(
+            f"  skill loaded by the agent in {act['loaded']}/{act['of']} items ({act['rate']:.0%})"
+        )
     failures = result.failures()
     if failures:
         lines.append(f"failures ({len(failures)}):")

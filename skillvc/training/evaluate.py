@@ -42,6 +42,9 @@ class Rollout:
     tokens: int = 0
     cost_usd: float | None = 0.0
     reason: str | None = None  # the scorer's explanation of the score, when it gives one
+    # Agent harnesses: did the agent load the skill, and what it did (a blob hash).
+    activated: bool | None = None
+    trajectory: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -122,6 +125,8 @@ class Evaluator:
             tokens=reply.prompt_tokens + reply.completion_tokens,
             cost_usd=reply.cost_usd,
             reason=score.detail or None,
+            activated=reply.meta.get("activated"),
+            trajectory=reply.meta.get("trajectory"),
         )
 
 

@@ -276,6 +276,7 @@ class Trainer:
                 rejected=s.buffer if self.t.buffer else [],
                 meta=s.meta if self.t.meta_skill else "",
                 step=s.step,
+                describe=self.t.train_description,
                 done=self.progress.advance,
             )
         # Before any reflection event: a stopped run then retries these calls on resume.
@@ -325,6 +326,7 @@ class Trainer:
             [m.edit for m in chosen],
             self.relpath,
             max_bytes=self.config.skill.max_bytes,
+            describe=self.t.train_description,
         )
         for miss in result.unmatched:
             self.log.emit(
@@ -593,20 +595,20 @@ class Trainer:
         """
         self.check_failures(sum(1 for r in rollouts if not r.ok), len(rollouts), "target")
         for r in rollouts:
-            self.log.emit(
-                "rollout",
-                {
-                    "split": split,
-                    "item": r.item_id,
-                    "skill": r.skill,
-                    "output": self.store.put_blob(r.output) if r.output is not None else None,
-                    "hard": r.hard,
-                    "soft": r.soft,
-                    "error": r.error,
-                    "call": r.call_key,
-                    "reason": r.reason,
-                },
-            )
+            payload = {
+                "split": split,
+                "item": r.item_id,
+                "skill": r.skill,
+                "output": self.store.put_blob(r.output) if r.output is not None else None,
+                "hard": r.hard,
+                "soft": r.soft,
+                "error": r.error,
+                "call": r.call_key,
+                "reason": r.reason,
+            }
+            if r.activated is not None:  # an agent harness's rollout
+                payload |= {"activated": r.activated, "trajectory": r.trajectory}
+            self.log.emit("rollout", payload)
 
     def mean_of(self, rollouts: Sequence[Rollout]) -> float | None:
         return mean([r.value(self.t.gate_metric) for r in rollouts if r.ok])

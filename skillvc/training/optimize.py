@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillvc import prompts
+from skillvc.agents.description import DescriptionRefused, targets_description, with_description
+from skillvc.agents.trajectory import Trajectory, render
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
 from skillvc.formats import new_problems
@@ -41,6 +43,14 @@ class Reflection:
     call_failures: int = 0  # minibatches whose optimizer call failed (infrastructure, not JSON)
 
 
+# Appended to the frontmatter rule only with [train] train_description (else the prompt is
+# byte for byte what it was without the option).
+DESCRIPTION_RULE = (
+    "\n  Exception: you may replace the frontmatter description, which decides whether an agent"
+    " loads the skill at all (cases with skill_loaded false never read it): a replace edit whose"
+    ' "target" is the current description and whose "content" is the new one, at most 1024'
+    " characters, one line, no XML tags."
+)
 MAX_CASE_CHARS = 4000  # per input and per output: keeps a minibatch prompt bounded
 
 
@@ -51,25 +61,40 @@ def _clip(text: str | None) -> str | None:
     return f"{text[:half]}\n[... {len(text) - MAX_CASE_CHARS} characters cut ...]\n{text[-half:]}"
 
 
-def _case(item: TaskItem, rollout: Rollout, metric: str) -> dict[str, Any]:
-    return {
+def _case(
+    item: TaskItem, rollout: Rollout, metric: str, load: Callable[[str], str] | None = None
+) -> dict[str, Any]:
+    case = {
         "id": item.id,
         "input": _clip(item.input),
         "output": _clip(rollout.output),
         "expected": list(item.targets) if len(item.targets) != 1 else item.targets[0],
         "score": rollout.value(metric),
     }
+    if rollout.activated is not None:
+        # An agent's rollout: what it did (tool calls, results, errors; head and tail kept
+        # under a budget) and whether it loaded the skill at all, like SkillOpt's analysts.
+        case["skill_loaded"] = rollout.activated
+        if rollout.trajectory is not None and load is not None:
+            trajectory = Trajectory.from_json(load(rollout.trajectory))
+            case["trajectory"] = render(trajectory, activated=rollout.activated)
+    return case
 
 
 def minibatches(
-    items: Sequence[TaskItem], rollouts: Sequence[Rollout], metric: str, size: int
+    items: Sequence[TaskItem],
+    rollouts: Sequence[Rollout],
+    metric: str,
+    size: int,
+    load: Callable[[str], str] | None = None,
 ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Failure and success minibatches; ``load`` reads a blob (an agent's trajectory)."""
     failures: list[dict[str, Any]] = []
     successes: list[dict[str, Any]] = []
     for item, r in zip(items, rollouts, strict=True):
         if not r.ok:
             continue
-        (successes if r.value(metric) >= 1 else failures).append(_case(item, r, metric))
+        (successes if r.value(metric) >= 1 else failures).append(_case(item, r, metric, load))
     batches = [("failures", failures[i : i + size]) for i in range(0, len(failures), size)]
     batches += [("successes", successes[i : i + size]) for i in range(0, len(successes), size)]
     return batches
@@ -124,10 +149,11 @@ def reflect(
     rejected: Sequence[dict[str, Any]],
     meta: str,
     step: int,
+    describe: bool = False,
     done: Callable[[], None] = lambda: None,
 ) -> Reflection:
     """One optimizer call per minibatch (``done`` is called as each one finishes)."""
-    batches = minibatches(items, rollouts, metric, minibatch_size)
+    batches = minibatches(items, rollouts, metric, minibatch_size, client.store.get_blob)
     notes = {
         "failures": "these answers scored below full marks",
         "successes": "these answers scored full marks; keep what made them work",
@@ -155,6 +181,7 @@ def reflect(
             cases=cases,
             rejected=list(rejected),
             meta=meta or "(none yet)",
+            description_rule=DESCRIPTION_RULE if describe else "",
         )
         try:
             payload, calls, error = ask_json(client, messages, "edits", step)
@@ -214,16 +241,32 @@ def select(merged: Sequence[Merged], lr: int) -> tuple[list[Merged], list[Merged
 
 
 def apply_selected(
-    doc: SkillDocument, edits: Sequence[Edit], path: str, *, max_bytes: int
+    doc: SkillDocument,
+    edits: Sequence[Edit],
+    path: str,
+    *,
+    max_bytes: int,
+    describe: bool = False,
 ) -> ApplyResult:
     """Apply the selected edits one by one; an edit that would break the skill's format rules
     (frontmatter, Agent Skills / Cursor / Copilot rules, size budget) is refused as unmatched
-    with reason "format", so a candidate never breaks what the file's agent expects."""
+    with reason "format", so a candidate never breaks what the file's agent expects.
+
+    With ``describe`` a replace of the frontmatter description is applied too, within the
+    Agent Skills limits (``skillvc.agents.description``); nothing else of the frontmatter."""
     current = doc
     applied: list[Edit] = []
     unmatched: list[Unmatched] = []
     for edit in edits:
-        result = apply_edits(current, [edit])
+        if describe and targets_description(current, edit):
+            try:
+                described = with_description(current, edit.content)
+            except DescriptionRefused as exc:
+                unmatched.append(Unmatched(edit, "format", str(exc)))
+                continue
+            result = ApplyResult(described, (edit,), ())
+        else:
+            result = apply_edits(current, [edit])
         unmatched.extend(result.unmatched)
         if not result.changed:
             continue

@@ -13,7 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,7 +173,9 @@ def prepare_run(
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
-    backends = {role: lazy_backend(getattr(config, role)) for role in ("target", "optimizer")}
+    backends = {
+        role: lazy_backend(getattr(config, role), config.root) for role in ("target", "optimizer")
+    }
     backends["judge"] = backends["optimizer"]
     client = ModelClient(
         store,
@@ -205,7 +207,8 @@ def prepare_run(
                 "templates": prompts.template_hashes(),
                 "models": {"target": config.target.model, "optimizer": config.optimizer.model},
                 "branch": repo.current_branch(),
-            },
+            }
+            | _agent_versions(backends),
         )
     else:
         started = log.emit("run.started", unfinished.payload)
@@ -223,6 +226,14 @@ def prepare_run(
         base_commit=started.payload["base_commit"],
         base_skill=store.get_blob(started.payload["skill"]),
     )
+
+
+def _agent_versions(backends: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"agents": {role: CLI version}}`` for agent presets (run once, hermetically)."""
+    versions = {
+        role: b.version() for role, b in backends.items() if callable(getattr(b, "version", None))
+    }
+    return {"agents": versions} if versions else {}
 
 
 def new_run_id(

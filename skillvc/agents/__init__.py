@@ -1,0 +1,1 @@
+"""Agent CLIs as hermetic targets: presets, scratch homes, trajectories."""

@@ -1,0 +1,220 @@
+"""The ``claude-code`` and ``codex`` harnesses: a real agent CLI per task, hermetically.
+
+For each call: a fresh scratch directory (``skillvc.agents.hermetic``) that is the agent's
+HOME, config directory and working directory; the skill (``request.system``) installed where
+the CLI looks for project skills; the setup ``files`` copied into its config directory; the
+task text on stdin; an explicit environment. The structured output is parsed into a
+``Trajectory``; the answer is its final result, tokens and cost are the agent's own report.
+
+Invariants:
+- nothing of the user's HOME reaches the agent, and nothing the agent writes outlives the task;
+- a non-zero exit, a timeout, an ``is_error`` result or a failed turn raises ``AgentFailed``
+  whose message quotes the agent's reason and the tail of its stdout and stderr, scrubbed of
+  secrets: a broken agent is an error, never a wrong answer;
+- ``cache_params`` covers what changes answers besides the request: the CLI's version, the
+  environment's names and value hashes (never values), the setup files' hashes;
+- no secret that reached the agent through ``[target.env]`` is kept in the answer, the
+  trajectory or a message.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from skillvc.agents import hermetic
+from skillvc.agents.presets import PRESETS, Preset, activated
+from skillvc.backends.base import CallRequest, CallResult
+from skillvc.backends.command import AgentFailed, communicate, skill_name, start_process
+from skillvc.config import ModelConfig
+from skillvc.errors import ConfigError, redact
+from skillvc.hashing import sha256_hex
+
+TAIL = 2000  # characters of stdout and of stderr kept with an error
+QUOTE = 300  # characters of each tail quoted in the one-line message
+VERSION_TIMEOUT_S = 30.0
+KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CODEX_API_KEY")
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " | ".join(ln.strip() for ln in text.strip().splitlines() if ln.strip())
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _hash_path(path: Path) -> str:
+    if path.is_dir():
+        parts = sorted(
+            (str(p.relative_to(path)), sha256_hex(p.read_bytes()))
+            for p in path.rglob("*")
+            if p.is_file()
+        )
+        return sha256_hex(repr(parts))[:16]
+    return sha256_hex(path.read_bytes())[:16]
+
+
+class AgentBackend:
+    """One preset, configured by a ``[target]`` section with ``harness = <preset name>``."""
+
+    def __init__(self, config: ModelConfig, root: Path | None = None) -> None:
+        self.preset: Preset = PRESETS[config.harness]
+        self.config = config
+        self.model = config.model
+        base = root if root is not None else Path.cwd()
+        self.executable = self._find_executable(config.executable, base)
+        self.env, secrets = hermetic.resolve_env(config.env)
+        self.secrets = [*secrets, *(os.environ.get(k, "") for k in KEY_VARIABLES)]
+        self.files: list[Path] = []
+        for name in config.files:
+            path = Path(name) if Path(name).is_absolute() else base / name
+            if not path.exists():
+                raise ConfigError(
+                    f"[target] files lists {name}, which does not exist.",
+                    hint="Paths are relative to the repository root.",
+                )
+            self.files.append(path)
+        self.file_hashes = {p.name: _hash_path(p) for p in self.files}
+        self._version: str | None = None
+        self._lock = threading.Lock()
+        # For messages: "Agent 'claude' (Claude Code) exited with code 1: ..."
+        self.label = f"'{Path(self.executable).name}' ({self.preset.title})"
+
+    def _find_executable(self, given: str | None, base: Path) -> str:
+        name = given or self.preset.program
+        is_path = os.sep in name or bool(os.altsep and os.altsep in name)
+        if is_path:
+            path = Path(name) if Path(name).is_absolute() else base / name
+            found = str(path) if os.access(path, os.X_OK) and path.is_file() else None
+        else:
+            found = shutil.which(name)
+        if found is None:
+            raise ConfigError(
+                f"{self.preset.title}'s executable '{name}' was not found"
+                f"{'' if is_path else ' on PATH'}.",
+                hint=f'Install it, or set executable = "/path/to/{self.preset.program}" '
+                "in [target].",
+            )
+        return found
+
+    # -- what keys the cache ------------------------------------------------------------------
+
+    def version(self) -> str:
+        """``<executable> --version`` (first line), run once, hermetically like a task."""
+        with self._lock:
+            if self._version is None:
+                code, out, err = self._run([self.executable, "--version"], "", VERSION_TIMEOUT_S)
+                if code != 0:
+                    raise self._failure(f"'--version' exited with code {code}", out, err)
+                self._version = (out.strip().splitlines() or ["unknown"])[0][:200]
+            return self._version
+
+    def cache_params(self) -> dict[str, Any]:
+        return {
+            "version": self.version(),
+            "env": {k: sha256_hex(v)[:16] for k, v in sorted(self.env.items())},
+            "files": dict(self.file_hashes),
+        }
+
+    # -- one task -----------------------------------------------------------------------------
+
+    def complete(self, request: CallRequest) -> CallResult:
+        version = self.version()
+        name = skill_name(request.system)
+        argv = [self.executable, *self.preset.argv, *self.config.args]
+        start = time.perf_counter()
+        code, stdout, stderr = self._run(
+            argv, request.user, self.config.task_timeout_s, request.system
+        )
+        duration = time.perf_counter() - start
+        trajectory = self.preset.parse(stdout)
+        if code != 0:
+            raise self._failure(
+                f"exited with code {code}", stdout, stderr, trajectory.error, returncode=code
+            )
+        if trajectory.error is not None:
+            raise self._failure("reported an error", stdout, stderr, trajectory.error)
+        if "result" not in trajectory.info:
+            raise self._failure("ended without a final result", stdout, stderr)
+        answer = redact(trajectory.answer, self.secrets).strip()
+        loaded = activated(trajectory, name) if request.system.strip() else None
+        meta: dict[str, Any] = {
+            "agent": self.preset.name,
+            "version": version,
+            "exit_code": code,
+            "duration_s": duration,
+            "skill_name": name,
+            "activated": loaded,
+            # Stored as a blob by the client; scrubbed here, where the secrets are known.
+            "trajectory": redact(trajectory.to_json(), self.secrets),
+            "stderr_tail": redact(stderr[-TAIL:], self.secrets),
+        }
+        return CallResult(
+            text=answer,
+            prompt_tokens=trajectory.prompt_tokens,
+            completion_tokens=trajectory.completion_tokens,
+            latency_ms=duration * 1000.0,
+            meta=meta,
+            cost_usd=trajectory.cost_usd,
+        )
+
+    def _run(
+        self, argv: list[str], stdin: str, timeout: float, skill: str = ""
+    ) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) of ``argv`` run in a fresh scratch world, removed after.
+
+        Raises AgentFailed when the program cannot start or times out (then it is killed)."""
+        with hermetic.scratch() as s:
+            if skill.strip():
+                rel = self.preset.install_path.replace("{name}", skill_name(skill))
+                path = s.work / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(skill, encoding="utf-8", newline="")
+            hermetic.copy_in(self.files, s.home / self.preset.config_dir)
+            env = hermetic.agent_env(s, self.preset.config_env, self.preset.config_dir, self.env)
+            try:
+                proc = start_process(argv, cwd=s.work, stdin=True, env=env)
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise AgentFailed(f"Agent {self.label} could not be started ({reason}).") from None
+            try:
+                stdout, stderr = communicate(proc, stdin, timeout)
+            except subprocess.TimeoutExpired as exc:
+                err = exc.stderr if isinstance(exc.stderr, str) else ""
+                raise self._failure(
+                    f"timed out after {timeout:g} s and was killed", "", err, timed_out=True
+                ) from None
+        return proc.returncode, stdout, stderr
+
+    def _failure(
+        self,
+        what: str,
+        stdout: str,
+        stderr: str,
+        reason: str | None = None,
+        *,
+        returncode: int | None = None,
+        timed_out: bool = False,
+    ) -> AgentFailed:
+        """``Agent '<program>' (<title>) <what>: <reason>. [stdout: ...; stderr: ...]``"""
+        out = redact(stdout[-TAIL:], self.secrets)
+        err = redact(stderr[-TAIL:], self.secrets)
+        # Claude Code prints "API Error: 400 ..." on stdout with an empty stderr: the reason is
+        # the parsed error if there is one, else the last line of either stream.
+        if reason is None:
+            lines = [ln.strip() for ln in (out + "\n" + err).splitlines() if ln.strip()]
+            reason = lines[-1] if lines else None
+        detail = f": {_one_line(redact(reason, self.secrets), 200).rstrip('.')}" if reason else ""
+        tails = (
+            f" [stdout: {_one_line(out, QUOTE) or '(empty)'}; "
+            f"stderr: {_one_line(err, QUOTE) or '(empty)'}]"
+        )
+        return AgentFailed(
+            f"Agent {self.label} {what}{detail}.{tails}",
+            returncode=returncode,
+            stderr_tail=f"--- stdout ---\n{out}\n--- stderr ---\n{err}",
+            timed_out=timed_out,
+        )
