@@ -36,8 +36,10 @@ from skillvc.errors import BadData, NotFound, SkillFileMissing, StateConflict
 from skillvc.formats import (
     DEFAULT_MAX_BYTES,
     RULE_PROTECTED,
+    RULE_SIZE,
     Problem,
     check_bytes,
+    check_warnings,
     is_skill_file,
     protected_changes,
 )
@@ -67,10 +69,13 @@ class HooksPathConflict(StateConflict):
 
 @dataclass
 class ValidationReport:
-    """The files checked (repo-relative when inside a repository) and what is wrong."""
+    """The files checked (repo-relative when inside a repository), what is wrong, and advice
+    (``warnings``: the spec's size guidance, a size budget exceeded without growth) that
+    never fails the check."""
 
     files: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -81,6 +86,7 @@ class ValidationReport:
             "ok": self.ok,
             "files": self.files,
             "problems": [p.to_dict() for p in self.problems],
+            "warnings": [p.to_dict() for p in self.warnings],
         }
 
     def raise_for_problems(self) -> None:
@@ -114,8 +120,9 @@ def validate(
     max_bytes: int = DEFAULT_MAX_BYTES,
     cwd: str | os.PathLike[str] = ".",
 ) -> ValidationReport:
-    """Check skill documents: ``paths`` (files or directories), the staged ones, or the
-    configured skill when neither is given."""
+    """Check skill documents: ``paths`` (files or directories), the staged ones, or, when
+    neither is given, the configured skill (without a skillvc.toml: every skill file in the
+    repository)."""
     if staged:
         if paths:
             raise ValueError("validate takes paths or staged, not both")
@@ -123,6 +130,12 @@ def validate(
             return _validate_staged(repo, allow_protected=allow_protected, max_bytes=max_bytes)
     if not paths:
         with SkillRepo(cwd) as repo:
+            if not (repo.root / "skillvc.toml").is_file():
+                found = _expand([str(repo.root)], repo.root)
+                if found:
+                    return _validate_files(
+                        [str(p) for p in found], cwd=Path(cwd), max_bytes=max_bytes
+                    )
             skill = load_config(repo.root).skill_path  # never outside the work tree
             if not skill.is_file():
                 rel = skill.relative_to(repo.root).as_posix()
@@ -138,7 +151,9 @@ def _validate_files(paths: Sequence[str], *, cwd: Path, max_bytes: int) -> Valid
         for path in _expand(paths, cwd):
             shown = _display(path, cwd, repo.root if repo else None)
             report.files.append(shown)
-            report.problems.extend(check_bytes(shown, path.read_bytes(), max_bytes=max_bytes))
+            # No earlier version to compare with, so the size budget cannot have been grown
+            # past: it is advice here, like the spec's size guidance.
+            _add(report, shown, path.read_bytes(), max_bytes=max_bytes, grew=False)
         return report
     finally:
         if repo is not None:
@@ -189,10 +204,31 @@ def _validate_staged(repo: SkillRepo, *, allow_protected: bool, max_bytes: int) 
             continue
         data = _staged_blob(repo, path)
         report.files.append(path)
-        report.problems.extend(check_bytes(path, data, max_bytes=max_bytes))
+        _add(report, path, data, max_bytes=max_bytes, grew=_grew(repo, path, data))
         if not allow_protected:
             report.problems.extend(_protected_problems(repo, path, data))
     return report
+
+
+def _add(report: ValidationReport, path: str, data: bytes, *, max_bytes: int, grew: bool) -> None:
+    """Problems and warnings of one file; the size budget fails it only when ``grew``."""
+    for problem in check_bytes(path, data, max_bytes=max_bytes):
+        if problem.rule == RULE_SIZE and not grew:
+            report.warnings.append(problem)
+        else:
+            report.problems.append(problem)
+    try:
+        report.warnings.extend(check_warnings(path, SkillDocument.parse(data)))
+    except BadData:
+        pass  # not UTF-8: check_bytes reported it
+
+
+def _grew(repo: SkillRepo, path: str, staged: bytes) -> bool:
+    """True when the staged file is larger than at HEAD (a new file grew from nothing)."""
+    try:
+        return len(staged) > len(repo.read_file(path, "HEAD"))
+    except NotFound:
+        return True
 
 
 def staged_files(repo: SkillRepo) -> list[str]:

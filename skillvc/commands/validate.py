@@ -38,8 +38,9 @@ def command(
     """Check skill documents: frontmatter, format rules, protected regions, size.
 
     PATHS are files or directories (every SKILL.md, *.mdc and *.instructions.md under them);
-    without PATHS the configured skill is checked. Prints one line per problem and exits 5
-    when there is any.
+    without PATHS the configured skill is checked (without a skillvc.toml: every skill file in
+    the repository). Prints one line per problem and exits 5 when there is any; warnings
+    (size guidance, a size budget not grown past) go to stderr and never fail.
 
     Example: skillvc validate --staged
     """
@@ -58,6 +59,8 @@ def command(
     if as_json:
         echo_json(report.to_dict())
     else:
+        for warning in report.warnings:
+            click.echo(f"warning: {warning.message}", err=True)
         for problem in report.problems:
             click.echo(problem.message)
         if report.ok and not quiet:
