@@ -153,6 +153,7 @@ def test_validate_a_directory_checks_every_skill_file_under_it(repo: Path, run) 
                 "false, not 'sometimes'.",
             }
         ],
+        "warnings": [],
     }
 
 
