@@ -152,11 +152,12 @@ def check_warnings(path: str, doc: SkillDocument) -> list[Problem]:
     tokens = len(body) // CHARS_PER_TOKEN
     if lines <= SKILL_BODY_LINES_GUIDANCE and tokens <= SKILL_BODY_TOKENS_GUIDANCE:
         return []
+    shown = f"{lines:,} line{'s' if lines != 1 else ''}"
     return [
         Problem(
             path,
             RULE_SKILL_SIZE_GUIDANCE,
-            f"{path}: the body is {lines:,} lines and about {tokens:,} tokens; the Agent Skills "
+            f"{path}: the body is {shown} and about {tokens:,} tokens; the Agent Skills "
             f"spec recommends under {SKILL_BODY_LINES_GUIDANCE} lines and "
             f"{SKILL_BODY_TOKENS_GUIDANCE:,} tokens (move detail to files it references).",
         )

@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -217,10 +218,8 @@ def _add(report: ValidationReport, path: str, data: bytes, *, max_bytes: int, gr
             report.warnings.append(problem)
         else:
             report.problems.append(problem)
-    try:
+    with contextlib.suppress(BadData):  # not UTF-8: check_bytes reported it
         report.warnings.extend(check_warnings(path, SkillDocument.parse(data)))
-    except BadData:
-        pass  # not UTF-8: check_bytes reported it
 
 
 def _grew(repo: SkillRepo, path: str, staged: bytes) -> bool:
