@@ -44,10 +44,18 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 
 
 @click.command("check")
-@click.option("--base", required=True, metavar="REV", help="The revision to compare against.")
+# The env vars are what the pre-commit framework sets for pre-push hooks (.pre-commit-hooks.yaml).
+@click.option(
+    "--base",
+    required=True,
+    metavar="REV",
+    envvar="PRE_COMMIT_FROM_REF",
+    help="The revision to compare against.",
+)
 @click.option(
     "--head",
     metavar="REV",
+    envvar="PRE_COMMIT_TO_REF",
     help="The revision to check [default: the skill file in the working tree].",
 )
 @click.option(
