@@ -331,14 +331,14 @@ def test_uninstall_leaves_other_hooks_alone(repo: Path, run) -> None:
 
 
 def test_install_refuses_when_core_hooks_path_points_elsewhere(repo: Path, run) -> None:
-    git(repo, "config", "core.hooksPath", ".husky")
+    git(repo, "config", "core.hooksPath", ".githooks")
     result = run(repo, "hooks", "install")
     assert result.exit_code == 4
     line = f"{sys.executable} -m skillvc validate --staged || exit 1"
     assert result.stderr == (
-        "Error: core.hooksPath is set to .husky, so git does not run hooks from .git/hooks.\n"
+        "Error: core.hooksPath is set to .githooks, so git does not run hooks from .git/hooks.\n"
         "Hint: Unset it with 'git config --unset core.hooksPath' and install again, or add this "
-        f"line to .husky/pre-commit yourself: {line}\n"
+        f"line to .githooks/pre-commit yourself: {line}\n"
     )
     assert not (hooks_path(repo) / "pre-commit").exists()
     # Pointing at the default directory is no conflict.
