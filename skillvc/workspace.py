@@ -172,7 +172,7 @@ def init_workspace(
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
         if not (train_file or val_file or test_file):
-            train_file, val_file, test_file = find_task_files(root)
+            train_file, val_file, test_file = find_task_files(root, skill_rel)
         text = render_config(
             skill_path=skill_rel,
             target_model=target_model or DEFAULT_TARGET,
@@ -199,7 +199,8 @@ def init_workspace(
         else:
             result.notes.append(
                 f"No task files found: set [tasks] train and val in {CONFIG_FILE} before "
-                "training (evals/{train,val,test}.jsonl are found automatically)."
+                "training (evals/{train,val,test}.jsonl, also in the skill's own directory, "
+                "are found automatically)."
             )
 
     state = root / STATE_DIR
@@ -217,11 +218,15 @@ TASK_DIRS = ("evals", "tasks", "data", ".")
 TASK_SUFFIXES = (".jsonl", ".json", ".csv")
 
 
-def find_task_files(root: Path) -> tuple[str | None, str | None, str | None]:
-    """``train``/``val``/``test`` task files in a conventional place (evals/, tasks/, data/ or
-    the top), as relative paths; None for a split without one. ``validation`` and ``dev``
-    count as val."""
-    for directory in TASK_DIRS:
+def find_task_files(
+    root: Path, skill: str | None = None
+) -> tuple[str | None, str | None, str | None]:
+    """``train``/``val``/``test`` task files in a conventional place, as relative paths; None
+    for a split without one. ``validation`` and ``dev`` count as val. The skill's own
+    ``evals/`` (``skills/<name>/evals/`` for ``skills/<name>/SKILL.md``) comes first, as the
+    skill's own; then evals/, tasks/, data/ and the top of the repository."""
+    own = [(Path(skill).parent / "evals").as_posix()] if skill else []
+    for directory in [d for d in own if d != "evals"] + list(TASK_DIRS):
         found: dict[str, str] = {}
         for split, names in (
             ("train", ("train",)),
