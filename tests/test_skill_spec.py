@@ -216,3 +216,16 @@ def test_guidance_warns_only_for_skill_md_and_training_refuses_growth_only() -> 
     path = "skills/alpha/SKILL.md"
     assert new_problems(path, before, same, max_bytes=100) == []
     assert [p.rule for p in new_problems(path, before, grown, max_bytes=100)] == ["size-budget"]
+
+
+def test_doctor_passes_a_skill_over_the_budget(skill_repo: Path) -> None:
+    from skillvc.config import load_config
+    from skillvc.doctor import check_skill
+
+    config = '[skill]\npath = "skills/support/SKILL.md"\nmax_bytes = 100\n'
+    (skill_repo / "skillvc.toml").write_text(config)
+    check = check_skill(load_config(skill_repo))
+    assert (check.status, check.detail) == (
+        "ok",
+        "skills/support/SKILL.md passes its format rules.",
+    )
