@@ -261,3 +261,31 @@ def test_husky_and_lefthook_are_recognised(
         "      run: skillvc validate --staged --quiet\n"
     )
     assert not (skill_repo / ".git/hooks/pre-commit.legacy").exists()
+
+
+def test_skillvc_check_runs_on_push_once_given_the_stage(
+    skillvc_repo: tuple[Path, str], tmp_path: Path, env: dict[str, str]
+) -> None:
+    from skillvc.demo import create_demo_repo
+
+    root = tmp_path / "demo"
+    create_demo_repo(root).close()
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "push", "-q", "origin", "main")
+    remote_tip = git(root, "rev-parse", "HEAD")
+    path, rev = skillvc_repo
+    (root / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {path}\n    rev: {rev}\n    hooks:\n"
+        "      - id: skillvc-check\n        stages: [pre-push]\n        verbose: true\n"
+    )
+    assert pre_commit(root, env, "install", "--hook-type", "pre-push").returncode == 0
+    git(root, "add", ".pre-commit-config.yaml")
+    git(root, "commit", "-q", "-m", "pre-commit config")  # the skill is unchanged: it passes
+    result = run(root, env, "git", "push", "-q", "origin", "main")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "skillvc check" in result.stdout and "Passed" in result.stdout
+    # --base came from PRE_COMMIT_FROM_REF, the remote's tip before the push
+    assert f" at {remote_tip}." in result.stdout
+    assert git(bare, "rev-parse", "main") == git(root, "rev-parse", "HEAD")
