@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -108,10 +109,25 @@ def write(root: Path, text: str) -> None:
     path.write_text(text)
 
 
-def run(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        list(args), cwd=root, env=env, capture_output=True, text=True, timeout=TIMEOUT
+def run(root: Path, env: dict[str, str] | None, *args: str) -> subprocess.CompletedProcess:
+    """Run ``args`` in its own process group; on timeout the whole group is killed, so a
+    recursing hook cannot outlive the test and keep forking."""
+    proc = subprocess.Popen(
+        list(args),
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(list(args), proc.returncode, out, err)
 
 
 def pre_commit(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -226,13 +242,7 @@ def test_a_plain_legacy_hook_runs_once_even_when_it_calls_the_hook_back(
     )
     (hooks / "pre-commit").chmod(0o755)
     assert skillvc(skill_repo, monkeypatch, "hooks", "install").exit_code == 0
-    result = subprocess.run(
-        ["git", "commit", "-q", "--allow-empty", "-m", "empty"],
-        cwd=skill_repo,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    result = run(skill_repo, None, "git", "commit", "-q", "--allow-empty", "-m", "empty")
     assert result.returncode == 0, result.stderr
     assert count.read_text() == "run\n"
 
