@@ -540,6 +540,8 @@ SKILLOPT_SEARCHQA_MATERIALIZE = (
 def _refuse_id_manifest(root: Path, base: Path) -> None:
     """Raise TaskSetError when the SkillOpt split directory holds IDs, not runnable items."""
     display = base.as_posix()
+    # The split files first: a path leading out of the repository is refused naming them.
+    train_items = _inside(root, (base / "train" / "items.json").as_posix(), "skillopt_dir")
     manifest: dict[str, Any] = {}
     manifest_path = _inside(root, (base / SKILLOPT_MANIFEST).as_posix(), "skillopt_dir")
     if manifest_path.is_file():
@@ -548,7 +550,7 @@ def _refuse_id_manifest(root: Path, base: Path) -> None:
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             loaded = None
         manifest = loaded if isinstance(loaded, dict) else {}
-    if manifest.get("manifest_type") != "id_split" and not _ids_only(root, base):
+    if manifest.get("manifest_type") != "id_split" and not _ids_only(train_items):
         return
     benchmark = str(manifest.get("benchmark") or "")
     source = manifest.get("source_url") or manifest.get("source_repo")
@@ -577,9 +579,8 @@ def _refuse_id_manifest(root: Path, base: Path) -> None:
     )
 
 
-def _ids_only(root: Path, base: Path) -> bool:
-    """True when the train split's items.json is a non-empty list of objects with only an id."""
-    path = _inside(root, (base / "train" / "items.json").as_posix(), "skillopt_dir")
+def _ids_only(path: Path) -> bool:
+    """True when the items.json at ``path`` is a non-empty list of objects with only an id."""
     try:
         items = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
