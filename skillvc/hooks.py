@@ -452,6 +452,18 @@ def refuse_hook_managers(repo: SkillRepo, names: Sequence[str] = HOOK_NAMES[:1])
                 hint="Run 'skillvc hooks uninstall' (it puts that script back), then: "
                 + _manager_hint(manager, "pre-push" in names),
             )
+        if manager == PRE_COMMIT_FRAMEWORK and is_skillvc_hook(legacy):
+            # 'pre-commit install' after skillvc's: its migration mode runs skillvc's hook from
+            # <name>.legacy. That works, but a copy from an older skillvc may call itself there.
+            raise HookManagerPresent(
+                f"The {name} hook at {where} is run by {manager}, which also runs skillvc's "
+                f"hook kept at {_rel(repo, legacy)} (its migration mode); add skillvc to "
+                f"{target} instead.",
+                hint=_manager_hint(manager, "pre-push" in names).replace(
+                    "then run 'pre-commit install'",
+                    f"then run 'pre-commit install -f' (it drops {legacy.name})",
+                ),
+            )
         raise HookManagerPresent(
             f"The {name} hook at {where} is run by {manager}, so skillvc does not install its "
             f"own or chain into it; add skillvc to {target} instead.",

@@ -180,8 +180,22 @@ def test_skillvc_install_then_pre_commit_install_runs_each_hook_once(
     assert broken.stderr.count(PROBLEM) == 2
     assert "skillvc validate....." in broken.stderr
     assert git(project, "log", "--format=%s") == "edit\nseed"
-    # Installing again is refused too: the hook is the framework's now.
-    assert skillvc(project, monkeypatch, "hooks", "install").stderr == REFUSAL
+    # Installing again is refused too: the hook is the framework's now, and the way to one
+    # hook is the framework's entry plus 'pre-commit install -f', which drops the kept hook.
+    again = skillvc(project, monkeypatch, "hooks", "install")
+    assert again.exit_code == 4
+    assert again.stderr == (
+        "Error: The pre-commit hook at .git/hooks/pre-commit is run by the pre-commit "
+        "framework, which also runs skillvc's hook kept at .git/hooks/pre-commit.legacy (its "
+        "migration mode); add skillvc to .pre-commit-config.yaml instead.\n"
+        "Hint: Add this entry under 'repos:' in .pre-commit-config.yaml, then run "
+        f"'pre-commit install -f' (it drops pre-commit.legacy):\n{ENTRY}\n"
+    )
+    assert pre_commit(project, env, "install", "-f").returncode == 0
+    assert not (project / ".git/hooks/pre-commit.legacy").exists()
+    still = commit_edit(project, env, BROKEN.replace("alpha", "alpha2"))
+    assert still.returncode == 1
+    assert still.stderr.count("skills/alpha/SKILL.md: frontmatter") == 1  # the framework's only
 
 
 def test_an_earlier_install_that_chained_into_pre_commit_is_refused_and_undone(
