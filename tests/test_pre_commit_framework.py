@@ -37,7 +37,7 @@ GOOD = "---\nname: alpha\ndescription: Handle alpha questions.\n---\nBe precise.
 BROKEN = "---\nname: alpha\ndescription: [unclosed\n---\nBe precise.\n"
 PROBLEM = "skills/alpha/SKILL.md: frontmatter is not valid YAML"
 ENTRY = (
-    "  - repo: https://github.com/skillvc/skillvc\n"
+    "  - repo: https://github.com/OWNER/skillvc\n"
     f"    rev: v{__version__}\n"
     "    hooks:\n"
     "      - id: skillvc-validate"
