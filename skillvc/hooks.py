@@ -137,12 +137,14 @@ def validate(
 ) -> ValidationReport:
     """Check skill documents: ``paths`` (files or directories), the staged ones, or, when
     neither is given, the configured skill (without a skillvc.toml: every skill file in the
-    repository)."""
+    repository). ``staged`` with ``paths`` checks the index's version of those paths (what
+    the pre-commit framework passes)."""
     if staged:
-        if paths:
-            raise ValueError("validate takes paths or staged, not both")
         with SkillRepo(cwd) as repo:
-            return _validate_staged(repo, allow_protected=allow_protected, max_bytes=max_bytes)
+            only = _index_paths(repo, paths, Path(cwd)) if paths else None
+            return _validate_staged(
+                repo, allow_protected=allow_protected, max_bytes=max_bytes, only=only
+            )
     if not paths:
         with SkillRepo(cwd) as repo:
             if not (repo.root / "skillvc.toml").is_file():
@@ -211,11 +213,13 @@ def _display(path: Path, cwd: Path, root: Path | None) -> str:
         return path.as_posix()
 
 
-def _validate_staged(repo: SkillRepo, *, allow_protected: bool, max_bytes: int) -> ValidationReport:
+def _validate_staged(
+    repo: SkillRepo, *, allow_protected: bool, max_bytes: int, only: list[str] | None = None
+) -> ValidationReport:
     report = ValidationReport()
     configured = _configured_skill(repo)
-    for path in staged_files(repo):
-        if not (is_skill_file(path) or path == configured):
+    for path in staged_files(repo) if only is None else only:
+        if only is None and not (is_skill_file(path) or path == configured):
             continue
         data = _staged_blob(repo, path)
         report.files.append(path)
@@ -242,6 +246,26 @@ def _grew(repo: SkillRepo, path: str, staged: bytes) -> bool:
         return len(staged) > len(repo.read_file(path, "HEAD"))
     except NotFound:
         return True
+
+
+def _index_paths(repo: SkillRepo, paths: Sequence[str], cwd: Path) -> list[str]:
+    """Repo-relative index entries for ``paths``: files as given, skill files under dirs."""
+    found: list[str] = []
+    for raw in paths:
+        try:
+            rel = (cwd / raw).resolve().relative_to(repo.root.resolve()).as_posix()
+        except ValueError:
+            raise NotFound(
+                f"{raw} is outside the repository.", hint="Give paths inside the repository."
+            ) from None
+        listed = [p for p in repo.git_repo.git.ls_files("-z", "--", rel).split("\0") if p]
+        if not listed:
+            raise NotFound(
+                f"{raw} is not in the index.",
+                hint="Stage it with 'git add' first, or leave out --staged to check the file.",
+            )
+        found.extend(p for p in listed if p == rel or is_skill_file(p))
+    return list(dict.fromkeys(found))
 
 
 def staged_files(repo: SkillRepo) -> list[str]:

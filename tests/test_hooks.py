@@ -161,9 +161,28 @@ def test_validate_usage_errors(repo: Path, run) -> None:
     missing = run(repo, "validate", "nope.md")
     assert missing.exit_code == 3
     assert missing.stderr.startswith("Error: nope.md does not exist.\n")
-    both = run(repo, "validate", "--staged", SKILL)
-    assert both.exit_code == 2
-    assert "Give PATHS or --staged, not both." in both.stderr
+    write(repo, "skills/new/SKILL.md", SAMPLE_SKILL)
+    unstaged = run(repo, "validate", "--staged", "skills/new/SKILL.md")
+    assert unstaged.exit_code == 3
+    assert unstaged.stderr == (
+        "Error: skills/new/SKILL.md is not in the index.\n"
+        "Hint: Stage it with 'git add' first, or leave out --staged to check the file.\n"
+    )
+
+
+def test_validate_staged_paths_checks_the_index_version_of_those(repo: Path, run) -> None:
+    """What the pre-commit framework runs: the files it passes, as staged, against HEAD."""
+    write(repo, SKILL, HAND_EDIT)
+    write(repo, "notes/other/SKILL.md", BAD_NAME)
+    git(repo, "add", SKILL, "notes/other/SKILL.md")
+    write(repo, SKILL, SAMPLE_SKILL)  # undone on disk, still hand-edited in the index
+    result = run(repo / "skills", "validate", "--staged", "support/SKILL.md")
+    assert result.exit_code == 5
+    assert result.stdout == PROTECTED_PROBLEM + "\n"  # only the path given
+    assert run(repo, "validate", "--staged", "notes").stdout == (
+        "notes/other/SKILL.md: frontmatter name 'Support' must be 1-64 characters of a-z, 0-9 "
+        "and '-'.\n"
+    )
 
 
 def test_validate_staged_reads_the_index_not_the_working_tree(repo: Path, run) -> None:
