@@ -108,3 +108,24 @@ def test_a_materialised_split_next_to_a_manifest_loads(tmp_path: Path) -> None:
     ts = load_taskset(TasksConfig(skillopt_dir="searchqa_split"), tmp_path)
     assert [item.id for item in ts.train] == ["train1"]
     assert ts.val[0].input == "Q val?\n\nContext: c"
+
+
+def test_init_points_at_skillopt_split_directories(
+    skill_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    id_split(skill_repo, "data/searchqa_id_split", SEARCHQA_MANIFEST)
+    base = skill_repo / "data/mine_split"
+    for split in ("train", "val", "test"):
+        (base / split).mkdir(parents=True)
+        item = {"id": f"{split}1", "question": "Q?", "context": "c", "answers": ["a"]}
+        (base / split / "items.json").write_text(json.dumps([item]))
+    result = run(skill_repo, monkeypatch, "init")
+    assert result.exit_code == 0, result.output
+    assert 'SkillOpt split directory data/mine_split: set skillopt_dir = "data/mine_split" in ' in (
+        result.output
+    )
+    assert (
+        "skillopt_dir data/searchqa_id_split holds only an ID manifest of SearchQA (400 train / "
+        "200 val / 1,400 test): item IDs, not the questions and answers to run. In a SkillOpt "
+        "checkout run 'python scripts/materialize_searchqa.py"
+    ) in result.output
