@@ -514,7 +514,7 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
         SKILLOPT_TEMPLATE if config.input_template == DEFAULT_TEMPLATE else config.input_template
     )
     base = Path(config.skillopt_dir or "")
-    _refuse_id_manifest(root, base)
+    refuse_id_manifest(root, base)
     return {
         name: _read_file(
             _inside(root, (base / name / "items.json").as_posix(), "skillopt_dir"),
@@ -537,7 +537,7 @@ SKILLOPT_SEARCHQA_MATERIALIZE = (
 )
 
 
-def _refuse_id_manifest(root: Path, base: Path) -> None:
+def refuse_id_manifest(root: Path, base: Path) -> None:
     """Raise TaskSetError when the SkillOpt split directory holds IDs, not runnable items."""
     display = base.as_posix()
     # The split files first: a path leading out of the repository is refused naming them.

@@ -202,6 +202,7 @@ def init_workspace(
                 "training (evals/{train,val,test}.jsonl, also in the skill's own directory, "
                 "are found automatically)."
             )
+            result.notes.extend(_skillopt_notes(root))
 
     state = root / STATE_DIR
     if not (state / DB_NAME).exists():
@@ -241,6 +242,29 @@ def find_task_files(
         if "train" in found or "val" in found:
             return found.get("train"), found.get("val"), found.get("test")
     return None, None, None
+
+
+def _skillopt_notes(root: Path) -> list[str]:
+    """A note per SkillOpt split directory (<dir>/{train,val}/items.json) under data/ or the
+    top: the skillopt_dir line to add, or, for an ID manifest, why it cannot be used yet."""
+    from skillvc.errors import TaskSetError
+    from skillvc.tasks import refuse_id_manifest
+
+    notes = []
+    for parent in (root / "data", root):
+        if not parent.is_dir():
+            continue
+        for directory in sorted(parent.iterdir()):
+            if not (directory / "train" / "items.json").is_file():
+                continue
+            rel = directory.relative_to(root).as_posix()
+            try:
+                refuse_id_manifest(root, Path(rel))
+            except TaskSetError as exc:
+                notes.append(f"{exc.message} {exc.hint}")
+                continue
+            notes.append(f'SkillOpt split directory {rel}: set skillopt_dir = "{rel}" in [tasks].')
+    return notes
 
 
 def _given_relpath(root: Path, skill: str) -> str:
