@@ -2,9 +2,20 @@
 
 Formats (see ``detect_format``):
 
-* ``agent-skill`` — Claude Code / Agent Skills ``SKILL.md``: frontmatter is required; ``name``
-  is 1-64 characters of a-z, 0-9 and '-' (no leading, trailing or double '-') and equals the
-  parent directory's name; ``description`` is 1-1024 characters. Other keys are allowed.
+* ``agent-skill`` — Agent Skills ``SKILL.md`` as the specification states it
+  (https://agentskills.io/specification, "SKILL.md format" > "Frontmatter"): frontmatter is
+  required; ``name`` is 1-64 characters of a-z, 0-9 and '-' (no leading, trailing or double
+  '-') and equals the parent directory's name; ``description`` is 1-1024 characters and not
+  blank; the optional ``license`` is a string, ``compatibility`` a string of 1-500 characters,
+  ``metadata`` a mapping of string keys to string values, and ``allowed-tools`` a string (the
+  spec: space-delimited; Claude Code also reads a YAML list of strings, so a list of strings
+  passes too). Other top-level keys are allowed: the spec defines only these six, but clients
+  add their own and read them from the same frontmatter (Claude Code documents
+  ``argument-hint``, ``disable-model-invocation``, ``user-invocable``, ``model``, ``context``,
+  ``agent``, ``hooks`` and more: https://code.claude.com/docs/en/skills#frontmatter-reference),
+  so an unknown key is never an error. Size: the spec recommends a body under 500 lines and
+  about 5,000 tokens ("Progressive disclosure"); above that ``check_warnings`` warns, it is
+  not an error.
 * ``cursor`` — Cursor rules ``*.mdc``: ``description`` a string, ``globs`` a string or a list of
   strings, ``alwaysApply`` a boolean; every key is optional (an empty value counts as unset)
   and unknown keys are allowed.
@@ -13,12 +24,16 @@ Formats (see ``detect_format``):
 
 Common checks for every format: the frontmatter, when there is one, is a valid YAML mapping;
 protected-region markers are well formed; the file fits a size budget (16,000 bytes unless
-told otherwise).
+told otherwise). The budget is skillvc's own, not a format rule: it only blocks growth
+(``new_problems``; the staged check of the hook compares with HEAD), so a file already over it
+can still be edited as long as the edit does not make it larger.
 
 Invariants:
 
 * Checking is pure: it reads the ``SkillDocument`` it is given and nothing else (no git, no
   disk), so the training loop, ``skillvc validate`` and the hooks all apply the same rules.
+* ``check_document`` returns errors only; ``check_warnings`` returns the advice (the spec's
+  size guidance) that never fails a check, so callers that block on problems stay correct.
 * Every ``Problem.message`` is one sentence that starts with the path, so a list of problems
   prints as one line each.
 * ``new_problems`` never blames an edit for a problem the document already had: problems are
@@ -56,6 +71,11 @@ RULE_SKILL_FRONTMATTER = "skill-frontmatter"
 RULE_SKILL_NAME = "skill-name"
 RULE_SKILL_NAME_DIR = "skill-name-directory"
 RULE_SKILL_DESCRIPTION = "skill-description"
+RULE_SKILL_LICENSE = "skill-license"
+RULE_SKILL_COMPATIBILITY = "skill-compatibility"
+RULE_SKILL_METADATA = "skill-metadata"
+RULE_SKILL_ALLOWED_TOOLS = "skill-allowed-tools"
+RULE_SKILL_SIZE_GUIDANCE = "skill-size-guidance"  # a warning, never an error
 RULE_CURSOR_DESCRIPTION = "cursor-description"
 RULE_CURSOR_GLOBS = "cursor-globs"
 RULE_CURSOR_ALWAYS_APPLY = "cursor-always-apply"
@@ -64,6 +84,12 @@ RULE_PROTECTED = "protected-region"
 
 SKILL_NAME_MAX = 64
 SKILL_DESCRIPTION_MAX = 1024
+SKILL_COMPATIBILITY_MAX = 500
+# The spec's guidance for the body (https://agentskills.io/specification, "Progressive
+# disclosure"): under 500 lines and about 5,000 tokens. Tokens are estimated as characters / 4.
+SKILL_BODY_LINES_GUIDANCE = 500
+SKILL_BODY_TOKENS_GUIDANCE = 5_000
+CHARS_PER_TOKEN = 4
 _SKILL_NAME_CHARS = re.compile(r"[a-z0-9-]+")
 _LINE_PREFIX = re.compile(r"\bline \d+: ")
 # Cursor writes `globs: *.ts, src/**` unquoted, which YAML reads as an alias; Cursor accepts it.
@@ -115,6 +141,27 @@ def check_document(
     elif fmt == COPILOT:
         problems.extend(_copilot(path, doc))
     return problems
+
+
+def check_warnings(path: str, doc: SkillDocument) -> list[Problem]:
+    """Advice that never fails a check: a SKILL.md body above the spec's size guidance."""
+    if detect_format(path) != AGENT_SKILL:
+        return []
+    body = doc.text[doc.frontmatter_end :]
+    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    tokens = len(body) // CHARS_PER_TOKEN
+    if lines <= SKILL_BODY_LINES_GUIDANCE and tokens <= SKILL_BODY_TOKENS_GUIDANCE:
+        return []
+    shown = f"{lines:,} line{'s' if lines != 1 else ''}"
+    return [
+        Problem(
+            path,
+            RULE_SKILL_SIZE_GUIDANCE,
+            f"{path}: the body is {shown} and about {tokens:,} tokens; the Agent Skills "
+            f"spec recommends under {SKILL_BODY_LINES_GUIDANCE} lines and "
+            f"{SKILL_BODY_TOKENS_GUIDANCE:,} tokens (move detail to files it references).",
+        )
+    ]
 
 
 def check_bytes(path: str, data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Problem]:
@@ -225,6 +272,7 @@ def _agent_skill(path: str, doc: SkillDocument) -> Iterator[Problem]:
     fm = doc.frontmatter or {}
     yield from _skill_name(path, fm)
     yield from _skill_description(path, fm)
+    yield from _skill_optional(path, fm)
 
 
 def _skill_name(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
@@ -282,6 +330,71 @@ def _skill_description(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
             f"{path}: frontmatter description is {len(description):,} characters, "
             f"over the limit of {SKILL_DESCRIPTION_MAX:,}.",
         )
+
+
+def _skill_optional(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
+    """The spec's optional fields, type-checked only when present."""
+    license_ = fm.get("license")
+    if license_ is not None and not isinstance(license_, str):
+        yield Problem(
+            path,
+            RULE_SKILL_LICENSE,
+            f"{path}: frontmatter license must be a string, not {_yaml_type(license_)}.",
+        )
+    compatibility = fm.get("compatibility")
+    if compatibility is not None:
+        if not isinstance(compatibility, str):
+            yield Problem(
+                path,
+                RULE_SKILL_COMPATIBILITY,
+                f"{path}: frontmatter compatibility must be a string, "
+                f"not {_yaml_type(compatibility)}.",
+            )
+        elif not compatibility.strip():
+            yield Problem(
+                path, RULE_SKILL_COMPATIBILITY, f"{path}: frontmatter compatibility is empty."
+            )
+        elif len(compatibility) > SKILL_COMPATIBILITY_MAX:
+            yield Problem(
+                path,
+                RULE_SKILL_COMPATIBILITY,
+                f"{path}: frontmatter compatibility is {len(compatibility):,} characters, "
+                f"over the limit of {SKILL_COMPATIBILITY_MAX}.",
+            )
+    if "metadata" in fm:
+        yield from _skill_metadata(path, fm["metadata"])
+    tools = fm.get("allowed-tools")
+    if tools is not None and not (
+        isinstance(tools, str)
+        or (isinstance(tools, list) and all(isinstance(t, str) for t in tools))
+    ):
+        yield Problem(
+            path,
+            RULE_SKILL_ALLOWED_TOOLS,
+            f"{path}: frontmatter allowed-tools must be a space-delimited string such as "
+            f'"Bash(git:*) Read", not {_yaml_type(tools)}.',
+        )
+
+
+def _skill_metadata(path: str, metadata: Any) -> Iterator[Problem]:
+    if not isinstance(metadata, dict):
+        yield Problem(
+            path,
+            RULE_SKILL_METADATA,
+            f"{path}: frontmatter metadata must be a mapping of strings to strings, "
+            f"not {_yaml_type(metadata)}.",
+        )
+        return
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            bad, what = (key, "key") if not isinstance(key, str) else (value, "value")
+            yield Problem(
+                path,
+                RULE_SKILL_METADATA,
+                f"{path}: frontmatter metadata {what} under {str(key)!r} must be a string, "
+                f"not {_yaml_type(bad)} (quote it).",
+            )
+            return  # one line per file is enough to find the others
 
 
 # -- Cursor rules (.mdc) ------------------------------------------------------------------------
@@ -378,6 +491,7 @@ def _yaml_type(value: Any) -> str:
         float: "a number",
         list: "a list",
         dict: "a mapping",
+        type(None): "empty",
     }
     return names.get(type(value), f"a {type(value).__name__}")
 

@@ -514,6 +514,7 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
         SKILLOPT_TEMPLATE if config.input_template == DEFAULT_TEMPLATE else config.input_template
     )
     base = Path(config.skillopt_dir or "")
+    refuse_id_manifest(root, base)
     return {
         name: _read_file(
             _inside(root, (base / name / "items.json").as_posix(), "skillopt_dir"),
@@ -523,6 +524,72 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
         )
         for name in SPLITS
     }
+
+
+# SkillOpt releases its paper splits as ID manifests (data/<benchmark>_id_split/ in
+# github.com/microsoft/SkillOpt: split_manifest.json with "manifest_type": "id_split", and
+# {train,val,test}/items.json holding only {"id": ...}); the items themselves are materialised
+# from the source dataset, for SearchQA by its scripts/materialize_searchqa.py.
+SKILLOPT_MANIFEST = "split_manifest.json"
+SKILLOPT_SEARCHQA_MATERIALIZE = (
+    "python scripts/materialize_searchqa.py --manifest-dir data/searchqa_id_split "
+    "--output-dir data/searchqa_split"
+)
+
+
+def refuse_id_manifest(root: Path, base: Path) -> None:
+    """Raise TaskSetError when the SkillOpt split directory holds IDs, not runnable items."""
+    display = base.as_posix()
+    # The split files first: a path leading out of the repository is refused naming them.
+    train_items = _inside(root, (base / "train" / "items.json").as_posix(), "skillopt_dir")
+    manifest: dict[str, Any] = {}
+    manifest_path = _inside(root, (base / SKILLOPT_MANIFEST).as_posix(), "skillopt_dir")
+    if manifest_path.is_file():
+        try:
+            loaded = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            loaded = None
+        manifest = loaded if isinstance(loaded, dict) else {}
+    if manifest.get("manifest_type") != "id_split" and not _ids_only(train_items):
+        return
+    benchmark = str(manifest.get("benchmark") or "")
+    source = manifest.get("source_url") or manifest.get("source_repo")
+    counts = manifest.get("counts")
+    shown = ""
+    if isinstance(counts, dict) and all(isinstance(counts.get(s), int) for s in SPLITS):
+        shown = " (" + " / ".join(f"{counts[s]:,} {s}" for s in SPLITS) + ")"
+    where = f" from {source}" if source else ""
+    if benchmark.lower() == "searchqa":
+        how = (
+            f"In a SkillOpt checkout run '{SKILLOPT_SEARCHQA_MATERIALIZE}' (it downloads"
+            f"{where or ' the dataset'}), then set skillopt_dir to the directory it writes."
+        )
+    else:
+        how = (
+            f"Download the {benchmark + ' ' if benchmark else ''}items{where} and write them "
+            "as {train,val,test}/"
+            "items.json in another directory (SkillOpt's data/README.md says how), then set "
+            "skillopt_dir to it."
+        )
+    raise TaskSetError(
+        f"skillopt_dir {display} holds only an ID manifest"
+        f"{' of ' + benchmark if benchmark else ''}{shown}: item IDs, not the questions and "
+        "answers to run.",
+        hint=how,
+    )
+
+
+def _ids_only(path: Path) -> bool:
+    """True when the items.json at ``path`` is a non-empty list of objects with only an id."""
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False  # unreadable: the normal loader says why
+    return (
+        isinstance(items, list)
+        and bool(items)
+        and all(isinstance(item, dict) and set(item) == {"id"} for item in items)
+    )
 
 
 def _load_single(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]:

@@ -172,7 +172,7 @@ def init_workspace(
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
         if not (train_file or val_file or test_file):
-            train_file, val_file, test_file = find_task_files(root)
+            train_file, val_file, test_file = find_task_files(root, skill_rel)
         text = render_config(
             skill_path=skill_rel,
             target_model=target_model or DEFAULT_TARGET,
@@ -199,8 +199,10 @@ def init_workspace(
         else:
             result.notes.append(
                 f"No task files found: set [tasks] train and val in {CONFIG_FILE} before "
-                "training (evals/{train,val,test}.jsonl are found automatically)."
+                "training (evals/{train,val,test}.jsonl, also in the skill's own directory, "
+                "are found automatically)."
             )
+            result.notes.extend(_skillopt_notes(root))
 
     state = root / STATE_DIR
     if not (state / DB_NAME).exists():
@@ -217,11 +219,15 @@ TASK_DIRS = ("evals", "tasks", "data", ".")
 TASK_SUFFIXES = (".jsonl", ".json", ".csv")
 
 
-def find_task_files(root: Path) -> tuple[str | None, str | None, str | None]:
-    """``train``/``val``/``test`` task files in a conventional place (evals/, tasks/, data/ or
-    the top), as relative paths; None for a split without one. ``validation`` and ``dev``
-    count as val."""
-    for directory in TASK_DIRS:
+def find_task_files(
+    root: Path, skill: str | None = None
+) -> tuple[str | None, str | None, str | None]:
+    """``train``/``val``/``test`` task files in a conventional place, as relative paths; None
+    for a split without one. ``validation`` and ``dev`` count as val. The skill's own
+    ``evals/`` (``skills/<name>/evals/`` for ``skills/<name>/SKILL.md``) comes first, as the
+    skill's own; then evals/, tasks/, data/ and the top of the repository."""
+    own = [(Path(skill).parent / "evals").as_posix()] if skill else []
+    for directory in [d for d in own if d != "evals"] + list(TASK_DIRS):
         found: dict[str, str] = {}
         for split, names in (
             ("train", ("train",)),
@@ -236,6 +242,29 @@ def find_task_files(root: Path) -> tuple[str | None, str | None, str | None]:
         if "train" in found or "val" in found:
             return found.get("train"), found.get("val"), found.get("test")
     return None, None, None
+
+
+def _skillopt_notes(root: Path) -> list[str]:
+    """A note per SkillOpt split directory (<dir>/{train,val}/items.json) under data/ or the
+    top: the skillopt_dir line to add, or, for an ID manifest, why it cannot be used yet."""
+    from skillvc.errors import TaskSetError
+    from skillvc.tasks import refuse_id_manifest
+
+    notes = []
+    for parent in (root / "data", root):
+        if not parent.is_dir():
+            continue
+        for directory in sorted(parent.iterdir()):
+            if not (directory / "train" / "items.json").is_file():
+                continue
+            rel = directory.relative_to(root).as_posix()
+            try:
+                refuse_id_manifest(root, Path(rel))
+            except TaskSetError as exc:
+                notes.append(f"{exc.message} {exc.hint}")
+                continue
+            notes.append(f'SkillOpt split directory {rel}: set skillopt_dir = "{rel}" in [tasks].')
+    return notes
 
 
 def _given_relpath(root: Path, skill: str) -> str:

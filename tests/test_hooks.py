@@ -97,7 +97,19 @@ def test_validate_checks_the_configured_skill(repo: Path, run) -> None:
     assert run(repo, "validate", "-q").stdout == ""
 
 
-def test_validate_without_config_or_paths_says_what_to_do(skill_repo: Path, run) -> None:
+def test_validate_without_config_checks_every_skill_file(skill_repo: Path, run) -> None:
+    write(skill_repo, "other/notes/SKILL.md", BAD_NAME)
+    result = run(skill_repo, "validate")
+    assert result.exit_code == 5
+    assert result.stdout == (
+        "other/notes/SKILL.md: frontmatter name 'Support' must be 1-64 characters of a-z, 0-9 "
+        "and '-'.\n"
+    )
+    assert result.stderr.startswith("Error: 1 problem in 1 skill file.\n")
+
+
+def test_validate_without_config_or_paths_says_what_to_do(git_repo: Path, run) -> None:
+    skill_repo = git_repo
     result = run(skill_repo, "validate")
     assert result.exit_code == 3
     assert result.stderr == (
@@ -111,12 +123,11 @@ def test_validate_paths_prints_one_line_per_problem_and_exits_5(repo: Path, run)
     size = len((repo / SKILL).read_bytes())
     result = run(repo / "skills", "validate", "support/SKILL.md")
     assert result.exit_code == 5
-    assert result.stdout.splitlines() == [
-        f"{SKILL}: the file is {size:,} bytes, over the size budget of 16,000 bytes.",
-        NAME_PROBLEM,
-    ]
+    # No earlier version to compare with: the size budget is a warning (it blocks growth only).
+    assert result.stdout.splitlines() == [NAME_PROBLEM]
     assert result.stderr == (
-        "Error: 2 problems in 1 skill file.\n"
+        f"warning: {SKILL}: the file is {size:,} bytes, over the size budget of 16,000 bytes.\n"
+        "Error: 1 problem in 1 skill file.\n"
         "Hint: Fix the files listed above (when committing: stage them and commit again).\n"
     )
     assert run(repo, "validate", "--max-bytes", "20000", SKILL).stdout == NAME_PROBLEM + "\n"
@@ -143,6 +154,7 @@ def test_validate_a_directory_checks_every_skill_file_under_it(repo: Path, run) 
                 "false, not 'sometimes'.",
             }
         ],
+        "warnings": [],
     }
 
 
@@ -150,9 +162,28 @@ def test_validate_usage_errors(repo: Path, run) -> None:
     missing = run(repo, "validate", "nope.md")
     assert missing.exit_code == 3
     assert missing.stderr.startswith("Error: nope.md does not exist.\n")
-    both = run(repo, "validate", "--staged", SKILL)
-    assert both.exit_code == 2
-    assert "Give PATHS or --staged, not both." in both.stderr
+    write(repo, "skills/new/SKILL.md", SAMPLE_SKILL)
+    unstaged = run(repo, "validate", "--staged", "skills/new/SKILL.md")
+    assert unstaged.exit_code == 3
+    assert unstaged.stderr == (
+        "Error: skills/new/SKILL.md is not in the index.\n"
+        "Hint: Stage it with 'git add' first, or leave out --staged to check the file.\n"
+    )
+
+
+def test_validate_staged_paths_checks_the_index_version_of_those(repo: Path, run) -> None:
+    """What the pre-commit framework runs: the files it passes, as staged, against HEAD."""
+    write(repo, SKILL, HAND_EDIT)
+    write(repo, "notes/other/SKILL.md", BAD_NAME)
+    git(repo, "add", SKILL, "notes/other/SKILL.md")
+    write(repo, SKILL, SAMPLE_SKILL)  # undone on disk, still hand-edited in the index
+    result = run(repo / "skills", "validate", "--staged", "support/SKILL.md")
+    assert result.exit_code == 5
+    assert result.stdout == PROTECTED_PROBLEM + "\n"  # only the path given
+    assert run(repo, "validate", "--staged", "notes").stdout == (
+        "notes/other/SKILL.md: frontmatter name 'Support' must be 1-64 characters of a-z, 0-9 "
+        "and '-'.\n"
+    )
 
 
 def test_validate_staged_reads_the_index_not_the_working_tree(repo: Path, run) -> None:
@@ -320,14 +351,14 @@ def test_uninstall_leaves_other_hooks_alone(repo: Path, run) -> None:
 
 
 def test_install_refuses_when_core_hooks_path_points_elsewhere(repo: Path, run) -> None:
-    git(repo, "config", "core.hooksPath", ".husky")
+    git(repo, "config", "core.hooksPath", ".githooks")
     result = run(repo, "hooks", "install")
     assert result.exit_code == 4
     line = f"{sys.executable} -m skillvc validate --staged || exit 1"
     assert result.stderr == (
-        "Error: core.hooksPath is set to .husky, so git does not run hooks from .git/hooks.\n"
+        "Error: core.hooksPath is set to .githooks, so git does not run hooks from .git/hooks.\n"
         "Hint: Unset it with 'git config --unset core.hooksPath' and install again, or add this "
-        f"line to .husky/pre-commit yourself: {line}\n"
+        f"line to .githooks/pre-commit yourself: {line}\n"
     )
     assert not (hooks_path(repo) / "pre-commit").exists()
     # Pointing at the default directory is no conflict.

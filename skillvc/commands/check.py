@@ -46,9 +46,16 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 
 @click.command("check")
 @click.argument("rev", metavar="[REV]", required=False)
-@click.option("--base", required=True, metavar="REV", help="The revision to compare against.")
+# The env vars are what the pre-commit framework sets for pre-push hooks (.pre-commit-hooks.yaml).
+@click.option(
+    "--base",
+    required=True,
+    metavar="REV",
+    envvar="PRE_COMMIT_FROM_REF",
+    help="The revision to compare against.",
+)
 # The older spelling of the positional REV (the pre-push hook writes it), kept working.
-@click.option("--head", metavar="REV", help="Same as REV.")
+@click.option("--head", metavar="REV", envvar="PRE_COMMIT_TO_REF", help="Same as REV.")
 @click.option(
     "--allow-drop",
     type=click.FloatRange(min=0.0),

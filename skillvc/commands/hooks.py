@@ -28,7 +28,9 @@ def command() -> None:
 def install(pre_push: bool, force: bool) -> None:
     """Install the hooks into the repository's hooks directory; safe to re-run.
 
-    A hook already there is kept as <hook>.legacy and runs before skillvc's.
+    A hook already there is kept as <hook>.legacy and runs before skillvc's. A hook run by
+    the pre-commit framework, husky or lefthook is left alone: install refuses and prints the
+    entry to add to that manager's config instead.
     Example: skillvc hooks install --pre-push
     """
     from skillvc.hooks import install_hooks

@@ -38,15 +38,15 @@ def command(
     """Check skill documents: frontmatter, format rules, protected regions, size.
 
     PATHS are files or directories (every SKILL.md, *.mdc and *.instructions.md under them);
-    without PATHS the configured skill is checked. Prints one line per problem and exits 5
-    when there is any.
+    with --staged, their staged versions (how the pre-commit framework runs it); without
+    PATHS the configured skill is checked (without a skillvc.toml: every skill file in
+    the repository). Prints one line per problem and exits 5 when there is any; warnings
+    (size guidance, a size budget not grown past) go to stderr and never fail.
 
     Example: skillvc validate --staged
     """
     from skillvc.hooks import protected_allowed_by_env, validate
 
-    if staged and paths:
-        raise click.UsageError("Give PATHS or --staged, not both.")
     if max_bytes is None:
         max_bytes = _configured_max_bytes()
     report = validate(
@@ -58,6 +58,8 @@ def command(
     if as_json:
         echo_json(report.to_dict())
     else:
+        for warning in report.warnings:
+            click.echo(f"warning: {warning.message}", err=True)
         for problem in report.problems:
             click.echo(problem.message)
         if report.ok and not quiet:
