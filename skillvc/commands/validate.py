@@ -38,8 +38,8 @@ def command(
     """Check skill documents: frontmatter, format rules, protected regions, size.
 
     PATHS are files or directories (every SKILL.md, *.mdc and *.instructions.md under them);
-    without PATHS the configured skill is checked. Prints one line per problem and exits 5
-    when there is any.
+    without PATHS the configured skill (every one, when there are several) is checked. Prints
+    one line per problem and exits 5 when there is any.
 
     Example: skillvc validate --staged
     """
@@ -72,7 +72,7 @@ def _configured_max_bytes() -> int:
     from skillvc.formats import DEFAULT_MAX_BYTES
     from skillvc.workspace import open_workspace
 
-    try:
-        return open_workspace().config.skill.max_bytes
+    try:  # many skills: the shared [skill] max_bytes
+        return open_workspace(any_skill=True).config.skill.max_bytes
     except SkillvcError:
         return DEFAULT_MAX_BYTES
