@@ -274,3 +274,25 @@ def test_a_skill_overrides_the_shared_defaults(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as bad:
         parse_config(text.replace("epochs = 5", "epoch = 5"), tmp_path)
     assert bad.value.message.startswith("Unknown key 'epoch' in [skills.a.train] of skillvc.toml")
+
+
+def test_one_skill_commands_take_skill(many: Path) -> None:
+    code, out, err = run("eval", "--skill", "warranty", "--json", "-q")
+    assert code == 0, err
+    assert json.loads(out)["n"] == 10  # warranty's own val file
+    code, out, _ = run("doctor", "--json")
+    names = [c["name"] for c in json.loads(out)["checks"]]
+    assert [n for n in names if n.startswith("skill ")] == [f"skill {s}" for s in sorted(SKILLS)]
+    code, out, _ = run("doctor", "--skill", "gifts", "--json")
+    names = [c["name"] for c in json.loads(out)["checks"]]
+    assert [n for n in names if n.startswith(("skill", "tasks"))] == ["skill gifts", "tasks gifts"]
+    # apply: the patch's own path names the skill.
+    path = many / "skills" / "loyalty" / "SKILL.md"
+    path.write_text(path.read_text().replace("short and friendly", "short, friendly"))
+    patch = git(many, "diff", "--", "skills/loyalty/SKILL.md") + "\n"
+    git(many, "checkout", "--", ".")
+    result = CliRunner().invoke(cli, ["apply", "-", "-m", "Tone"], input=patch)
+    assert result.exit_code == 0, result.output
+    assert git(many, "show", "--name-only", "--format=", "HEAD") == "skills/loyalty/SKILL.md"
+    code, out, _ = run("diff", "--skill", "loyalty", "HEAD~1", "HEAD")
+    assert code == 0 and "+Keep the reply short, friendly." in out
