@@ -280,8 +280,8 @@ def parse_config(text: str, root: Path) -> Config:
 
 
 # A skill's name is part of refs and tags (refs/skillvc/rejected/<skill>/...), so git's rules
-# apply; lowercase is not required (a directory name may be anything git accepts).
-SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$")
+# apply (and no dots: a dotted TOML key would nest tables); case is free.
+SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _SKILL_SUBSECTIONS = ("tasks", "target", "optimizer", "train")
 
 
@@ -301,10 +301,10 @@ def _skill_tables(values: Any) -> dict[str, dict[str, Any]]:
     for name, table in values.items():
         if not isinstance(table, dict):
             raise ConfigError(f"skills.{name} in {CONFIG_FILE} must be a table ([skills.{name}]).")
-        if not SKILL_NAME.match(name) or name.endswith(".lock"):
+        if not SKILL_NAME.match(name):
             raise ConfigError(
-                f"[skills.{name}] in {CONFIG_FILE}: a skill name is letters, digits, '-', '_' "
-                "and inner '.'s (it names git refs and tags).",
+                f"[skills.{name}] in {CONFIG_FILE}: a skill name is letters, digits, '-' and "
+                "'_' (it names git refs and tags).",
                 hint="Rename the table, e.g. after the skill's directory.",
             )
         if "path" not in table:

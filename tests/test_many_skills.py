@@ -170,6 +170,9 @@ def test_two_skills_train_one_after_the_other(many: Path) -> None:
     log_billing = json.loads(run("log", "--json", "--skill", "billing")[1])
     assert 0 < len(log_billing) < len(log_all)
     assert {e["run"] for e in log_billing} == {billing_run}
+    newest = json.loads(run("log", "--json", "-p", "-n", "1")[1])[0]  # returns' last gate
+    assert newest["run"] == returns_run
+    assert "+++ b/skills/returns/SKILL.md" in newest["patch"]
 
     # report: one skill's run with --skill; every skill's latest run without.
     report = json.loads(run("report", "--json", "--skill", "returns")[1])
@@ -274,6 +277,17 @@ def test_a_skill_overrides_the_shared_defaults(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as bad:
         parse_config(text.replace("epochs = 5", "epoch = 5"), tmp_path)
     assert bad.value.message.startswith("Unknown key 'epoch' in [skills.a.train] of skillvc.toml")
+    with pytest.raises(ConfigError) as bad:
+        parse_config('[skills."a b"]\npath = "a/SKILL.md"\n', tmp_path)
+    assert bad.value.message == (
+        "[skills.a b] in skillvc.toml: a skill name is letters, digits, '-' and '_' (it names "
+        "git refs and tags)."
+    )
+    with pytest.raises(ConfigError) as bad:
+        parse_config(
+            text.replace("[skills.b]\n", '[skill]\npath = "x/SKILL.md"\n[skills.b]\n'), tmp_path
+        )
+    assert bad.value.message == "skillvc.toml has both [skill] path and [skills.<name>] tables."
 
 
 def test_one_skill_commands_take_skill(many: Path) -> None:
@@ -296,3 +310,23 @@ def test_one_skill_commands_take_skill(many: Path) -> None:
     assert git(many, "show", "--name-only", "--format=", "HEAD") == "skills/loyalty/SKILL.md"
     code, out, _ = run("diff", "--skill", "loyalty", "HEAD~1", "HEAD")
     assert code == 0 and "+Keep the reply short, friendly." in out
+
+
+def test_resume_picks_the_unfinished_run_of_that_skill(many: Path) -> None:
+    from skillvc.errors import BudgetExceeded
+    from skillvc.training.loop import train
+    from skillvc.workspace import open_workspace
+
+    with open(many / "skillvc.toml", "a") as fh:
+        fh.write('\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n')
+    git(many, "commit", "-qam", "price the simulator")
+    with pytest.raises(BudgetExceeded):
+        train(open_workspace(many, "billing"), budget_usd=0.01)
+    # Another skill trains meanwhile: a run of its own, not billing's resumed under its name.
+    # (Its run accepts nothing here; had it moved the branch, billing's resume would be refused
+    # with "main moved since run ... stopped", as for any resume after the branch moved.)
+    returns = train(open_workspace(many, "returns"), budget_usd=100.0)
+    assert not returns.resumed
+    billing = train(open_workspace(many, "billing"), budget_usd=100.0)
+    assert billing.resumed and billing.run_id != returns.run_id
+    assert [r["status"] for r in json.loads(run("runs", "--json")[1])] == ["finished", "finished"]
