@@ -330,3 +330,23 @@ def test_resume_picks_the_unfinished_run_of_that_skill(many: Path) -> None:
     billing = train(open_workspace(many, "billing"), budget_usd=100.0)
     assert billing.resumed and billing.run_id != returns.run_id
     assert [r["status"] for r in json.loads(run("runs", "--json")[1])] == ["finished", "finished"]
+
+
+def test_the_pre_commit_hook_covers_every_skill(many: Path) -> None:
+    import subprocess
+
+    assert run("hooks", "install")[0] == 0
+    tax = many / "skills" / "tax" / "SKILL.md"
+    tax.write_text(tax.read_text().replace("short and friendly", "short, friendly"))
+    broken = many / "skills" / "gifts" / "SKILL.md"
+    broken.write_text("---\nname: [unclosed\n---\n# Gifts\n", encoding="utf-8")
+    git(many, "add", "skills/gifts/SKILL.md")
+    refused = subprocess.run(
+        ["git", "commit", "-q", "-m", "break gifts"], cwd=many, capture_output=True, text=True
+    )
+    assert refused.returncode != 0
+    assert "skills/gifts/SKILL.md: " in refused.stdout + refused.stderr
+    git(many, "reset", "-q", "--", "skills/gifts/SKILL.md")
+    git(many, "add", "skills/tax/SKILL.md")
+    git(many, "commit", "-q", "-m", "tax tone")  # the hook passes an edit of another skill
+    assert git(many, "show", "--name-only", "--format=", "HEAD") == "skills/tax/SKILL.md"
