@@ -385,8 +385,9 @@ def train(
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
+    ws = open_workspace(skill=skill)
     summary = run_training(
-        open_workspace(skill=skill),
+        ws,
         new=new,
         overrides={"train": train_options},
         budget_usd=budget_usd,
@@ -405,9 +406,10 @@ def train(
         )
         return
     click.echo("\n".join(_summary_lines(summary)))
+    named = f" --skill {ws.config.skill_name}" if ws.config.skill_name else ""  # many skills
     click.echo(
-        "Review it: git log -p (accepted edits), skillvc log --rejected -p (refused ones), "
-        "skillvc report (a pull-request description)."
+        f"Review it: git log -p (accepted edits), skillvc log --rejected -p{named} (refused "
+        f"ones), skillvc report{named} (a pull-request description)."
     )
 
 

@@ -350,3 +350,20 @@ def test_the_pre_commit_hook_covers_every_skill(many: Path) -> None:
     git(many, "add", "skills/tax/SKILL.md")
     git(many, "commit", "-q", "-m", "tax tone")  # the hook passes an edit of another skill
     assert git(many, "show", "--name-only", "--format=", "HEAD") == "skills/tax/SKILL.md"
+
+
+def test_check_takes_each_skills_settings_from_base(many: Path) -> None:
+    git(many, "checkout", "-q", "-b", "pr")
+    config = many / "skillvc.toml"
+    config.write_text(config.read_text() + "\n[skills.tax.train]\nmax_failure_rate = 0.5\n")
+    git(many, "commit", "-q", "-am", "loosen tax")
+    code, out, err = run("check", "--base", "main", "HEAD", "-q", "--json")
+    data = json.loads(out)
+    verdicts = {name: r["verdict"] for name, r in data["skills"].items()}
+    assert verdicts == {name: "config_changed" if name == "tax" else "pass" for name in SKILLS}
+    assert data["skills"]["tax"]["config_changes"] == ["train.max_failure_rate"]
+    assert (code, err) == (
+        7,
+        "Error: The change edits what the check takes from BASE only, for skill tax.\n"
+        "Hint: " + err.split("Hint: ", 1)[1],
+    )
