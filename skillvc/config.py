@@ -168,11 +168,9 @@ class Config:
         """Every skill's effective config, in file order."""
         return [self.for_skill(name) for name in self.skill_names]
 
-    @property
-    def skill_path(self) -> Path:
-        """The skill file; PathOutsideRepo when [skill] path leaves the work tree."""
-        from skillvc.paths import inside_repo
-
+    def require_named(self) -> None:
+        """Raise SkillNotNamed (exit 2, naming the skills) for a many-skill config that was not
+        resolved for one skill: a command that needs one skill got no ``--skill``."""
         if self.skills and self.skill_name is None:
             from skillvc.errors import SkillNotNamed
 
@@ -180,6 +178,13 @@ class Config:
                 f"{CONFIG_FILE} lists {len(self.skills)} skills: {listing(self.skill_names)}.",
                 hint=f"Name one with --skill NAME, e.g. --skill {self.skill_names[0]}.",
             )
+
+    @property
+    def skill_path(self) -> Path:
+        """The skill file; PathOutsideRepo when [skill] path leaves the work tree."""
+        from skillvc.paths import inside_repo
+
+        self.require_named()  # never a default SKILL.md for a config that lists many
         where = f"[skills.{self.skill_name}] path" if self.skill_name else "[skill] path"
         return inside_repo(self.root, self.skill.path, f"{where} in {CONFIG_FILE}")
 

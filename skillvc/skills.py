@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 def select_skill(config: Config, given: str | None, cwd: Path | None = None) -> Config:
     """The effective config of the skill ``given`` names (or of the only one)."""
     if given is None:
-        if config.many:
-            config.skill_path  # noqa: B018 - raises SkillNotNamed, naming the skills
+        config.require_named()
         return config
     name = find_skill_name(config, given, cwd)
     if name is None:
@@ -44,17 +43,21 @@ def find_skill_name(config: Config, given: str, cwd: Path | None = None) -> str 
         if _norm(skill.skill.path) in wanted:
             return name
     for name, skill in zip(names, skills, strict=True):
-        if given in (frontmatter_name(skill), Path(skill.skill.path).parent.name):
+        try:
+            named = frontmatter_name(skill.skill_path)
+        except SkillvcError:  # a path outside the work tree is never read
+            named = None
+        if given in (named, Path(skill.skill.path).parent.name):
             return name
     return None
 
 
-def frontmatter_name(config: Config) -> str | None:
-    """The ``name`` in the skill's frontmatter, or None (missing file, no such key)."""
+def frontmatter_name(path: Path) -> str | None:
+    """The ``name`` in a skill file's frontmatter, or None (missing file, no such key)."""
     from skillvc.skilldoc import SkillDocument
 
     try:
-        doc = SkillDocument.parse(config.skill_path.read_bytes())
+        doc = SkillDocument.parse(path.read_bytes())
     except (OSError, SkillvcError, ValueError):
         return None
     name = (doc.frontmatter or {}).get("name")

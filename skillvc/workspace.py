@@ -387,12 +387,13 @@ class SkillTable:
 def skill_tables(root: Path, paths: list[str]) -> list[SkillTable]:
     """A table per skill: named by its frontmatter name (else its directory), made unique."""
     from skillvc.config import SKILL_NAME
+    from skillvc.skills import frontmatter_name
 
     tables: list[SkillTable] = []
     taken: set[str] = set()
     for rel in paths:
         directory = Path(rel).parent
-        name = _frontmatter_name(root / rel)
+        name = frontmatter_name(root / rel)
         if name is None or not SKILL_NAME.match(name):
             name = re.sub(r"[^A-Za-z0-9_-]+", "-", directory.name or "skill").strip("-") or "skill"
         unique, n = name, 2
@@ -415,16 +416,6 @@ def skill_task_files(root: Path, skill_rel: str, name: str) -> tuple[str | None,
                     None if f is None else (base / f).relative_to(root).as_posix() for f in found
                 )
     return None, None, None
-
-
-def _frontmatter_name(path: Path) -> str | None:
-    from skillvc.skilldoc import SkillDocument
-
-    try:
-        name = (SkillDocument.parse(path.read_bytes()).frontmatter or {}).get("name")
-    except (OSError, ValueError):
-        return None
-    return name if isinstance(name, str) else None
 
 
 def render_many_config(

@@ -367,3 +367,22 @@ def test_check_takes_each_skills_settings_from_base(many: Path) -> None:
         "Error: The change edits what the check takes from BASE only, for skill tax.\n"
         "Hint: " + err.split("Hint: ", 1)[1],
     )
+
+
+def test_a_skill_is_named_by_its_frontmatter_or_directory_or_path(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("alpha", "beta"):
+        _seed_skill(git_repo, name)
+    beta = git_repo / "skills" / "beta" / "SKILL.md"
+    beta.write_text(beta.read_text().replace("name: beta", "name: beta-helper", 1))
+    monkeypatch.chdir(git_repo)
+    assert run("init")[0] == 0
+    config = load_config(git_repo)
+    assert config.skill_names == ["alpha", "beta-helper"]
+    from skillvc.skills import select_skill
+
+    for given in ("beta-helper", "beta", "skills/beta", "skills/beta/SKILL.md"):
+        assert select_skill(config, given).skill_name == "beta-helper", given
+    monkeypatch.chdir(git_repo / "skills")
+    assert select_skill(config, "beta/SKILL.md").skill_name == "beta-helper"

@@ -43,7 +43,7 @@ def command(
         reports = [(name, run_report(store, run, path)) for name, run, path in targets]
     if len(reports) > 1:  # many skills, none named: each skill's latest run
         if html_file is not None:
-            ws.config.skill_path  # noqa: B018 - one page is one run: asks for --skill (exit 2)
+            ws.config.require_named()  # one page is one run: ask for --skill (exit 2)
         if as_json or fmt == "json":
             echo_json([{"skill": name, **report} for name, report in reports])
         else:
