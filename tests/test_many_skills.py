@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -213,7 +214,10 @@ def test_a_second_train_is_refused_while_one_runs(many: Path) -> None:
     with open_store(many / ".skillvc" / "events.db") as store, store.writer_lock():
         code, out, err = run("train", "--skill", "tax")
     assert code == 4
-    assert err.startswith("Error: ")
+    assert err == (
+        f"Error: Another skillvc train is running in this repository (pid {os.getpid()}).\n"
+        "Hint: Wait for it to finish, or stop it; readers such as 'skillvc log' still work.\n"
+    )
     with open_store(many / ".skillvc" / "events.db") as store, store.writer_lock():
         code_one, _, err_one = run("train", "--skill", "gifts")
     assert (code_one, err_one) == (code, err)  # the same lock message, whichever skill
