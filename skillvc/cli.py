@@ -21,7 +21,14 @@ from skillvc.errors import (
     should_reraise,
     storage_error,
 )
-from skillvc.output import echo_json, echo_rows, format_log_entry, json_option, table_options
+from skillvc.output import (
+    echo_json,
+    echo_rows,
+    format_log_entry,
+    json_option,
+    skill_option,
+    table_options,
+)
 from skillvc.secrets import scrubbed_output
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
@@ -92,7 +99,10 @@ def cli() -> None:
 
 @cli.command()
 @click.option(
-    "--skill", "skill", metavar="PATH", help="The skill file to train (default: the one SKILL.md)."
+    "--skill",
+    "skill",
+    metavar="PATH",
+    help="The skill file to train (default: the one SKILL.md; with several, all of them).",
 )
 @click.option(
     "--target", "target_model", metavar="MODEL", help="Target model, e.g. openai:gpt-5.4-mini."
@@ -115,7 +125,12 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
     result = init_workspace(directory, **options)
     if result.git_initialised:
         click.echo(f"Initialised a git repository in {result.root}.")
-    if result.config_written:
+    if result.config_written and result.skills:
+        click.echo(
+            f"Wrote skillvc.toml listing {len(result.skills)} skills ([skills.<name>] tables); "
+            "commit it. Name one with --skill NAME when training:"
+        )
+    elif result.config_written:
         click.echo(f"Wrote skillvc.toml (training {result.skill_path}); commit it.")
     if result.state_created:
         click.echo("Created .skillvc/ (the event log, local state).")
@@ -143,9 +158,11 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
     help="Show at most N entries.",
 )
 @click.option("-p", "--patch", is_flag=True, help="Show the skill diff of each candidate.")
+@skill_option
 @json_option
 @table_options
 def log(
+    skill: str | None,
     decision: str | None,
     run_id: str | None,
     limit: int | None,
@@ -158,13 +175,23 @@ def log(
     Example: skillvc log --rejected -n 5 -p
     """
     from skillvc.history import entry_patch, log_entries
+    from skillvc.skills import run_skill_path
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(skill=skill, any_skill=True)
+    of_skill = ws.config.skill.path if skill is not None else None  # --skill filters
+
+    def skill_path(store: Any, entry: Any) -> str:
+        if not ws.config.many:
+            return ws.skill_relpath
+        return run_skill_path(store, str(entry.gate.run_id)) or "SKILL.md"  # its run's skill
+
     with ws.store() as store:
-        entries = log_entries(store, decision=decision, run_id=run_id, limit=limit)
+        entries = log_entries(
+            store, decision=decision, run_id=run_id, limit=limit, skill_path=of_skill
+        )
         rendered = [
-            e.to_dict(patch=entry_patch(store, e, ws.skill_relpath) if patch else None)
+            e.to_dict(patch=entry_patch(store, e, skill_path(store, e)) if patch else None)
             for e in entries
         ]
     if as_json:
@@ -196,7 +223,7 @@ def show(ident: str, as_json: bool) -> None:
     from skillvc.output import format_blob, format_call, format_rollout, format_runs
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(any_skill=True)
 
     def git_rev(rev: str) -> str | None:
         try:
@@ -335,9 +362,15 @@ def _summary_lines(summary: Any) -> list[str]:
     help="Stop cleanly at a step boundary past this cost.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@skill_option
 @json_option
 def train(
-    new: bool, budget_usd: float | None, quiet: bool, as_json: bool, **train_options: Any
+    new: bool,
+    budget_usd: float | None,
+    quiet: bool,
+    as_json: bool,
+    skill: str | None,
+    **train_options: Any,
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
 
@@ -352,8 +385,9 @@ def train(
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
+    ws = open_workspace(skill=skill)
     summary = run_training(
-        open_workspace(),
+        ws,
         new=new,
         overrides={"train": train_options},
         budget_usd=budget_usd,
@@ -372,9 +406,10 @@ def train(
         )
         return
     click.echo("\n".join(_summary_lines(summary)))
+    named = f" --skill {ws.config.skill_name}" if ws.config.skill_name else ""  # many skills
     click.echo(
-        "Review it: git log -p (accepted edits), skillvc log --rejected -p (refused ones), "
-        "skillvc report (a pull-request description)."
+        f"Review it: git log -p (accepted edits), skillvc log --rejected -p{named} (refused "
+        f"ones), skillvc report{named} (a pull-request description)."
     )
 
 
@@ -387,9 +422,10 @@ def train(
     metavar="N",
     help="Show at most N runs.",
 )
+@skill_option
 @json_option
 @table_options
-def runs(limit: int | None, as_json: bool, table_format: str | None) -> None:
+def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str | None) -> None:
     """Training runs with their scores, calls, tokens and cost.
 
     Example: skillvc runs --json
@@ -398,8 +434,9 @@ def runs(limit: int | None, as_json: bool, table_format: str | None) -> None:
     from skillvc.runs import list_runs
     from skillvc.workspace import open_workspace
 
-    with open_workspace().store() as store:
-        rows = list_runs(store, limit)
+    ws = open_workspace(skill=skill, any_skill=True)
+    with ws.store() as store:
+        rows = list_runs(store, limit, ws.config.skill.path if skill is not None else None)
     if as_json:
         echo_json(rows)
         return

@@ -3,6 +3,13 @@
 Every hyperparameter has a paper default here (SkillOpt: 4 epochs, batch 40, minibatch 8,
 learning rate 4 -> 2 with cosine decay) and can be overridden on the command line. Unknown keys
 are errors, because a typo such as ``learning_rte`` silently ignored would train the wrong thing.
+
+Many skills, one repository: ``[skills.<name>]`` tables (``path`` plus the keys of ``[skill]``,
+and optional ``[skills.<name>.tasks|target|optimizer|train]`` overrides) instead of one
+``[skill]``; the top-level sections are then every skill's defaults. ``Config.for_skill(name)``
+is one skill's effective ``Config`` (what the rest of skillvc works on); the multi-skill config
+itself names no skill, so asking it for ``skill_path`` is an error (exit 2), never SKILL.md.
+A single ``[skill]`` file loads exactly as it always did.
 """
 
 from __future__ import annotations
@@ -132,13 +139,60 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     harvest: HarvestConfig | None = None  # None: this project has not opted in to harvesting
+    # Many skills: the raw [skills.<name>] tables and the top-level sections (their defaults);
+    # skill_name is the table this Config was resolved for (None: a single-[skill] config).
+    skills: dict[str, dict[str, Any]] = field(default_factory=dict)
+    shared: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skill_name: str | None = None
+
+    @property
+    def many(self) -> bool:
+        """True for a ``[skills.<name>]`` config (resolved for one skill or not)."""
+        return bool(self.skills)
+
+    @property
+    def skill_names(self) -> list[str]:
+        """The skills this config trains, in file order (one name for a ``[skill]`` config)."""
+        if self.skills:
+            return list(self.skills)
+        return [Path(self.skill.path).parent.name or Path(self.skill.path).stem]
+
+    def for_skill(self, name: str) -> Config:
+        """The effective config of skill ``name`` (a ``[skills.<name>]`` table); a single-skill
+        config is its own and only skill's."""
+        if not self.skills:
+            return self
+        if name not in self.skills:
+            from skillvc.errors import UnknownSkill
+
+            raise UnknownSkill(
+                f"{CONFIG_FILE} has no skill {name!r} (it lists {listing(self.skill_names)})."
+            )
+        return _resolve_skill(self, name)
+
+    def all_skills(self) -> list[Config]:
+        """Every skill's effective config, in file order."""
+        return [self.for_skill(name) for name in self.skill_names]
+
+    def require_named(self) -> None:
+        """Raise SkillNotNamed (exit 2, naming the skills) for a many-skill config that was not
+        resolved for one skill: a command that needs one skill got no ``--skill``."""
+        if self.skills and self.skill_name is None:
+            from skillvc.errors import SkillNotNamed
+
+            raise SkillNotNamed(
+                f"{CONFIG_FILE} lists {len(self.skills)} skills: {listing(self.skill_names)}.",
+                hint=f"Name one with --skill NAME, e.g. --skill {self.skill_names[0]}.",
+            )
 
     @property
     def skill_path(self) -> Path:
         """The skill file; PathOutsideRepo when [skill] path leaves the work tree."""
         from skillvc.paths import inside_repo
 
-        return inside_repo(self.root, self.skill.path, f"[skill] path in {CONFIG_FILE}")
+        self.require_named()  # never a default SKILL.md for a config that lists many
+        where = f"[skills.{self.skill_name}] path" if self.skill_name else "[skill] path"
+        return inside_repo(self.root, self.skill.path, f"{where} in {CONFIG_FILE}")
 
     @property
     def skill_relpath(self) -> str:
@@ -210,6 +264,9 @@ def parse_config(text: str, root: Path) -> Config:
         raise ConfigError(f"{CONFIG_FILE} is not valid TOML ({exc}).") from None
     config = Config(root=root)
     for section, values in data.items():
+        if section == "skills":
+            config.skills = _skill_tables(values)
+            continue
         if section == "prices":
             config.prices = values
             continue
@@ -221,6 +278,67 @@ def parse_config(text: str, root: Path) -> Config:
         if not isinstance(values, dict):
             raise ConfigError(f"'{section}' in {CONFIG_FILE} must be a table ([{section}]).")
         setattr(config, section, _build(section, _SECTIONS[section], values))
+    if config.skills:
+        if "path" in data.get("skill", {}):
+            raise ConfigError(
+                f"{CONFIG_FILE} has both [skill] path and [skills.<name>] tables.",
+                hint="Move [skill] path into a [skills.<name>] table (one per skill).",
+            )
+        config.shared = {k: dict(v) for k, v in data.items() if k in _SECTIONS}
+        config.all_skills()  # every skill's effective config is checked now, not at first use
+    validate(config)
+    return config
+
+
+# A skill's name is part of refs and tags (refs/skillvc/rejected/<skill>/...), so git's rules
+# apply (and no dots: a dotted TOML key would nest tables); case is free.
+SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_SKILL_SUBSECTIONS = ("tasks", "target", "optimizer", "train")
+
+
+def listing(names: list[str], shown: int = 5) -> str:
+    """ "a, b and c" or "a, b, c, d, e and 12 more" (for one-sentence errors)."""
+    if len(names) <= shown:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
+
+
+def _skill_tables(values: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(values, dict) or not values:
+        raise ConfigError(
+            f"'skills' in {CONFIG_FILE} must hold one [skills.<name>] table per skill.",
+            hint='For example: [skills.support] path = "skills/support/SKILL.md".',
+        )
+    for name, table in values.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"skills.{name} in {CONFIG_FILE} must be a table ([skills.{name}]).")
+        if not SKILL_NAME.match(name):
+            raise ConfigError(
+                f"[skills.{name}] in {CONFIG_FILE}: a skill name is letters, digits, '-' and "
+                "'_' (it names git refs and tags).",
+                hint="Rename the table, e.g. after the skill's directory.",
+            )
+        if "path" not in table:
+            raise ConfigError(f"[skills.{name}] in {CONFIG_FILE} has no path.")
+    return values
+
+
+def _resolve_skill(base: Config, name: str) -> Config:
+    """Skill ``name``'s effective config: its table over the top-level sections."""
+    table = base.skills[name]
+    config = dataclasses.replace(base, skill_name=name)
+    own = {k: v for k, v in table.items() if k not in _SKILL_SUBSECTIONS}
+    config.skill = _build(f"skills.{name}", SkillConfig, base.shared.get("skill", {}) | own)
+    for section in _SKILL_SUBSECTIONS:
+        values = table.get(section, {})
+        if not isinstance(values, dict):
+            raise ConfigError(
+                f"'skills.{name}.{section}' in {CONFIG_FILE} must be a table "
+                f"([skills.{name}.{section}])."
+            )
+        _build(f"skills.{name}.{section}", _SECTIONS[section], values)  # names the table
+        merged = base.shared.get(section, {}) | values
+        setattr(config, section, _build(section, _SECTIONS[section], merged))
     validate(config)
     return config
 

@@ -99,17 +99,40 @@ class Report:
 # -- the whole diagnosis ----------------------------------------------------------------------
 
 
-def diagnose(path: str | Path = ".") -> Report:
-    """Every check for the repository containing ``path`` (nothing is raised for a failure)."""
+def diagnose(path: str | Path = ".", skill: str | None = None) -> Report:
+    """Every check for the repository containing ``path`` (nothing is raised for a failure).
+
+    Many skills: ``skill`` names one (``--skill``); without it every skill's file and task set
+    is checked, and each distinct model once.
+    """
     config_check, config = check_config(path)
     checks = [config_check]
     if config is not None:
-        checks.append(check_skill(config))
-        checks.append(check_tasks(config))
-        for role in ROLES:
-            checks.extend(check_role(role, getattr(config, role)))
+        skills = _skills(config, skill, checks)
+        seen: list[tuple[str, ModelConfig]] = []
+        for one in skills:
+            label = f" {one.skill_name}" if one.skill_name else ""
+            for check in (check_skill(one), check_tasks(one)):
+                checks.append(dataclasses.replace(check, name=check.name + label))
+            for role in ROLES:
+                if (role, getattr(one, role)) not in seen:
+                    seen.append((role, getattr(one, role)))
+                    checks.extend(check_role(role, getattr(one, role)))
     secrets = _key_values(config)
     return Report([c.redacted(secrets) for c in checks])
+
+
+def _skills(config: Config, skill: str | None, checks: list[Check]) -> list[Config]:
+    """The skills to check: the one named, else all; an unknown name is a failed check."""
+    from skillvc.skills import select_skill
+
+    if skill is None:
+        return config.all_skills()
+    try:
+        return [select_skill(config, skill)]
+    except SkillvcError as exc:
+        checks.append(Check("skill", FAIL, exc.message, exc.hint))
+        return []
 
 
 def check_config(path: str | Path) -> tuple[Check, Config | None]:

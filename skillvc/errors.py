@@ -288,3 +288,15 @@ def storage_error(exc: BaseException, path: object = None) -> SkillvcError | Non
         if "readonly" in text or "read-only" in text:
             return LogNotWritable(f"The event log{where} is read-only ({text}).")
     return None
+
+
+class SkillNotNamed(SkillvcError):
+    """skillvc.toml lists several skills and the command needs one (--skill NAME)."""
+
+    exit_code = 2
+
+
+class UnknownSkill(NotFound):
+    """--skill names no skill of skillvc.toml."""
+
+    hint = "Name a [skills.<name>] table, a skill's frontmatter name or its path."

@@ -102,9 +102,14 @@ def log_entries(
     decision: str | None = None,
     run_id: str | None = None,
     limit: int | None = None,
+    skill_path: str | None = None,
 ) -> list[LogEntry]:
-    """Gate decisions, newest first; ``decision`` is accepted, rejected or None for both."""
+    """Gate decisions, newest first; ``decision`` is accepted, rejected or None for both;
+    ``skill_path``: only runs of that skill (many skills in one repository)."""
     clauses, params = ["type = 'gate'"], []
+    if skill_path is not None:
+        clauses.append(_OF_SKILL)
+        params.append(skill_path)
     if decision == "accepted":
         clauses.append("json_extract(payload, '$.decision') IN ('accepted', 'forced')")
     elif decision == "rejected":
@@ -126,6 +131,13 @@ def log_entries(
         commit, ref = _commit_for(store, gate)
         entries.append(LogEntry(gate=gate, commit=commit, ref=ref))
     return entries
+
+
+# Runs whose run.started config trained the skill at a path (its own runs, old ones included).
+_OF_SKILL = (
+    "run_id IN (SELECT run_id FROM events WHERE type = 'run.started' "
+    "AND json_extract(payload, '$.config.skill.path') = ?)"
+)
 
 
 def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> str:

@@ -153,11 +153,13 @@ def validate(
                     return _validate_files(
                         [str(p) for p in found], cwd=Path(cwd), max_bytes=max_bytes
                     )
-            skill = load_config(repo.root).skill_path  # never outside the work tree
-            if not skill.is_file():
-                rel = skill.relative_to(repo.root).as_posix()
-                raise SkillFileMissing(f"The skill file {rel} does not exist.")
-            paths = [str(skill)]
+            paths = []
+            for config in load_config(repo.root).all_skills():  # every skill of a many config
+                skill = config.skill_path  # never outside the work tree
+                if not skill.is_file():
+                    rel = skill.relative_to(repo.root).as_posix()
+                    raise SkillFileMissing(f"The skill file {rel} does not exist.")
+                paths.append(str(skill))
     return _validate_files(paths, cwd=Path(cwd), max_bytes=max_bytes)
 
 
@@ -217,9 +219,9 @@ def _validate_staged(
     repo: SkillRepo, *, allow_protected: bool, max_bytes: int, only: list[str] | None = None
 ) -> ValidationReport:
     report = ValidationReport()
-    configured = _configured_skill(repo)
+    configured = _configured_skills(repo)
     for path in staged_files(repo) if only is None else only:
-        if only is None and not (is_skill_file(path) or path == configured):
+        if only is None and not (is_skill_file(path) or path in configured):
             continue
         data = _staged_blob(repo, path)
         report.files.append(path)
@@ -285,12 +287,12 @@ def _staged_blob(repo: SkillRepo, path: str) -> bytes:
     return blob
 
 
-def _configured_skill(repo: SkillRepo) -> str | None:
-    """The [skill] path of skillvc.toml, or None in a repository without one."""
+def _configured_skills(repo: SkillRepo) -> set[str]:
+    """The skill paths of skillvc.toml (every skill's), or none in a repository without one."""
     try:
-        return Path(load_config(repo.root).skill.path).as_posix()
+        return {Path(c.skill.path).as_posix() for c in load_config(repo.root).all_skills()}
     except NotFound:
-        return None
+        return set()
 
 
 def _protected_problems(repo: SkillRepo, path: str, staged: bytes) -> list[Problem]:

@@ -278,3 +278,14 @@ def format_blob(blob: dict[str, Any], messages: Sequence[dict[str, str]] | None)
     else:
         lines.extend(["", blob["content"].rstrip("\n")])
     return "\n".join(lines)
+
+
+def skill_option(fn: F) -> F:
+    """``--skill NAME``: the skill a command acts on in a repository with many (skills.py)."""
+    return click.option(
+        "--skill",
+        "skill",
+        metavar="NAME",
+        help="The skill (its [skills.<name>] table, frontmatter name or path) when "
+        "skillvc.toml lists several.",
+    )(fn)

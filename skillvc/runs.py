@@ -90,13 +90,17 @@ def usage_by_run(store: EventStore) -> dict[str, RunUsage]:
     return {run: _sum_usage(rs) for run, rs in rows.items()}
 
 
-def list_runs(store: EventStore, limit: int | None = None) -> list[dict[str, Any]]:
-    from skillvc.history import run_curve
+def list_runs(
+    store: EventStore, limit: int | None = None, skill_path: str | None = None
+) -> list[dict[str, Any]]:
+    """Runs, newest first; ``skill_path``: only the runs of that skill."""
+    from skillvc.history import _OF_SKILL, run_curve
 
-    sql = "SELECT * FROM runs ORDER BY started_at DESC, run_id DESC"
+    where, params = (f" WHERE {_OF_SKILL}", [skill_path]) if skill_path is not None else ("", [])
+    sql = f"SELECT * FROM runs{where} ORDER BY started_at DESC, run_id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    rows = store.query(sql)
+    rows = store.query(sql, params)
     usage = usage_by_run(store)
     out = []
     for r in rows:

@@ -192,6 +192,28 @@ class CheckResult:
 # -- the check --------------------------------------------------------------------------------
 
 
+def check_skills(
+    root: Path, base: str, head: str | None, split: str, *, skill: str | None = None, **options: Any
+) -> list[tuple[str | None, CheckResult]]:
+    """``check_change`` for each skill the BASE's config lists (``skill``: that one only), as
+    (skill name, result); one (None, result) for a single-skill config. BASE's config decides
+    which skills there are: a skill the head adds has nothing to regress from."""
+    from skillvc.skills import select_skill
+
+    with SkillRepo(root) as repo:
+        repo.resolve(base)
+        raw = _read_at(repo, CONFIG_FILE, base)
+    if raw is None:
+        return [(None, check_change(root, base, head, split, **options))]
+    config = parse_config(_decode(raw, f"{CONFIG_FILE} at {base}"), root)
+    if not config.many:
+        if skill is not None:
+            select_skill(config, skill)  # an unknown name is an error, not a silent pass
+        return [(None, check_change(root, base, head, split, **options))]
+    names = [select_skill(config, skill).skill_name] if skill else config.skill_names
+    return [(n, check_change(root, base, head, split, skill=n, **options)) for n in names]
+
+
 def check_change(
     root: Path,
     base: str,
@@ -202,8 +224,10 @@ def check_change(
     allow_config_change: bool = False,
     workers: int | None = None,
     progress: Progress | None = None,
+    skill: str | None = None,
 ) -> CheckResult:
-    """Evaluate the head's skill against the base's under the base's config and task set."""
+    """Evaluate the head's skill against the base's under the base's config and task set
+    (``skill``: that ``[skills.<name>]`` table of the base's config, many skills)."""
     check_split(split)
     with SkillRepo(root) as repo:
         base_sha = repo.resolve(base)
@@ -216,6 +240,8 @@ def check_change(
             return _replace(result, message=message)
         base_text = _decode(base_toml, f"{CONFIG_FILE} at {base}")
         config = parse_config(base_text, root)
+        if skill is not None:
+            config = config.for_skill(skill)
         skill_rel = posixpath.normpath(Path(config.skill.path).as_posix())
         if not repo.has_file(skill_rel, base):
             # A pull request that adds the skill has nothing to regress from.
@@ -412,6 +438,8 @@ def config_changes(
         return None, (), f"{CONFIG_FILE} is not UTF-8 text"
     try:
         head: Config | None = parse_config(text, base.root)
+        if head is not None and base.skill_name is not None:
+            head = head.for_skill(base.skill_name)  # only this skill's effective settings
     except Exception:  # untrusted input: whatever is wrong with it is a change, never a crash
         head = None
     if head is not None:

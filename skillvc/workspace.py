@@ -5,13 +5,16 @@ Layout of ``.skillvc/`` (local state, git-ignored):
     .skillvc/events.db       the event log (SQLite, WAL; -wal and -shm files beside it)
     .skillvc/train.lock      the one-writer lock of a training run (holds the pid)
 
-``init`` is idempotent: re-running it changes nothing that exists and says so.
+``init`` is idempotent: re-running it changes nothing that exists and says so. In a repository
+with several SKILL.md files it lists them all (``[skills.<name>]`` tables); ``init --skill X``
+on such a config adds X's table when it is not listed yet.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,10 +92,22 @@ def find_root(path: str | Path = ".") -> Path:
     raise NotAGitRepo(f"{start} is not inside a git repository.")
 
 
-def open_workspace(path: str | Path = ".") -> Workspace:
-    """The workspace containing ``path``; raises NotAGitRepo or NotInitialised."""
+def open_workspace(
+    path: str | Path = ".", skill: str | None = None, *, any_skill: bool = False
+) -> Workspace:
+    """The workspace containing ``path``; raises NotAGitRepo or NotInitialised.
+
+    Its config is the effective one of the skill ``skill`` names (``--skill``; implied when
+    skillvc.toml has one). ``any_skill``: a command that needs no skill (runs, show) gets the
+    whole config of a many-skill repository instead of an error asking for ``--skill``.
+    """
+    from skillvc.skills import select_skill
+
     root = find_root(path)
-    return Workspace(root=root, config=load_config(root))
+    config = load_config(root)
+    if skill is None and any_skill:
+        return Workspace(root=root, config=config)
+    return Workspace(root=root, config=select_skill(config, skill))
 
 
 @dataclass
@@ -104,16 +119,35 @@ class InitResult:
     state_created: bool = False
     gitignore_updated: bool = False
     notes: list[str] = field(default_factory=list)
+    skills: list[tuple[str, str]] = field(default_factory=list)  # (name, path) of a many config
+    skill_added: str | None = None  # the table `init --skill` added to a many-skill config
 
     @property
     def changed(self) -> bool:
         return any(
-            (self.git_initialised, self.config_written, self.state_created, self.gitignore_updated)
+            (
+                self.git_initialised,
+                self.config_written,
+                self.state_created,
+                self.gitignore_updated,
+                self.skill_added,
+            )
         )
 
 
 def find_skill(root: Path) -> str:
     """The one ``SKILL.md`` under ``root`` (relative posix path), or a clear error."""
+    found = find_skills(root)
+    if len(found) > 1:
+        raise ConfigError(
+            f"Found {len(found)} SKILL.md files ({', '.join(found[:5])}).",
+            hint="Choose the one to train with --skill PATH.",
+        )
+    return found[0]
+
+
+def find_skills(root: Path) -> list[str]:
+    """Every ``SKILL.md`` under ``root`` (relative posix paths, sorted); at least one."""
     found = []
     for directory, subdirs, files in os.walk(root):
         # Prune in place so big trees such as node_modules or .venv are never walked.
@@ -125,12 +159,7 @@ def find_skill(root: Path) -> str:
         raise SkillFileMissing(
             f"No SKILL.md found in {root}.", hint="Name the skill file with --skill PATH."
         )
-    if len(found) > 1:
-        raise ConfigError(
-            f"Found {len(found)} SKILL.md files ({', '.join(found[:5])}).",
-            hint="Choose the one to train with --skill PATH.",
-        )
-    return found[0]
+    return found
 
 
 def init_workspace(
@@ -154,12 +183,15 @@ def init_workspace(
     if repo is None:
         if not (root / CONFIG_FILE).exists():
             # Find the skill before `git init`, so a directory without one is left untouched.
-            _skill_relpath(root, skill) if skill else find_skill(root)
+            _skill_relpath(root, skill) if skill else find_skills(root)
         repo = SkillRepo.init(root)
     root = repo.root
     config_path = root / CONFIG_FILE
 
-    if config_path.exists():
+    if config_path.exists() and load_config(root).many:
+        result = InitResult(root=root, skill_path="", git_initialised=git_initialised)
+        result.notes.append(_add_skill(root, skill, result) if skill else _already(root))
+    elif config_path.exists():
         config = load_config(root)
         skill_rel = config.skill.path
         if skill and _given_relpath(root, skill) != Path(skill_rel).as_posix():
@@ -169,6 +201,24 @@ def init_workspace(
             )
         result = InitResult(root=root, skill_path=skill_rel, git_initialised=git_initialised)
         result.notes.append(f"{CONFIG_FILE} already exists; left as it is.")
+    elif not skill and len(all_found := find_skills(root)) > 1:
+        skills = skill_tables(root, all_found)
+        text = render_many_config(
+            skills=skills,
+            target_model=target_model or DEFAULT_TARGET,
+            optimizer_model=optimizer_model or DEFAULT_OPTIMIZER,
+            train_file=train_file,
+            val_file=val_file,
+            test_file=test_file,
+            scorer=scorer,
+            seed=seed,
+        )
+        _write_config(root, text)
+        result = InitResult(
+            root=root, skill_path="", git_initialised=git_initialised, config_written=True
+        )
+        result.skills = [(s.name, s.path) for s in skills]
+        result.notes.extend(s.line() for s in skills)
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
         if not (train_file or val_file or test_file):
@@ -332,3 +382,135 @@ def _toml(value: str) -> str:
     JSON's string escapes are all valid TOML escapes.
     """
     return json.dumps(value, ensure_ascii=False)[1:-1]
+
+
+# -- many skills ------------------------------------------------------------------------------
+
+
+@dataclass
+class SkillTable:
+    """One ``[skills.<name>]`` table ``init`` writes: the skill and the task files found for it."""
+
+    name: str
+    path: str
+    train: str | None = None
+    val: str | None = None
+    test: str | None = None
+
+    def line(self) -> str:
+        found = ", ".join(f for f in (self.train, self.val, self.test) if f)
+        tasks = f"tasks {found}" if found else "no task files found: set its [skills.*.tasks]"
+        return f"  {self.name}: {self.path} ({tasks})"
+
+    def toml(self) -> str:
+        lines = [f"\n[skills.{self.name}]", f'path = "{_toml(self.path)}"']
+        splits = [
+            (k, v) for k, v in (("train", self.train), ("val", self.val), ("test", self.test))
+        ]
+        if self.train or self.val:
+            lines.append(f"\n[skills.{self.name}.tasks]")
+            lines += [f'{k} = "{_toml(v)}"' for k, v in splits if v]
+        return "\n".join(lines) + "\n"
+
+
+def skill_tables(root: Path, paths: list[str]) -> list[SkillTable]:
+    """A table per skill: named by its frontmatter name (else its directory), made unique."""
+    from skillvc.config import SKILL_NAME
+    from skillvc.skills import frontmatter_name
+
+    tables: list[SkillTable] = []
+    taken: set[str] = set()
+    for rel in paths:
+        directory = Path(rel).parent
+        name = frontmatter_name(root / rel)
+        if name is None or not SKILL_NAME.match(name):
+            name = re.sub(r"[^A-Za-z0-9_-]+", "-", directory.name or "skill").strip("-") or "skill"
+        unique, n = name, 2
+        while unique in taken:
+            unique, n = f"{name}-{n}", n + 1
+        taken.add(unique)
+        train, val, test = skill_task_files(root, rel, unique)
+        tables.append(SkillTable(unique, rel, train, val, test))
+    return tables
+
+
+def skill_task_files(root: Path, skill_rel: str, name: str) -> tuple[str | None, ...]:
+    """Task files of one skill: beside it (``<skill dir>/evals/``, ...) or ``evals/<name>/``."""
+    directory = root / Path(skill_rel).parent
+    for base in (directory, root / "evals" / name, root / "evals" / directory.name):
+        if base.is_dir() and base != root:
+            found = find_task_files(base)
+            if found[0] or found[1]:
+                return tuple(
+                    None if f is None else (base / f).relative_to(root).as_posix() for f in found
+                )
+    return None, None, None
+
+
+def render_many_config(
+    *,
+    skills: list[SkillTable],
+    target_model: str,
+    optimizer_model: str,
+    train_file: str | None = None,
+    val_file: str | None = None,
+    test_file: str | None = None,
+    scorer: str = "exact",
+    seed: int = 42,
+) -> str:
+    """The ``skillvc.toml`` of a repository with many skills (templates/skillvc-many.toml);
+    ``--train/--val/--test`` given to init become every skill's shared [tasks] files."""
+    text = string.Template(read_text("templates", "skillvc-many.toml")).substitute(
+        target_model=_toml(target_model),
+        optimizer_model=_toml(optimizer_model),
+        scorer=_toml(scorer),
+        seed=int(seed),
+        skills_block="".join(s.toml() for s in skills),
+    )
+    shared = [(k, v) for k, v in (("train", train_file), ("val", val_file), ("test", test_file))]
+    given = "".join(f'{k} = "{_toml(v)}"\n' for k, v in shared if v)
+    return text.replace("[tasks]\n", "[tasks]\n" + given, 1) if given else text
+
+
+def _write_config(root: Path, text: str) -> None:
+    """Write skillvc.toml and load it back; a file that does not load is removed again."""
+    config_path = root / CONFIG_FILE
+    config_path.write_text(text, encoding="utf-8")
+    try:
+        load_config(root)
+    except BaseException:
+        config_path.unlink(missing_ok=True)  # a re-run would keep a broken file "as it is"
+        raise
+
+
+def _already(root: Path) -> str:
+    names = load_config(root).skill_names
+    return f"{CONFIG_FILE} already exists (listing {len(names)} skills); left as it is."
+
+
+def _add_skill(root: Path, skill: str, result: InitResult) -> str:
+    """``init --skill X`` on a many-skill config: X is listed already, or its table is added."""
+    from skillvc.config import listing
+    from skillvc.skills import find_skill_name
+
+    config = load_config(root)
+    name = find_skill_name(config, skill)
+    if name is not None:
+        return f"{CONFIG_FILE} already lists skill {name} ({config.skills[name]['path']})."
+    rel = _skill_relpath(root, skill)
+    table = skill_tables(root, [rel])[0]
+    taken = set(config.skill_names)
+    base, n = table.name, 2
+    while table.name in taken:
+        table.name, n = f"{base}-{n}", n + 1
+    config_path = root / CONFIG_FILE
+    before = config_path.read_bytes()
+    config_path.write_bytes(before.rstrip(b"\n") + b"\n" + table.toml().encode("utf-8"))
+    try:
+        load_config(root)
+    except BaseException:
+        config_path.write_bytes(before)  # nothing half-added
+        raise
+    result.skill_added = table.name
+    names = [*config.skill_names, table.name]
+    return f"Added skill {table.name} ({rel}) to {CONFIG_FILE}; it now lists {listing(names)}."

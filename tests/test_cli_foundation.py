@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -49,14 +50,20 @@ def test_init_creates_git_repo_when_needed(tmp_path: Path, run) -> None:
     assert 'model = "sim:support"' in (tmp_path / "skillvc.toml").read_text()
 
 
-def test_init_with_several_skills_asks_which(git_repo: Path, run) -> None:
+def test_init_with_several_skills_lists_them_or_trains_the_one_named(
+    git_repo: Path, tmp_path: Path, run
+) -> None:
     for name in ("a", "b"):
         (git_repo / name).mkdir()
         (git_repo / name / "SKILL.md").write_text("# x\n")
+    shutil.copytree(git_repo, tmp_path / "other")
     result = run(git_repo, "init")
-    assert result.exit_code == 5
-    assert "Error: Found 2 SKILL.md files (a/SKILL.md, b/SKILL.md)." in result.output
-    assert "Hint: Choose the one to train with --skill PATH." in result.output
+    assert result.exit_code == 0
+    text = (git_repo / "skillvc.toml").read_text()
+    assert (
+        '[skills.a]\npath = "a/SKILL.md"\n' in text and '[skills.b]\npath = "b/SKILL.md"\n' in text
+    )
+    git_repo = tmp_path / "other"  # --skill in a fresh repository: today's single-skill file
     ok = run(git_repo, "init", "--skill", "b/SKILL.md")
     assert ok.exit_code == 0 and 'path = "b/SKILL.md"' in (git_repo / "skillvc.toml").read_text()
 

@@ -6,6 +6,8 @@ from typing import BinaryIO
 
 import click
 
+from skillvc.output import skill_option
+
 
 @click.command("apply")
 @click.argument("patch", type=click.File("rb"))
@@ -16,7 +18,8 @@ import click
     show_default=True,
     help="The commit message.",
 )
-def command(patch: BinaryIO, message: str) -> None:
+@skill_option
+def command(patch: BinaryIO, message: str, skill: str | None) -> None:
     """Apply PATCH (a unified diff of the skill, '-' for stdin) as recorded edits.
 
     Each hunk becomes an edit event (source "human") and the result one commit, under the same
@@ -29,8 +32,21 @@ def command(patch: BinaryIO, message: str) -> None:
     from skillvc.patches import apply_patch
     from skillvc.workspace import open_workspace
 
-    applied = apply_patch(open_workspace(), patch.read(), message)
+    data = patch.read()
+    if skill is None:  # many skills: the patch's own +++ path names the skill it edits
+        ws = open_workspace(any_skill=True)
+        if ws.config.many:
+            skill = _patched_path(data)
+    applied = apply_patch(open_workspace(skill=skill), data, message)
     ids = ", ".join(str(i) for i in applied.event_ids)
     click.echo(
         f"Committed {applied.sha[:10]}: {len(applied.edits)} edit(s) recorded (events {ids})."
     )
+
+
+def _patched_path(data: bytes) -> str | None:
+    """The path of the first ``+++`` line of a unified diff (``b/`` stripped), or None."""
+    import re
+
+    found = re.search(rb"^\+\+\+ (?:b/)?([^\t\r\n]+)", data, re.MULTILINE)
+    return found.group(1).decode("utf-8", "replace").strip() if found else None

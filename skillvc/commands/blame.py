@@ -14,7 +14,12 @@ from skillvc.output import echo_json
 # Deprecated spelling of the positional REV (every other command names revisions positionally).
 @click.option("--rev", "rev_option", hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def command(args: tuple[str, ...], rev_option: str | None, as_json: bool) -> None:
+@click.option(
+    "--skill", "skill_name", metavar="NAME", help="The skill when skillvc.toml lists several."
+)
+def command(
+    args: tuple[str, ...], rev_option: str | None, as_json: bool, skill_name: str | None
+) -> None:
     """Annotate each line of the skill at REV (default: HEAD) with the commit behind it.
 
     Training commits show their run, step and val gain; human lines say so. SKILL defaults
@@ -24,7 +29,7 @@ def command(args: tuple[str, ...], rev_option: str | None, as_json: bool) -> Non
     from skillvc.report import blame
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(skill=skill_name, any_skill=True)
     if len(args) > 2:
         raise click.UsageError("Give at most a revision and a skill file.")
     rev, skill = "HEAD", None
@@ -37,7 +42,7 @@ def command(args: tuple[str, ...], rev_option: str | None, as_json: bool) -> Non
         if len(args) == 2 or (args and skill is None):
             raise click.UsageError("Give the revision once: skillvc blame REV [SKILL].")
         rev = rev_option
-    path = skill or ws.skill_relpath
+    path = skill or ws.skill_relpath  # many skills and none named: exit 2 naming them
     store = ws.store() if ws.db_path.exists() else None
     try:
         lines = blame(store, ws.repo, path, rev)

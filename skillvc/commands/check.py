@@ -28,6 +28,11 @@ HEAD; null when there is nothing to compare>, "changes_allowed", "config_changes
 of skillvc.toml), "config_error", "task_files_changed", "task_changes": {"train" | "val" |
 "test": {"added", "removed", "edited"}}, "task_error", "skill": {"base", "head"}}``. The JSON
 is printed before a failing exit 7, so CI can keep it.
+
+Many skills (``[skills.<name>]``): every skill of BASE's config is checked (``--skill NAME``: one),
+each under its own settings; the text report has a ``== skill NAME ==`` section per skill, the
+JSON is ``{"verdict", "skills": {NAME: <the object above>}}``, and the check fails when any
+skill fails (config changes first, then regressions).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from skillvc.output import echo_json, json_option
+from skillvc.output import echo_json, json_option, skill_option
 
 if TYPE_CHECKING:
     from skillvc.trust import CheckResult
@@ -78,8 +83,10 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@skill_option
 @json_option
 def command(
+    skill: str | None,
     rev: str | None,
     base: str,
     head: str | None,
@@ -103,19 +110,24 @@ def command(
     head = rev if rev is not None else head
     from skillvc.errors import ConfigChanged, RegressionFound
     from skillvc.progress import Progress
-    from skillvc.trust import check_change
+    from skillvc.trust import check_skills
     from skillvc.workspace import find_root
 
-    result = check_change(
+    results = check_skills(
         find_root(),
         base,
         head,
         split,
+        skill=skill,
         allow_drop=allow_drop,
         allow_config_change=allow_config_change,
         workers=workers,
         progress=Progress.to_stderr(quiet),
     )
+    if results[0][0] is not None:  # many skills: a verdict per skill
+        _many(results, as_json)
+        return
+    result = results[0][1]
     if as_json:
         echo_json(result.to_dict())
     else:
@@ -172,3 +184,28 @@ def change_lines(result: CheckResult) -> list[str]:
             lines.append(f"{split} items at {at}: {'; '.join(parts)}.")
     lines.append(f"The verdict uses skillvc.toml and the task files of {result.base}.")
     return lines
+
+
+def _many(results: list[tuple[str | None, CheckResult]], as_json: bool) -> None:
+    """Report a verdict per skill; fail as the worst one does (config changes, then regressions)."""
+    from skillvc.config import listing
+    from skillvc.errors import ConfigChanged, RegressionFound
+
+    refused = [str(name) for name, r in results if r.refused_changes]
+    regressed = [str(name) for name, r in results if r.regression and not r.refused_changes]
+    worst = "config_changed" if refused else ("regression" if regressed else "pass")
+    if as_json:
+        echo_json({"verdict": worst, "skills": {name: r.to_dict() for name, r in results}})
+    else:
+        for name, result in results:
+            click.echo(f"== skill {name} ==")
+            lines = result_lines(result)
+            if result.regression and not result.refused_changes:
+                lines.append(result.message)  # the error sentence names one skill only
+            click.echo("\n".join(lines))
+    if refused:
+        raise ConfigChanged(
+            f"The change edits what the check takes from BASE only, for skill {listing(refused)}."
+        )
+    if regressed:
+        raise RegressionFound(f"The change regresses skill {listing(regressed)}.")

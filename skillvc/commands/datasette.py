@@ -25,7 +25,7 @@ def command(port: int) -> None:
     from skillvc.datasette_app import prepare, serve_command
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(any_skill=True)
     with ws.store() as store:
         metadata_file = prepare(store, ws.state_dir)
     args = serve_command(ws.db_path, metadata_file, port)

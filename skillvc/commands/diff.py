@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json, fmt_score
+from skillvc.output import echo_json, fmt_score, skill_option
 
 
 @click.command("diff")
 @click.argument("rev_a", metavar="[A]", default="HEAD")
 @click.argument("rev_b", metavar="[B]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def command(rev_a: str, rev_b: str | None, as_json: bool) -> None:
+@skill_option
+def command(rev_a: str, rev_b: str | None, as_json: bool, skill: str | None) -> None:
     """Diff of the skill between A (default: HEAD) and B (default: the working tree).
 
     A and B are git revisions or checkpoints such as skillvc/<run>/best; known scores are
@@ -23,7 +24,7 @@ def command(rev_a: str, rev_b: str | None, as_json: bool) -> None:
     from skillvc.skilldoc import SkillDocument
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(skill=skill)
     path = ws.skill_relpath
     before = ws.repo.read_file(path, rev_a)
     after = ws.require_skill().read_bytes() if rev_b is None else ws.repo.read_file(path, rev_b)

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json, json_option
+from skillvc.output import echo_json, json_option, skill_option
 
 
 @click.command("doctor")
+@skill_option
 @json_option
-def command(as_json: bool) -> None:
+def command(skill: str | None, as_json: bool) -> None:
     """Check skillvc.toml, model credentials and reachability (one tiny call per model).
 
     Nothing is recorded or cached; keys are never printed. Exits 6 when a check fails.
+    With several skills, every one is checked unless --skill names one.
     Example: skillvc doctor
     """
     from skillvc.doctor import diagnose
 
-    report = diagnose(".")
+    report = diagnose(".", skill)
     if as_json:
         echo_json(report.to_dict())
     else:

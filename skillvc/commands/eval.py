@@ -48,7 +48,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from skillvc.output import echo_json, echo_rows, fmt_score, json_option, table_options
+from skillvc.output import (
+    echo_json,
+    echo_rows,
+    fmt_score,
+    json_option,
+    skill_option,
+    table_options,
+)
 
 if TYPE_CHECKING:
     from skillvc.evaluation import Comparison, EvalResult
@@ -68,9 +75,11 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 @click.option("--compare", "base", metavar="BASE", help="Also evaluate BASE and pair the two.")
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@skill_option
 @json_option
 @table_options
 def command(
+    skill: str | None,
     rev: str | None,
     split: str,
     base: str | None,
@@ -88,7 +97,7 @@ def command(
     from skillvc.progress import Progress
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(skill=skill)
     if base is None:
         result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
         if result.errors:

@@ -80,7 +80,7 @@ def command(
     from skillvc.sleep.harvest import review as review_kinds
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(any_skill=True)  # [harvest] is the project's, not one skill's
     if review or approve or rubrics:
         if dirs or source:
             raise click.UsageError("--review lists what was harvested; it takes no directory.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json, json_option
+from skillvc.output import echo_json, json_option, skill_option
 
 
 @click.command("report")
@@ -24,18 +24,34 @@ from skillvc.output import echo_json, json_option
     metavar="FILE",
     help="Write the run as one self-contained HTML page (curve, costs, diffs) instead.",
 )
-def command(run_id: str | None, fmt: str, as_json: bool, html_file: str | None) -> None:
+@skill_option
+def command(
+    run_id: str | None, fmt: str, as_json: bool, html_file: str | None, skill: str | None
+) -> None:
     """Scores, curve, cost, steps, accepted diffs and rejected edits of a run, for a pull request.
 
     --json is the same as --format json.
     Example: skillvc report > pr-body.md; skillvc report --html run.html
     """
     from skillvc.report import render_markdown, run_report
+    from skillvc.skills import report_targets
     from skillvc.workspace import open_workspace
 
-    ws = open_workspace()
+    ws = open_workspace(skill=skill, any_skill=True)
     with ws.store() as store:
-        report = run_report(store, run_id, ws.skill_relpath)
+        targets = report_targets(ws.config, store, run_id)
+        reports = [(name, run_report(store, run, path)) for name, run, path in targets]
+    if len(reports) > 1:  # many skills, none named: each skill's latest run
+        if html_file is not None:
+            ws.config.require_named()  # one page is one run: ask for --skill (exit 2)
+        if as_json or fmt == "json":
+            echo_json([{"skill": name, **report} for name, report in reports])
+        else:
+            click.echo(
+                "\n".join(f"# Skill {n}\n\n{render_markdown(r)}" for n, r in reports), nl=False
+            )
+        return
+    report = reports[0][1]
     if html_file is not None:
         from pathlib import Path
 

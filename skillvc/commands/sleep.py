@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json, fmt_score, json_option
+from skillvc.output import echo_json, fmt_score, json_option, skill_option
 
 
 @click.command("sleep")
@@ -22,9 +22,11 @@ from skillvc.output import echo_json, fmt_score, json_option
 @click.option("--yes", is_flag=True, help="Train on newly mined items without review.")
 @click.option("--date", metavar="YYYY-MM-DD", help="The night's date in the branch name [today].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@skill_option
 @json_option
 @click.argument("dirs", nargs=-1, type=click.Path(file_okay=False))
 def command(
+    skill: str | None,
     source: str | None,
     budget_usd: float | None,
     yes: bool,
@@ -43,7 +45,7 @@ def command(
 
     progress = None if quiet or as_json else (lambda line: click.echo(line, err=True))
     result = sleep(
-        open_workspace(),
+        open_workspace(skill=skill),
         source=source,
         dirs=dirs,
         budget_usd=budget_usd,

@@ -39,9 +39,10 @@ def command(
 
     PATHS are files or directories (every SKILL.md, *.mdc and *.instructions.md under them);
     with --staged, their staged versions (how the pre-commit framework runs it); without
-    PATHS the configured skill is checked (without a skillvc.toml: every skill file in
-    the repository). Prints one line per problem and exits 5 when there is any; warnings
-    (size guidance, a size budget not grown past) go to stderr and never fail.
+    PATHS the configured skill (every one, when there are several) is checked (without a
+    skillvc.toml: every skill file in the repository). Prints one line per problem and exits 5
+    when there is any; warnings (size guidance, a size budget not grown past) go to stderr and
+    never fail.
 
     Example: skillvc validate --staged
     """
@@ -74,7 +75,7 @@ def _configured_max_bytes() -> int:
     from skillvc.formats import DEFAULT_MAX_BYTES
     from skillvc.workspace import open_workspace
 
-    try:
-        return open_workspace().config.skill.max_bytes
+    try:  # many skills: the shared [skill] max_bytes
+        return open_workspace(any_skill=True).config.skill.max_bytes
     except SkillvcError:
         return DEFAULT_MAX_BYTES

@@ -160,9 +160,15 @@ def commit(
     accepted: bool,
     parent: str,
     step_label: str,
+    skill: str | None = None,
 ) -> str:
-    """Write (or find again) the commit of one gate decision; returns its sha."""
-    ref = None if accepted else f"refs/skillvc/rejected/{log.run_id}/{step_label}"
+    """Write (or find again) the commit of one gate decision; returns its sha.
+
+    A rejected candidate is kept under refs/skillvc/rejected/[<skill>/]<run>/<step> (the skill's
+    name only in a repository with many skills: single-skill repositories keep their layout).
+    """
+    where = f"{skill}/{log.run_id}" if skill else log.run_id
+    ref = None if accepted else f"refs/skillvc/rejected/{where}/{step_label}"
     intent = log.emit(
         "commit.intent",
         {

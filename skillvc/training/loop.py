@@ -109,7 +109,9 @@ def train(
     }
     given = {section: values for section, values in given.items() if values}
     with ws.store(create=True) as store, store.writer_lock():
-        unfinished = None if new else find_unfinished(store)
+        # Many skills: only this skill's runs resume (another skill's run is not ours to finish).
+        many = ws.config.skill.path if ws.config.skill_name else None
+        unfinished = None if new else find_unfinished(store, many)
         if unfinished is not None and given:
             raise ConfigError(
                 f"Run {unfinished.run_id} is unfinished and resumes with the settings it "
@@ -121,6 +123,7 @@ def train(
             if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
                 snapshot = restore(snapshot, ws.config.to_dict())
             config = parse_config_dict(snapshot, ws.root)
+            config.skill_name, config.skills = ws.config.skill_name, ws.config.skills
         else:
             config = ws.config
             for section, values in given.items():
@@ -170,6 +173,8 @@ class Trainer:
         self.t = config.train
         self.repo = ws.repo
         self.relpath = config.skill_relpath
+        # Many skills: tags and rejected refs are under the skill's name (skillvc/<skill>/<run>/).
+        self.refs = f"{config.skill_name}/" if config.skill_name else ""
         self.log, self.client = ctx.log, ctx.client
         progress.watch(self.client.totals)
         self.started = time.monotonic()
@@ -342,7 +347,7 @@ class Trainer:
         if self.t.meta_skill:
             self.meta_update()
         self.state.new_epoch()
-        name = f"{self.ctx.run_id}/epoch-{epoch}"
+        name = f"{self.refs}{self.ctx.run_id}/epoch-{epoch}"
         self.repo.tag(name, self.state.head)
         self.log.emit(
             "checkpoint",
@@ -409,6 +414,7 @@ class Trainer:
             accepted=decision != "rejected",
             parent=s.head,
             step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
+            skill=self.config.skill_name,
         )
         if decision == "rejected":
             s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
@@ -508,7 +514,7 @@ class Trainer:
         self.log.step = None
         s, ctx = self.state, self.ctx
         if s.head != ctx.base_commit:
-            self.repo.tag(f"{ctx.run_id}/best", s.head)
+            self.repo.tag(f"{self.refs}{ctx.run_id}/best", s.head)
         baseline_test = test = None
         if ctx.test:
             self.phase = "the test evaluation"

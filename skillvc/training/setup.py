@@ -60,8 +60,9 @@ class RunContext:
     base_skill: str
 
 
-def find_unfinished(store: EventStore) -> Event | None:
-    """The newest run, when it has not finished (stopped and killed runs count).
+def find_unfinished(store: EventStore, skill_path: str | None = None) -> Event | None:
+    """The newest run, when it has not finished (stopped and killed runs count);
+    ``skill_path``: the newest run of that skill (many skills in one repository).
 
     Only the newest run is a candidate: a run left unfinished and then superseded by
     ``--new`` is abandoned. Resuming it after the newer run finished would replay it on a
@@ -71,7 +72,9 @@ def find_unfinished(store: EventStore) -> Event | None:
         "SELECT s.id, EXISTS (SELECT 1 FROM events f WHERE f.type IN ('run.finished', "
         "'run.abandoned') AND f.run_id = s.run_id) AS finished FROM events s "
         "WHERE s.type = 'run.started' "
-        "ORDER BY s.id DESC LIMIT 1"
+        + ("AND json_extract(s.payload, '$.config.skill.path') = ? " if skill_path else "")
+        + "ORDER BY s.id DESC LIMIT 1",
+        [skill_path] if skill_path else [],
     )
     if not rows or rows[0]["finished"]:
         return None
@@ -208,7 +211,8 @@ def prepare_run(
                 "models": {"target": config.target.model, "optimizer": config.optimizer.model},
                 "branch": repo.current_branch(),
             }
-            | _agent_versions(backends),
+            | _agent_versions(backends)
+            | ({"skill_name": config.skill_name} if config.skill_name else {}),
         )
     else:
         started = log.emit("run.started", unfinished.payload)
