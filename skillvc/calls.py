@@ -9,6 +9,7 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 import time
@@ -252,6 +253,15 @@ class ModelClient:
             cost_usd=cost,
             meta=meta,
         )
+
+    def fork(self) -> ModelClient:
+        """A client for calls sent ahead of the loop (``training/prefetch.py``): the same
+        store, backends, rate limits and refused keys, with statistics of its own."""
+        twin = copy.copy(self)
+        twin.stats = defaultdict(RoleStats)
+        twin.last_error = None
+        twin._lock = threading.Lock()
+        return twin
 
     def snapshot(self) -> dict[str, RoleStats]:
         with self._lock:

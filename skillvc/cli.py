@@ -330,6 +330,13 @@ def _summary_lines(summary: Any) -> list[str]:
     help="Evaluate every val item in every gate.",
 )
 @click.option(
+    "--no-speculate",
+    "speculate",
+    flag_value=False,
+    default=None,
+    help="Do not start the next rollouts while a candidate is gated.",
+)
+@click.option(
     "--budget-usd",
     type=click.FloatRange(0, min_open=True),
     help="Stop cleanly at a step boundary past this cost.",
