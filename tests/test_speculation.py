@@ -158,3 +158,21 @@ def test_no_speculate_flag_turns_speculation_off(
     with open_store(repo / ".skillvc/events.db") as store:
         started = store.query("SELECT payload FROM events WHERE type = 'run.started'")[0]
     assert json.loads(started["payload"])["config"]["train"]["speculate"] is False
+
+
+def test_train_tells_the_calls_speculation_wasted(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = copy_repo(demo_seed, tmp_path / "r")
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(cli, ["train", "-q"])
+    assert result.exit_code == 0, result.output
+    wasted = sum(r["jobs"] for r in wasted_records(repo))  # all fresh in a first run
+    assert wasted > 0
+    lines = result.output.splitlines()
+    assert (
+        f"speculation: {wasted} more calls started while a gate ran, unused because it "
+        "accepted (tokens and cost above include them)"
+    ) in lines
+    calls = next(line for line in lines if line.startswith("model calls "))
+    assert " answered from the log)" in calls and "(0 made" not in calls
