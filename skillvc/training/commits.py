@@ -160,8 +160,15 @@ def commit(
     accepted: bool,
     parent: str,
     step_label: str,
+    fresh: bool = False,
+    branch: str | None = None,
 ) -> str:
-    """Write (or find again) the commit of one gate decision; returns its sha."""
+    """Write (or find again) the commit of one gate decision; returns its sha.
+
+    ``fresh``: the run was never interrupted, so no commit of this decision can exist yet and
+    the search for one (git calls between the gate and the next step) is skipped. ``branch``:
+    the ref accepted commits move, when the caller knows it (else git is asked).
+    """
     ref = None if accepted else f"refs/skillvc/rejected/{log.run_id}/{step_label}"
     intent = log.emit(
         "commit.intent",
@@ -180,7 +187,7 @@ def commit(
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
     sha = (
         repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50)
-        if (ref is None or ref in repo.refs(ref))
+        if not fresh and (ref is None or ref in repo.refs(ref))
         else None
     )
     if sha is None:
@@ -192,7 +199,12 @@ def commit(
         repo.restore_file(relpath, content)
     log.emit(
         "commit.done",
-        {"gate_id": gate_id, "sha": sha, "ref": ref or branch_ref(repo), "intent": intent.seq},
+        {
+            "gate_id": gate_id,
+            "sha": sha,
+            "ref": ref or branch or branch_ref(repo),
+            "intent": intent.seq,
+        },
         key=f"gate:{gate_id}",
     )
     return sha

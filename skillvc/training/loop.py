@@ -187,6 +187,7 @@ class Trainer:
         # (items, split) the loop runs next with the current skill if the gate in progress
         # rejects: what a gate speculates on.
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
+        self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
 
     # The spine ---------------------------------------------------------------------------
 
@@ -296,6 +297,11 @@ class Trainer:
             )
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
+        with self.store.transaction():  # the stage's events in one write
+            self.record_reflection(reflection)
+        return reflection
+
+    def record_reflection(self, reflection: Reflection) -> None:
         for p in reflection.proposals:
             self.log.emit(
                 "edit.proposed",
@@ -308,7 +314,6 @@ class Trainer:
             )
         for failure in reflection.failures:
             self.log.emit("reflection.failed", failure)
-        return reflection
 
     def aggregate(self, proposals: Sequence[Proposal]) -> list[Merged]:
         merged = aggregate(proposals)
@@ -439,6 +444,8 @@ class Trainer:
             accepted=decision != "rejected",
             parent=s.head,
             step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
+            fresh=not self.ctx.resumed,
+            branch=self.branch_ref,
         )
         if decision == "rejected":
             s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
@@ -687,6 +694,10 @@ class Trainer:
         rollouts: on resume they are retried rather than replayed.
         """
         self.check_failures(sum(1 for r in rollouts if not r.ok), len(rollouts), "target")
+        with self.store.transaction():  # one write for the stage, not one per rollout
+            self.record_rollouts(split, rollouts)
+
+    def record_rollouts(self, split: str, rollouts: Sequence[Rollout]) -> None:
         for r in rollouts:
             self.log.emit(
                 "rollout",
