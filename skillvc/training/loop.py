@@ -11,6 +11,10 @@ Invariants:
 - The skill file changes only through ``commits.commit`` (one commit per accepted candidate),
   never half-written; the run refuses to start when the user has uncommitted changes to it.
 - An unfinished run is resumed with the settings it started with; only the budget may change.
+- Calls may be sent ahead of the stage that uses them (``training/prefetch.py``: the next
+  rollouts while a gate runs, the baseline test beside the baseline val, ...), but each stage
+  still asks for its calls itself, in order, and gets them from the log: prefetching and
+  speculation change when requests go out, never an event of the run's sequence.
 """
 
 from __future__ import annotations

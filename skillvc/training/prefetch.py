@@ -65,8 +65,11 @@ class Prefetcher:
     def __enter__(self) -> Prefetcher:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # a stopped run: what has not started yet is not worth sending any more
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
     def rollouts(
         self,
