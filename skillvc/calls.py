@@ -129,6 +129,7 @@ class ModelClient:
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
         self.refused: dict[str, str] = {}
+        self.forked = False  # see fork()
         self._lock = threading.Lock()
         self._limiters = {
             role: RateLimiter(c.requests_per_minute, c.tokens_per_minute)
@@ -199,19 +200,22 @@ class ModelClient:
             result = call_with_retries(once, policy, sleep=self.sleep)
         except (BackendError, OSError) as exc:
             message = redact(str(exc), self.secrets)
-            self.store.append(
-                "model.error",
-                {
-                    "role": req.role,
-                    "model": req.model,
-                    "cache_key": req.key,
-                    "error": message,
-                    "kind": type(exc).__name__,
-                    "transient": isinstance(exc, TransientError),
-                },
-                run_id=self.run_id,
-                step=step,
-            )
+            # A fork's failure is not logged: the loop makes that call itself and records what
+            # it meets, and a resumed run must not replay a failure the loop never saw.
+            if not self.forked:
+                self.store.append(
+                    "model.error",
+                    {
+                        "role": req.role,
+                        "model": req.model,
+                        "cache_key": req.key,
+                        "error": message,
+                        "kind": type(exc).__name__,
+                        "transient": isinstance(exc, TransientError),
+                    },
+                    run_id=self.run_id,
+                    step=step,
+                )
             with self._lock:
                 self.stats[req.role].errors += 1
                 self.last_error = message
@@ -259,6 +263,7 @@ class ModelClient:
         store, backends, rate limits and refused keys, with statistics of its own."""
         twin = copy.copy(self)
         twin.stats = defaultdict(RoleStats)
+        twin.forked = True
         twin.last_error = None
         twin._lock = threading.Lock()
         return twin
