@@ -16,8 +16,9 @@ Two kinds of prefetch:
 Invariants:
 - The loop calls ``wait(tag)`` before it asks for calls of a skill (``tag``) that may be in
   flight here, so no request is sent twice by one process.
-- A failed prefetched call is ignored here (the loop makes the call itself and meets the error
-  there), so a prefetch can never change what the run records.
+- A failed prefetched call is neither logged nor acted on here (the loop makes the call itself
+  and meets the error there), so a prefetch can never change what the run records; after a
+  first failure nothing more is sent ahead, so an outage is not met twice.
 - Speculative and prefetched calls run in a pool of their own (``workers`` threads), so they
   never queue in front of the gate's calls: up to twice ``workers`` requests may be in flight.
 """
@@ -25,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ class Prefetcher:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillvc-ahead")
         self.batches: list[Batch] = []
         self.sent: set[tuple[str, str, str]] = set()  # (skill hash, split, item id)
+        # Set by the first failed call: an outage must not be met by every call sent ahead
+        # too, so from then on only the loop sends (what is queued here is skipped).
+        self.failed = threading.Event()
 
     def __enter__(self) -> Prefetcher:
         return self
@@ -93,7 +97,7 @@ class Prefetcher:
         self.sent.update((tag, split, it.id) for it in todo)
         fork = self.client.fork()
         futures = [
-            self.pool.submit(_warm, fork, rollout_messages(skill, it), k)
+            self.pool.submit(self._warm, fork, rollout_messages(skill, it), k)
             for it in todo
             for k in range(self.samples)
         ]
@@ -104,7 +108,7 @@ class Prefetcher:
     def call(self, tag: str, fn: Callable[[ModelClient], object]) -> Batch:
         """Run ``fn`` with a forked client ahead of the loop (e.g. the meta update's call)."""
         fork = self.client.fork()
-        batch = Batch(tag, fork, [self.pool.submit(_quietly, fn, fork)], speculative=False)
+        batch = Batch(tag, fork, [self.pool.submit(self._quietly, fn, fork)], speculative=False)
         self.batches.append(batch)
         return batch
 
@@ -138,13 +142,13 @@ class Prefetcher:
             b.done()
         self.pool.shutdown(wait=True)
 
+    def _warm(self, client: ModelClient, messages: list[dict[str, str]], sample: int) -> None:
+        self._quietly(lambda c: c.call("target", messages, sample=sample), client)
 
-def _warm(client: ModelClient, messages: list[dict[str, str]], sample: int) -> None:
-    # A failure is the loop's to meet: it makes this call itself (and records the error).
-    with contextlib.suppress(Exception):
-        client.call("target", messages, sample=sample)
-
-
-def _quietly(fn: Callable[[ModelClient], object], client: ModelClient) -> None:
-    with contextlib.suppress(Exception):  # as in _warm
-        fn(client)
+    def _quietly(self, fn: Callable[[ModelClient], object], client: ModelClient) -> None:
+        if self.failed.is_set():
+            return
+        try:
+            fn(client)
+        except Exception:  # noqa: BLE001 - the loop makes this call itself and meets the error
+            self.failed.set()
