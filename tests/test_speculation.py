@@ -171,8 +171,11 @@ def test_train_tells_the_calls_speculation_wasted(
     assert wasted > 0
     lines = result.output.splitlines()
     assert (
-        f"speculation: {wasted} more calls started while a gate ran, unused because it "
-        "accepted (tokens and cost above include them)"
+        f"speculation: {wasted} of these calls were started while a gate ran and were not "
+        "used, because it accepted its candidate"
     ) in lines
+    with open_store(repo / ".skillvc/events.db") as store:
+        made = store.query("SELECT COUNT(*) AS n FROM events WHERE type = 'model.call'")[0]["n"]
+    # A first run: every call was made, none answered from the log.
     calls = next(line for line in lines if line.startswith("model calls "))
-    assert " answered from the log)" in calls and "(0 made" not in calls
+    assert calls.startswith(f"model calls {made} ({made} made, 0 answered from the log), ")

@@ -31,6 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from skillvc import prompts
+from skillvc.backends.pricing import cost_usd
 from skillvc.calls import CallFailed, RoleStats
 from skillvc.config import Config, override, parse_config_dict, validate
 from skillvc.edits import ApplyResult, Unmatched
@@ -215,14 +216,14 @@ class Trainer:
                 progress=self.progress,
             )
             self.phase = "the baseline evaluation"
-            # In the baseline's wave: calls the run makes whatever its gates decide.
-            self.prefetch(self.state.skill, self.ctx.test, "test")
-            self.prefetch_epoch_start(1)
+            if self.cannot_be_refused():
+                self.prefetch_start()  # in the baseline's wave
             with self.stage("baseline on val", [(self.state.skill, self.ctx.val, "val")]):
                 self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)
             self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
             self.project()
+            self.prefetch_start()  # sent already, unless the projection could stop the run
             for epoch in range(1, self.t.epochs + 1):
                 epoch_start_skill = self.state.skill
                 self.prefetch_epoch_start(epoch)
@@ -624,6 +625,22 @@ class Trainer:
         return self.ahead.rollouts(
             skill, items, split, speculative=speculative, known=self.evaluator.memo
         )
+
+    def prefetch_start(self) -> None:
+        """Calls the run makes whatever its gates decide: the seed skill on test, the first
+        step's rollouts and the first slow update's evaluation of the seed skill."""
+        self.prefetch(self.ctx.base_skill, self.ctx.test, "test")
+        self.prefetch_epoch_start(1)
+
+    def cannot_be_refused(self) -> bool:
+        """True when the projection after the baseline cannot stop the run (it has a budget,
+        or its models cost nothing we know of): only then may calls beyond the baseline go
+        out beside it."""
+        if self.t.budget_usd is not None:
+            return True
+        big = 10**9
+        models = (self.config.target.model, self.config.optimizer.model)
+        return all(not cost_usd(m, big, big, self.config.prices) for m in models)
 
     def prefetch_epoch_start(self, epoch: int) -> None:
         """The epoch's first rollouts and its slow update's evaluation of the epoch-start
