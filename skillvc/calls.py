@@ -9,6 +9,7 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 import time
@@ -139,6 +140,7 @@ class ModelClient:
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
         self.refused: dict[str, str] = {}
+        self.forked = False  # see fork()
         self._lock = threading.Lock()
         self._limiters = {
             role: RateLimiter(c.requests_per_minute, c.tokens_per_minute)
@@ -213,19 +215,22 @@ class ModelClient:
             result = call_with_retries(once, policy, sleep=self.sleep)
         except (BackendError, OSError) as exc:
             message = redact(str(exc), self.secrets)
-            self.store.append(
-                "model.error",
-                {
-                    "role": req.role,
-                    "model": req.model,
-                    "cache_key": req.key,
-                    "error": message,
-                    "kind": type(exc).__name__,
-                    "transient": isinstance(exc, TransientError),
-                },
-                run_id=self.run_id,
-                step=step,
-            )
+            # A fork's failure is not logged: the loop makes that call itself and records what
+            # it meets, and a resumed run must not replay a failure the loop never saw.
+            if not self.forked:
+                self.store.append(
+                    "model.error",
+                    {
+                        "role": req.role,
+                        "model": req.model,
+                        "cache_key": req.key,
+                        "error": message,
+                        "kind": type(exc).__name__,
+                        "transient": isinstance(exc, TransientError),
+                    },
+                    run_id=self.run_id,
+                    step=step,
+                )
             with self._lock:
                 self.stats[req.role].errors += 1
                 self.last_error = message
@@ -271,6 +276,16 @@ class ModelClient:
             cost_usd=cost,
             meta=meta,
         )
+
+    def fork(self) -> ModelClient:
+        """A client for calls sent ahead of the loop (``training/prefetch.py``): the same
+        store, backends, rate limits and refused keys, with statistics of its own."""
+        twin = copy.copy(self)
+        twin.stats = defaultdict(RoleStats)
+        twin.forked = True
+        twin.last_error = None
+        twin._lock = threading.Lock()
+        return twin
 
     def snapshot(self) -> dict[str, RoleStats]:
         with self._lock:

@@ -279,18 +279,26 @@ def _summary_lines(summary: Any) -> list[str]:
     # Steps and slow updates counted apart (a slow update is a candidate, not a step).
     empty = summary.steps - summary.accepted - summary.rejected
     slow = summary.slow_updates_accepted + summary.slow_updates_rejected
-    return [
+    # Every call paid for, as `runs` and `report` count them: speculation's unused ones too.
+    wasted = getattr(summary, "speculation_wasted_calls", 0)
+    lines = [
         f"run {summary.run_id} {summary.status}: {summary.steps} steps ({summary.accepted} "
         f"accepted, {summary.rejected} rejected, {empty} without a candidate); {slow} slow "
         f"updates ({summary.slow_updates_accepted} accepted, "
         f"{summary.slow_updates_rejected} rejected)",
         f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}",
         f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}",
-        f"model calls {summary.calls} ({summary.fresh_calls} made, "
-        f"{summary.calls - summary.fresh_calls} answered from the log), "
+        f"model calls {summary.calls + wasted} ({summary.fresh_calls} made, "
+        f"{summary.calls + wasted - summary.fresh_calls} answered from the log), "
         f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
         f"{summary.calls_saved_by_early_stop} calls",
     ]
+    if wasted:
+        lines.append(
+            f"speculation: {wasted} of these calls were started while a gate ran and were "
+            "not used, because it accepted its candidate"
+        )
+    return lines
 
 
 @cli.command()
@@ -355,6 +363,13 @@ def _summary_lines(summary: Any) -> list[str]:
     flag_value=False,
     default=None,
     help="Evaluate every val item in every gate.",
+)
+@click.option(
+    "--no-speculate",
+    "speculate",
+    flag_value=False,
+    default=None,
+    help="Do not start the next rollouts while a candidate is gated.",
 )
 @click.option(
     "--budget-usd",

@@ -114,6 +114,9 @@ class TrainConfig:
     max_failure_rate: float = 0.25
     rejected_buffer_size: int = 20
     train_description: bool = False  # edits may replace the frontmatter description too
+    # Start the next stage's rollouts with the current skill while a candidate is gated; the
+    # run's record is the same either way (see training/prefetch.py).
+    speculate: bool = True
 
 
 @dataclass

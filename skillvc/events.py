@@ -90,6 +90,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("harvest.finished", 1, "counts of a harvest and the task file it wrote"),
         EventType("sleep.finished", 1, "a nightly run: its harvest, branch, run and report"),
         EventType("run.abandoned", 1, "a stopped run nobody will resume (a sleep run's)"),
+        EventType("speculation.wasted", 1, "rollouts started during a gate its acceptance voided"),
     ]
 }
 

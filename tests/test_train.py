@@ -351,8 +351,9 @@ def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: 
     assert got["calls"] == expected["calls"]
     assert got["calls"]["n"] == got["calls"]["k"]  # every call recorded once
     made = journal.read_text().split()
-    # Only calls in flight at a kill (answered but not yet recorded) can be made again.
-    assert len(made) - len(set(made)) <= kills * 8
+    # Only calls in flight at a kill (answered but not yet recorded) can be made again: up to
+    # 8 workers of the loop and 8 sending calls ahead of it (speculation, prefetches).
+    assert len(made) - len(set(made)) <= kills * 16
     assert len(set(made)) == expected["calls"]["n"]
     assert git(repo, "status", "--porcelain") == ""
 

@@ -243,7 +243,9 @@ def test_failing_target_calls_stop_the_run_which_resumes_when_healthy(
     assert int(m.group(1)) == int(m.group(2)) == VAL_ITEMS
     assert "Hint: Fix the cause, then run 'skillvc train' again to resume." in stopped.stderr
     # One retry each (max_retries = 1), right away as Retry-After: 0 asked; then a clear error.
-    assert len(loopback.requests) == 2 * VAL_ITEMS
+    # Calls sent ahead of the loop (the test split, the first rollouts) stop at their first
+    # failure: at most the WORKERS already in flight fail too.
+    assert 2 * VAL_ITEMS <= len(loopback.requests) <= 2 * (VAL_ITEMS + WORKERS)
     assert len(events(repo, "model.error")) == VAL_ITEMS
     assert events(repo, "model.call") == []
     (stop,) = events(repo, "run.stopped")

@@ -161,11 +161,16 @@ def commit(
     parent: str,
     step_label: str,
     skill: str | None = None,
+    fresh: bool = False,
+    branch: str | None = None,
 ) -> str:
     """Write (or find again) the commit of one gate decision; returns its sha.
 
     A rejected candidate is kept under refs/skillvc/rejected/[<skill>/]<run>/<step> (the skill's
     name only in a repository with many skills: single-skill repositories keep their layout).
+    ``fresh``: the run was never interrupted, so no commit of this decision can exist yet and
+    the search for one (git calls between the gate and the next step) is skipped. ``branch``:
+    the ref accepted commits move, when the caller knows it (else git is asked).
     """
     where = f"{skill}/{log.run_id}" if skill else log.run_id
     ref = None if accepted else f"refs/skillvc/rejected/{where}/{step_label}"
@@ -186,7 +191,7 @@ def commit(
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
     sha = (
         repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50)
-        if (ref is None or ref in repo.refs(ref))
+        if not fresh and (ref is None or ref in repo.refs(ref))
         else None
     )
     if sha is None:
@@ -198,7 +203,12 @@ def commit(
         repo.restore_file(relpath, content)
     log.emit(
         "commit.done",
-        {"gate_id": gate_id, "sha": sha, "ref": ref or branch_ref(repo), "intent": intent.seq},
+        {
+            "gate_id": gate_id,
+            "sha": sha,
+            "ref": ref or branch or branch_ref(repo),
+            "intent": intent.seq,
+        },
         key=f"gate:{gate_id}",
     )
     return sha

@@ -106,9 +106,8 @@ class Evaluator:
         return [self.memo[(skill_hash, split, it.id)] for it in items]
 
     def _one(self, skill: str, skill_hash: str, item: TaskItem, sample: int) -> Rollout:
-        messages = [{"role": "system", "content": skill}, {"role": "user", "content": item.input}]
         try:
-            reply = self.client.call("target", messages, sample=sample)
+            reply = self.client.call("target", rollout_messages(skill, item), sample=sample)
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
         try:
@@ -128,6 +127,11 @@ class Evaluator:
             activated=reply.meta.get("activated"),
             trajectory=reply.meta.get("trajectory"),
         )
+
+
+def rollout_messages(skill: str, item: TaskItem) -> list[dict[str, str]]:
+    """The target's request for one item: the skill is the system prompt."""
+    return [{"role": "system", "content": skill}, {"role": "user", "content": item.input}]
 
 
 def _combine(samples: Sequence[Rollout]) -> Rollout:

@@ -11,6 +11,10 @@ Invariants:
 - The skill file changes only through ``commits.commit`` (one commit per accepted candidate),
   never half-written; the run refuses to start when the user has uncommitted changes to it.
 - An unfinished run is resumed with the settings it started with; only the budget may change.
+- Calls may be sent ahead of the stage that uses them (``training/prefetch.py``: the next
+  rollouts while a gate runs, the baseline test beside the baseline val, ...), but each stage
+  still asks for its calls itself, in order, and gets them from the log: prefetching and
+  speculation change when requests go out, never an event of the run's sequence.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ from fractions import Fraction
 from typing import Any
 
 from skillvc import prompts
+from skillvc.backends.pricing import cost_usd
 from skillvc.calls import CallFailed, RoleStats
 from skillvc.config import Config, override, parse_config_dict, validate
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
 from skillvc.formats import new_problems
-from skillvc.hashing import canonical_json
+from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
@@ -54,6 +59,7 @@ from skillvc.training.optimize import (
     reflect,
     select,
 )
+from skillvc.training.prefetch import Batch, Prefetcher
 from skillvc.training.projection import ProjectionTooHigh, project, refuse_unbudgeted
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import RunContext, find_unfinished, finished_here, prepare_run
@@ -87,6 +93,9 @@ class RunSummary:
     # Steps and slow updates are counted apart: accepted/rejected above are step candidates.
     slow_updates_accepted: int = 0
     slow_updates_rejected: int = 0
+    # Calls that reached a model for rollouts started while a gate ran, which the gate's
+    # acceptance made useless (speculation on rejection; not part of ``calls``).
+    speculation_wasted_calls: int = 0
 
 
 def train(
@@ -185,6 +194,10 @@ class Trainer:
         self.state = RunState(
             doc=SkillDocument.parse(ctx.base_skill.encode("utf-8")), head=ctx.base_commit
         )
+        # (items, split) the loop runs next with the current skill if the gate in progress
+        # rejects: what a gate speculates on.
+        self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
+        self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
 
     # The spine ---------------------------------------------------------------------------
 
@@ -193,7 +206,10 @@ class Trainer:
             f"run {self.ctx.run_id}: {'resuming' if self.ctx.resumed else 'starting'} "
             f"({_n(self.total_steps, 'step')} over {_n(self.t.epochs, 'epoch')})"
         )
-        with ThreadPoolExecutor(max_workers=self.t.workers) as self.pool:
+        with (
+            ThreadPoolExecutor(max_workers=self.t.workers) as self.pool,
+            Prefetcher(self.client, self.t.workers, self.t.samples) as self.ahead,
+        ):
             self.evaluator = Evaluator(
                 self.client,
                 self.ctx.scorer,
@@ -205,14 +221,20 @@ class Trainer:
                 progress=self.progress,
             )
             self.phase = "the baseline evaluation"
+            if self.cannot_be_refused():
+                self.prefetch_start()  # in the baseline's wave
             with self.stage("baseline on val", [(self.state.skill, self.ctx.val, "val")]):
                 self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)
             self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
             self.project()
+            self.prefetch_start()  # sent already, unless the projection could stop the run
             for epoch in range(1, self.t.epochs + 1):
                 epoch_start_skill = self.state.skill
-                for batch in self.batches(epoch):
+                self.prefetch_epoch_start(epoch)
+                batches = self.batches(epoch)
+                for i, batch in enumerate(batches):
+                    self.upcoming = self.after_step(epoch, batches[i + 1 : i + 2])
                     self.train_step(epoch, batch)
                 self.end_epoch(epoch, epoch_start_skill)
             return self.finish()
@@ -236,7 +258,7 @@ class Trainer:
         )
         self.phase = f"step {s.step}"
         with self.stage(f"step {s.step}/{self.total_steps} rollouts", [(s.skill, batch, "train")]):
-            rollouts = self.evaluator.run(s.skill, batch, "train")  # forward pass
+            rollouts = self.rollouts(s.skill, batch, "train")  # forward pass
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
         chosen = self.select(merged, lr)
@@ -286,6 +308,11 @@ class Trainer:
             )
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
+        with self.store.transaction():  # the stage's events in one write
+            self.record_reflection(reflection)
+        return reflection
+
+    def record_reflection(self, reflection: Reflection) -> None:
         for p in reflection.proposals:
             self.log.emit(
                 "edit.proposed",
@@ -298,7 +325,6 @@ class Trainer:
             )
         for failure in reflection.failures:
             self.log.emit("reflection.failed", failure)
-        return reflection
 
     def aggregate(self, proposals: Sequence[Proposal]) -> list[Merged]:
         merged = aggregate(proposals)
@@ -342,6 +368,15 @@ class Trainer:
 
     def end_epoch(self, epoch: int, epoch_start_skill: str) -> None:
         self.log.step, self.log.epoch = None, epoch
+        # One wave for both slow-update evaluations and the meta update's call (which reads
+        # only the epoch's step decisions, never the slow update's).
+        if self.t.slow_update:
+            self.prefetch(epoch_start_skill, self.slow_items, "train")
+            self.prefetch(self.state.skill, self.slow_items, "train")
+        if self.t.meta_skill:
+            messages = self.meta_messages()
+            self.ahead.call("meta", lambda c: ask_json(c, messages, "notes", None))
+        self.upcoming = self.after_epoch(epoch)
         if self.t.slow_update:
             self.slow_update(epoch, epoch_start_skill)
         if self.t.meta_skill:
@@ -377,6 +412,13 @@ class Trainer:
             else f"the gate of the epoch {epoch} slow update"
         )
         result = None
+        speculation: list[Batch | None] = []
+        if gated and self.t.speculate:
+            # Most gates reject: start what comes next with the current skill meanwhile.
+            speculation = [
+                self.prefetch(s.skill, items, split, speculative=True)
+                for items, split in self.upcoming
+            ]
         if gated:
             name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
             with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):
@@ -415,10 +457,13 @@ class Trainer:
             parent=s.head,
             step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
             skill=self.config.skill_name,
+            fresh=not self.ctx.resumed,
+            branch=self.branch_ref,
         )
         if decision == "rejected":
             s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
         else:
+            self.waste(speculation, gate_event)
             s.accept(candidate, sha, edits, slow=kind != "step")
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
@@ -446,8 +491,8 @@ class Trainer:
         metric = self.t.gate_metric
         runs = [(epoch_start_skill, self.slow_items, "train"), (s.skill, self.slow_items, "train")]
         with self.stage(f"epoch {epoch}/{self.t.epochs} slow update", runs):
-            prev = self.evaluator.run(epoch_start_skill, self.slow_items, "train")
-            now = self.evaluator.run(s.skill, self.slow_items, "train")
+            prev = self.rollouts(epoch_start_skill, self.slow_items, "train")
+            now = self.rollouts(s.skill, self.slow_items, "train")
         cases = [
             {
                 "id": it.id,
@@ -496,15 +541,20 @@ class Trainer:
         )
         self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: {verdict}")
 
-    def meta_update(self) -> None:
+    def meta_messages(self) -> list[dict[str, str]]:
         s = self.state
-        messages = prompts.render(
+        return prompts.render(
             "meta_update",
             max_lines="20",
             previous_notes=s.meta or "(none yet)",
             accepted=s.epoch_accepted,
             rejected=s.epoch_rejected,
         )
+
+    def meta_update(self) -> None:
+        s = self.state
+        messages = self.meta_messages()
+        self.ahead.wait("meta")  # sent at the epoch end; its answer is now in the log
         payload, _, error = ask_json(self.client, messages, "notes", None)
         if payload is not None:
             s.meta = str(payload.get("notes", "")).strip()
@@ -519,10 +569,12 @@ class Trainer:
         if ctx.test:
             self.phase = "the test evaluation"
             runs = [(ctx.base_skill, ctx.test, "test"), (s.skill, ctx.test, "test")]
+            self.prefetch(s.skill, ctx.test, "test")  # the seed's were sent with the baseline
             with self.stage("final test (seed and best skill)", runs):
-                baseline_test = self.mean_of(self.evaluator.run(ctx.base_skill, ctx.test, "test"))
-                test = self.mean_of(self.evaluator.run(s.skill, ctx.test, "test"))
+                baseline_test = self.mean_of(self.rollouts(ctx.base_skill, ctx.test, "test"))
+                test = self.mean_of(self.rollouts(s.skill, ctx.test, "test"))
         totals = self.client.totals()
+        self.ahead.close()  # every speculation has ended: its wasted calls are all counted
         # The one definition of a run's calls, tokens and cost, as `runs` and `report` read it.
         usage = run_usage(self.store, ctx.run_id)
         summary = RunSummary(
@@ -546,6 +598,7 @@ class Trainer:
             calls_by_role={role: st.replies for role, st in sorted(self.client.snapshot().items())},
             slow_updates_accepted=s.slow_accepted,
             slow_updates_rejected=s.slow_rejected,
+            speculation_wasted_calls=self.ahead.wasted_calls(),
         )
         self.log.emit(
             "run.finished",
@@ -571,6 +624,76 @@ class Trainer:
             },
         )
         return summary
+
+    # Calls sent ahead (see training/prefetch.py) ----------------------------------------
+
+    def prefetch(
+        self, skill: str, items: Sequence[TaskItem], split: str, *, speculative: bool = False
+    ) -> Batch | None:
+        return self.ahead.rollouts(
+            skill, items, split, speculative=speculative, known=self.evaluator.memo
+        )
+
+    def prefetch_start(self) -> None:
+        """Calls the run makes whatever its gates decide: the seed skill on test, the first
+        step's rollouts and the first slow update's evaluation of the seed skill."""
+        self.prefetch(self.ctx.base_skill, self.ctx.test, "test")
+        self.prefetch_epoch_start(1)
+
+    def cannot_be_refused(self) -> bool:
+        """True when the projection after the baseline cannot stop the run (it has a budget,
+        or its models cost nothing we know of): only then may calls beyond the baseline go
+        out beside it."""
+        if self.t.budget_usd is not None:
+            return True
+        big = 10**9
+        models = (self.config.target.model, self.config.optimizer.model)
+        return all(not cost_usd(m, big, big, self.config.prices) for m in models)
+
+    def prefetch_epoch_start(self, epoch: int) -> None:
+        """The epoch's first rollouts and its slow update's evaluation of the epoch-start
+        skill: both certain once the epoch has begun."""
+        self.prefetch(self.state.skill, self.batches(epoch)[0], "train")
+        if self.t.slow_update:
+            self.prefetch(self.state.skill, self.slow_items, "train")
+
+    def rollouts(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
+        """``evaluator.run`` once the calls sent ahead for ``skill`` have come back."""
+        self.ahead.wait(skill)
+        return self.evaluator.run(skill, items, split)
+
+    def after_step(
+        self, epoch: int, following: Sequence[Sequence[TaskItem]]
+    ) -> list[tuple[Sequence[TaskItem], str]]:
+        """What the loop runs with the current skill after a step that keeps it."""
+        if following:
+            return [(following[0], "train")]
+        if self.t.slow_update:
+            return [(self.slow_items, "train")]
+        return self.after_epoch(epoch)
+
+    def after_epoch(self, epoch: int) -> list[tuple[Sequence[TaskItem], str]]:
+        """What the loop runs with the current skill after an epoch end that keeps it."""
+        if epoch < self.t.epochs:
+            upcoming: list[tuple[Sequence[TaskItem], str]] = [(self.batches(epoch + 1)[0], "train")]
+            if self.t.slow_update:
+                upcoming.append((self.slow_items, "train"))
+            return upcoming
+        return [(self.ctx.test, "test")] if self.ctx.test else []
+
+    def waste(self, speculation: Sequence[Batch | None], gate_event: Event) -> None:
+        """Record speculative rollouts an accepted candidate made useless (outside the run's
+        sequence, once: a replay finds the record by its key)."""
+        items, jobs = self.ahead.waste(speculation)
+        if jobs:
+            self.store.append(
+                "speculation.wasted",
+                {"skill": sha256_hex(self.state.skill), "items": items, "jobs": jobs},
+                run_id=self.ctx.run_id,
+                step=self.log.step,
+                epoch=self.log.epoch,
+                key=f"{self.ctx.run_id}:{gate_event.seq}",
+            )
 
     # Bookkeeping -------------------------------------------------------------------------
 
@@ -600,6 +723,10 @@ class Trainer:
         rollouts: on resume they are retried rather than replayed.
         """
         self.check_failures(sum(1 for r in rollouts if not r.ok), len(rollouts), "target")
+        with self.store.transaction():  # one write for the stage, not one per rollout
+            self.record_rollouts(split, rollouts)
+
+    def record_rollouts(self, split: str, rollouts: Sequence[Rollout]) -> None:
         for r in rollouts:
             payload = {
                 "split": split,
@@ -710,7 +837,7 @@ class Trainer:
         budget = self.t.budget_usd
         if budget is None:
             return
-        spent = self.client.totals().cost_usd
+        spent = self.client.totals().cost_usd + self.ahead.wasted_cost()
         if spent >= budget:
             self.log.note(
                 "run.stopped",

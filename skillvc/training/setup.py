@@ -120,6 +120,7 @@ def _without_budget(config: dict[str, Any]) -> str:
     """A config snapshot as canonical JSON, without the budget (which a resume may change)."""
     snapshot = json.loads(json.dumps(config))
     snapshot.get("train", {}).pop("budget_usd", None)
+    snapshot.get("train", {}).pop("speculate", None)  # changes when calls are sent, not results
     return json.dumps(snapshot, sort_keys=True)
 
 
@@ -244,7 +245,11 @@ def new_run_id(
     store: EventStore, config: Config, base_commit: str, raw: bytes, taskset: TaskSet
 ) -> str:
     snapshot = config.to_dict()
-    snapshot["train"] = {k: v for k, v in snapshot["train"].items() if k != "budget_usd"}
+    # Neither the budget nor speculation changes what a run does, only when it stops or
+    # when its calls are sent: a run's id (in its commits) is the same with or without them.
+    snapshot["train"] = {
+        k: v for k, v in snapshot["train"].items() if k not in ("budget_usd", "speculate")
+    }
     identity: dict[str, Any] = {
         "config": snapshot,
         "base": base_commit,

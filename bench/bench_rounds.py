@@ -1,0 +1,212 @@
+"""The critical path of a training run: requests, dependent rounds and wall time (issue 13).
+
+Runs the loop in the simulator's world with SKILLVC_SIM_LATENCY_MS (default 200) on two
+configs, each with and without speculation:
+
+- small: 16/8/8 items, 2 epochs, batch 8, minibatch 2, lr 4 -> 2 cosine, slow + meta update;
+- large: 64/32/32 items, the same with batch 32.
+
+Every request the simulator answers is timed (start, end). A dependent round is a maximal set
+of overlapping request intervals: the requests of one round ran side by side, and each round
+waited for the one before. skillvc's own time between rounds is the gap from the end of one
+round to the start of the next (local work: events, blobs, git, prompts). The lower bound is
+the issue's: three rounds a step (rollout -> reflect -> gate), plus the baseline and the final
+test.
+
+    python bench/bench_rounds.py [--latency-ms 200] [--configs small,large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from skillvc import simworld
+from skillvc.backends.sim import SimBackend
+from skillvc.demo import create_demo_repo
+from skillvc.prompts import prompt_kind
+from skillvc.training.loop import RunSummary, train
+from skillvc.workspace import open_workspace
+
+CONFIGS: dict[str, dict[str, int]] = {
+    "small": {"train": 16, "val": 8, "test": 8, "batch": 8},
+    "large": {"train": 64, "val": 32, "test": 32, "batch": 32},
+}
+
+TOML = """\
+[skill]
+path = "skills/acme-returns/SKILL.md"
+
+[tasks]
+train = "evals/train.jsonl"
+val = "evals/val.jsonl"
+test = "evals/test.jsonl"
+scorer = "exact"
+
+[target]
+model = "sim:support"
+temperature = 0.0
+
+[optimizer]
+model = "sim:support"
+temperature = 0.7
+
+[train]
+epochs = 2
+batch_size = {batch}
+minibatch_size = 2
+learning_rate = 4
+min_learning_rate = 2
+lr_schedule = "cosine"
+slow_update = true
+meta_skill = true
+seed = {seed}
+"""
+
+
+class Recorder:
+    """Times every simulated request (monkeypatched around ``SimBackend.complete``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float, str]] = []
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        original = SimBackend.complete
+        recorder = self
+
+        def complete(backend: SimBackend, request: Any) -> Any:
+            start = time.perf_counter()
+            result = original(backend, request)
+            kind = request.role
+            if request.role == "optimizer":
+                kind = f"optimizer/{prompt_kind(request.user) or 'other'}"
+            with recorder.lock:
+                recorder.calls.append((start, time.perf_counter(), kind))
+            return result
+
+        SimBackend.complete = complete  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            SimBackend.complete = original  # type: ignore[method-assign]
+
+    def rounds(self) -> list[tuple[float, float]]:
+        """Maximal sets of overlapping intervals, as (start, end) of each set."""
+        out: list[tuple[float, float]] = []
+        for start, end, _ in sorted(self.calls):
+            if out and start < out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], end))
+            else:
+                out.append((start, end))
+        return out
+
+
+def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> None:
+    create_demo_repo(directory)
+    n = sizes["train"] + sizes["val"] + sizes["test"]
+    items, seen = [], set()
+    for item in simworld.generate_items(4 * n, seed=seed):
+        if item["input"] not in seen:  # the task set refuses an input in two splits
+            seen.add(item["input"])
+            items.append(item)
+    items = items[:n]
+    splits = {
+        "train": items[: sizes["train"]],
+        "val": items[sizes["train"] : sizes["train"] + sizes["val"]],
+        "test": items[sizes["train"] + sizes["val"] :],
+    }
+    for name, rows in splits.items():
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        (directory / "evals" / f"{name}.jsonl").write_text(text, encoding="utf-8")
+    (directory / "skillvc.toml").write_text(
+        TOML.replace("{batch}", str(sizes["batch"])).replace("{seed}", str(seed)),
+        encoding="utf-8",
+    )
+    from git import Repo
+
+    repo = Repo(directory)
+    repo.git.add("--", "evals", "skillvc.toml")
+    repo.git.commit("-q", "-m", "bench config")
+
+
+def run_once(sizes: dict[str, int], speculate: bool, seed: int) -> dict[str, Any]:
+    recorder = Recorder()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        make_repo(repo, sizes, seed)
+        overrides: dict[str, dict[str, Any]] = {}
+        if not speculate:
+            overrides = {"train": {"speculate": False}}
+        with recorder.installed():
+            start = time.perf_counter()
+            summary: RunSummary = train(open_workspace(repo), overrides=overrides)
+            wall = time.perf_counter() - start
+    rounds = recorder.rounds()
+    gaps = [b[0] - a[1] for a, b in zip(rounds, rounds[1:], strict=False)]
+    steps = summary.steps
+    return {
+        "summary": summary,
+        "requests": len(recorder.calls),
+        "by_kind": Counter(kind for _, _, kind in recorder.calls),
+        "rounds": len(rounds),
+        "wall": wall,
+        "gap_mean_ms": 1000 * statistics.mean(gaps) if gaps else 0.0,
+        "gap_max_ms": 1000 * max(gaps) if gaps else 0.0,
+        "bound": 3 * steps + 2,
+    }
+
+
+def show(name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any]) -> None:
+    s: RunSummary = r["summary"]
+    wasted = getattr(s, "speculation_wasted_calls", 0)
+    label = "speculate" if speculate else "no speculation"
+    print(
+        f"== {name} ({sizes['train']}/{sizes['val']}/{sizes['test']}, batch {sizes['batch']}),"
+        f" {label} =="
+    )
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["by_kind"].items()))
+    print(f"  requests            {r['requests']:>6}   ({kinds})")
+    print(f"  dependent rounds    {r['rounds']:>6}   (lower bound {r['bound']})")
+    print(f"  wall time           {r['wall']:>8.1f} s")
+    print(
+        f"  skillvc time between rounds  mean {r['gap_mean_ms']:.0f} ms, "
+        f"max {r['gap_max_ms']:.0f} ms"
+    )
+    print(f"  calls wasted by speculation  {wasted}")
+    print(
+        f"  steps {s.steps}: accepted {s.accepted}, rejected {s.rejected}; slow updates "
+        f"{s.slow_updates_accepted}/{s.slow_updates_rejected}; val {s.baseline_val} -> "
+        f"{s.best_val}, test {s.baseline_test} -> {s.test}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--configs", default="small,large")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", choices=["on", "off", "both"], default="both")
+    args = parser.parse_args()
+    os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
+    os.environ["SKILLVC_SIM_LATENCY_MS"] = str(args.latency_ms)
+    modes = {"on": [True], "off": [False], "both": [False, True]}[args.only]
+    for name in args.configs.split(","):
+        sizes = CONFIGS[name]
+        for speculate in modes:
+            show(name, sizes, speculate, run_once(sizes, speculate, args.seed))
+
+
+if __name__ == "__main__":
+    main()
