@@ -155,70 +155,110 @@ class ModelClient:
         step: int | None = None,
     ) -> Reply:
         req = self.request(role, messages, sample=sample)
-        key = req.key
-        found = self.store.find("model.call", key)
+        reply = self.from_log(req)
+        if reply is None:
+            reply = self._call_backend(req, step)
+        with self._lock:
+            self.stats[role].add(reply)
+        return reply
+
+    def from_log(self, req: CallRequest) -> Reply | None:
+        """The recorded answer to ``req`` (None: it needs a model call); raises ``CallFailed``
+        for a failure a resumed run must replay. Counts nothing: ``call``/``record`` do."""
+        found = self.store.find("model.call", req.key)
         if found is not None:
             p = found.payload
-            reply = Reply(
+            return Reply(
                 text=self.store.get_blob(p["response"]),
-                key=key,
+                key=req.key,
                 cached=True,
                 prompt_tokens=p.get("prompt_tokens", 0),
                 completion_tokens=p.get("completion_tokens", 0),
                 cost_usd=p.get("cost_usd"),
                 meta=p.get("meta", {}),
             )
-        elif key in self.replay_failures:
+        if req.key in self.replay_failures:
             with self._lock:
-                self.stats[role].errors += 1
+                self.stats[req.role].errors += 1
             raise CallFailed(
-                f"{role} call to {req.model} failed: {self.replay_failures[key]} (replayed)"
+                f"{req.role} call to {req.model} failed: {self.replay_failures[req.key]} (replayed)"
             )
-        else:
-            reply = self._call_backend(req, step)
-        with self._lock:
-            self.stats[role].add(reply)
-        return reply
+        return None
 
-    def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
-        config = self.configs[req.role]
-        backend = self.backends[req.role]
+    def admit(self, req: CallRequest) -> None:
+        """What precedes a fresh call wherever it runs: a refused key fails at once, and the
+        rate limits are honoured here, in the one process that sees every call."""
         if req.role in self.refused:
             # The key was refused once: fail at once instead of sending it again.
             raise AuthenticationFailed(self.refused[req.role])
+        config = self.configs[req.role]
         # Token estimate for a tokens-per-minute limit: ~4 characters a token, plus the answer.
         estimate = sum(len(m["content"]) for m in req.messages) // 4 + (config.max_tokens or 0)
         self._limiters[req.role].acquire(estimate)
 
+    def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
+        self.admit(req)
+        backend = self.backends[req.role]
+
         def once() -> CallResult:
             return backend.complete(req)
 
-        policy = RetryPolicy(max_retries=config.max_retries)
+        policy = RetryPolicy(max_retries=self.configs[req.role].max_retries)
         try:
             result = call_with_retries(once, policy, sleep=self.sleep)
         except (BackendError, OSError) as exc:
-            message = redact(str(exc), self.secrets)
-            self.store.append(
-                "model.error",
-                {
-                    "role": req.role,
-                    "model": req.model,
-                    "cache_key": req.key,
-                    "error": message,
-                    "kind": type(exc).__name__,
-                    "transient": isinstance(exc, TransientError),
-                },
-                run_id=self.run_id,
+            refused = isinstance(exc, AuthenticationFailed)
+            error = self.record_failure(
+                req,
+                str(exc),
+                kind=type(exc).__name__,
+                transient=isinstance(exc, TransientError),
+                refused=refused,
                 step=step,
             )
+            if refused:
+                raise  # the backend's own error and hint
+            raise error from None
+        return self.record(req, result, step=step)
+
+    def record_failure(
+        self,
+        req: CallRequest,
+        error: str,
+        *,
+        kind: str,
+        transient: bool,
+        refused: bool,
+        step: int | None = None,
+    ) -> AuthenticationFailed | CallFailed:
+        """Log a call that failed after its last retry; return the error to raise:
+        ``AuthenticationFailed`` for a refused key (which stops the run), else ``CallFailed``."""
+        message = redact(error, self.secrets)
+        self.store.append(
+            "model.error",
+            {
+                "role": req.role,
+                "model": req.model,
+                "cache_key": req.key,
+                "error": message,
+                "kind": kind,
+                "transient": transient,
+            },
+            run_id=self.run_id,
+            step=step,
+        )
+        with self._lock:
+            self.stats[req.role].errors += 1
+            self.last_error = message
+        if refused:
             with self._lock:
-                self.stats[req.role].errors += 1
-                self.last_error = message
-            if isinstance(exc, AuthenticationFailed):
-                with self._lock:
-                    self.refused[req.role] = message
-                raise
-            raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
+                self.refused[req.role] = message
+            return AuthenticationFailed(message)
+        return CallFailed(f"{req.role} call to {req.model} failed: {message}")
+
+    def record(self, req: CallRequest, result: CallResult, *, step: int | None = None) -> Reply:
+        """Log a fresh answer (a ``model.call`` event) and return it as a reply; the caller
+        counts it (``call`` does, ``count`` for replies obtained elsewhere)."""
         cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
         # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored
         # text back, and must see exactly what the first run saw (and sent on to the optimizer).
@@ -252,6 +292,11 @@ class ModelClient:
             cost_usd=cost,
             meta=meta,
         )
+
+    def count(self, role: str, reply: Reply) -> None:
+        """Add a reply obtained through ``from_log``/``record`` to its role's statistics."""
+        with self._lock:
+            self.stats[role].add(reply)
 
     def snapshot(self) -> dict[str, RoleStats]:
         with self._lock:

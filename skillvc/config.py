@@ -101,6 +101,24 @@ class TrainConfig:
     budget_usd: float | None = None
     max_failure_rate: float = 0.25
     rejected_buffer_size: int = 20
+    # Where fresh target calls run (skillvc.executors). Not part of a run's identity: they
+    # change where the work happens, never its result, so a run may resume on another one.
+    executor: str = "threads"  # threads | ray
+    ray_address: str | None = None  # None: RAY_ADDRESS, else a local cluster
+    ray_num_cpus: float = 1.0  # per task
+    ray_memory_mb: int | None = None  # per task
+    ray_resource: str | None = None  # a custom resource each task needs one unit of
+    ray_max_retries: int = 3  # resubmissions of a task whose worker or node was lost
+
+
+EXECUTION_KEYS = (
+    "executor",
+    "ray_address",
+    "ray_num_cpus",
+    "ray_memory_mb",
+    "ray_resource",
+    "ray_max_retries",
+)
 
 
 @dataclass
@@ -141,10 +159,13 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot (recorded in ``run.started``); holds no secrets by design."""
-        return {
+        snapshot = {
             name: dataclasses.asdict(getattr(self, name))
             for name in ("skill", "tasks", "target", "optimizer", "train")
         } | {"prices": self.prices}
+        for key in EXECUTION_KEYS:  # how a run executes is not what it computes
+            snapshot["train"].pop(key, None)
+        return snapshot
 
 
 _SECTIONS = {
@@ -278,6 +299,8 @@ def validate(config: Config) -> None:
         raise ConfigError(f"gate_metric '{t.gate_metric}' is not one of hard, soft, mixed.")
     if t.min_learning_rate > t.learning_rate:
         raise ConfigError("[train] min_learning_rate must not exceed learning_rate.")
+    if t.executor not in ("threads", "ray"):
+        raise ConfigError(f"[train] executor '{t.executor}' is not one of threads, ray.")
     for role in ("target", "optimizer"):
         m: ModelConfig = getattr(config, role)
         if ":" not in m.model:
@@ -316,6 +339,9 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("train", "budget_usd"): (0, None, True, False),
     ("train", "max_failure_rate"): (0, 1, False, False),
     ("train", "rejected_buffer_size"): (0, 10_000, False, False),
+    ("train", "ray_num_cpus"): (0, 1024, False, False),
+    ("train", "ray_memory_mb"): (1, 10_000_000, False, False),
+    ("train", "ray_max_retries"): (0, 100, False, False),
     **{
         (role, key): bounds
         for role in ("target", "optimizer")

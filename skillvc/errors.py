@@ -288,3 +288,9 @@ def storage_error(exc: BaseException, path: object = None) -> SkillvcError | Non
         if "readonly" in text or "read-only" in text:
             return LogNotWritable(f"The event log{where} is read-only ({text}).")
     return None
+
+
+class ExecutorFailed(BackendError):
+    """The executor lost a task's worker or node more often than its retries allow."""
+
+    hint = "Check the Ray cluster ('ray status'), or set [train] executor = \"threads\"."

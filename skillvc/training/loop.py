@@ -32,6 +32,7 @@ from skillvc.config import Config, override, parse_config_dict, validate
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
+from skillvc.executors import make_executor
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json
 from skillvc.preflight import estimate_tokens
@@ -198,6 +199,7 @@ class Trainer:
                 scorer_options=self.config.tasks.scorer_options,
                 samples=self.t.samples,
                 progress=self.progress,
+                executor=make_executor(self.t),
             )
             self.phase = "the baseline evaluation"
             with self.stage("baseline on val", [(self.state.skill, self.ctx.val, "val")]):
