@@ -29,6 +29,8 @@ from skillvc.secrets import register_names, scrub, scrub_json
 from skillvc.secrets import secret_values as known_secret_values
 from skillvc.store import EventStore
 
+BATCH_DISCOUNT = 0.5  # OpenAI Batch and Anthropic Message Batches: half the list price
+
 
 class CallFailed(BackendError):
     """A model call failed after its last retry (recorded as a model.error event)."""
@@ -260,6 +262,8 @@ class ModelClient:
         """Log a fresh answer (a ``model.call`` event) and return it as a reply; the caller
         counts it (``call`` does, ``count`` for replies obtained elsewhere)."""
         cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        if cost is not None and result.meta.get("batch"):
+            cost *= BATCH_DISCOUNT  # a provider batch costs half the list price
         # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored
         # text back, and must see exactly what the first run saw (and sent on to the optimizer).
         text = scrub(result.text, self.secrets)

@@ -77,6 +77,10 @@ class ModelConfig:
     task_timeout_s: float = 300.0
     # The agent's environment beyond the allowlist; "${NAME}" reads a variable (see README).
     env: dict[str, str] = field(default_factory=dict)
+    # sync | batch: "batch" sends each wave's fresh calls as one provider batch at half the
+    # price (skillvc.batch); like the executor, not part of a run's identity.
+    mode: str = "sync"
+    batch_poll_s: float = 60.0  # seconds between status checks of a pending batch
 
 
 @dataclass
@@ -165,6 +169,9 @@ class Config:
         } | {"prices": self.prices}
         for key in EXECUTION_KEYS:  # how a run executes is not what it computes
             snapshot["train"].pop(key, None)
+        for role in ("target", "optimizer"):
+            for key in ("mode", "batch_poll_s"):
+                snapshot[role].pop(key, None)
         return snapshot
 
 
@@ -310,6 +317,14 @@ def validate(config: Config) -> None:
             )
         if m.harness not in ("chat", "command"):
             raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
+        if m.mode not in ("sync", "batch"):
+            raise ConfigError(f"[{role}] mode '{m.mode}' is not one of sync, batch.")
+    if config.optimizer.mode == "batch":
+        raise ConfigError(
+            '[optimizer] mode = "batch" is not supported yet: only the target\'s rollouts are '
+            "sent as batches.",
+            hint='Set mode = "batch" under [target] and leave [optimizer] at "sync".',
+        )
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each
@@ -321,6 +336,7 @@ _MODEL_RANGES: dict[str, tuple[float | None, float | None, bool, bool]] = {
     "max_tokens": (1, 1_000_000, False, False),
     "timeout_s": (0, 86_400, True, False),
     "max_retries": (0, 100, False, False),
+    "batch_poll_s": (0, 86_400, True, False),
     "requests_per_minute": (0, 1_000_000, True, False),
     "tokens_per_minute": (0, 1_000_000_000, True, False),
     "task_timeout_s": (0, 86_400, True, False),

@@ -81,6 +81,13 @@ class Evaluator:
     # through it and come back in item order (see skillvc.executors); scoring stays here.
     executor: Executor | None = None
 
+    def __post_init__(self) -> None:
+        target = self.client.configs.get("target")
+        if self.executor is None and target is not None and target.mode == "batch":
+            from skillvc.batch import batch_executor
+
+            self.executor = batch_executor(self.client.store, target, self.client.run_id)
+
     def pending(self, skill: str, items: Sequence[TaskItem], split: str) -> int:
         """How many jobs (item x sample) ``run`` would do for these items: a stage's total."""
         skill_hash = sha256_hex(skill)
