@@ -170,7 +170,7 @@ class Config:
         for key in EXECUTION_KEYS:  # how a run executes is not what it computes
             snapshot["train"].pop(key, None)
         for role in ("target", "optimizer"):
-            for key in ("mode", "batch_poll_s"):
+            for key in MODE_KEYS:
                 snapshot[role].pop(key, None)
         return snapshot
 
@@ -245,6 +245,24 @@ def parse_config(text: str, root: Path) -> Config:
         setattr(config, section, _build(section, _SECTIONS[section], values))
     validate(config)
     return config
+
+
+MODE_KEYS = ("mode", "batch_poll_s")  # per role; like EXECUTION_KEYS, left out of snapshots
+
+
+def with_execution(config: Config, current: Config) -> Config:
+    """``config`` (a run's recorded snapshot) with ``current``'s execution settings: they are
+    not recorded, so a resumed run executes the way skillvc.toml says now."""
+    train = dataclasses.replace(
+        config.train, **{k: getattr(current.train, k) for k in EXECUTION_KEYS}
+    )
+    roles = {
+        role: dataclasses.replace(
+            getattr(config, role), **{k: getattr(getattr(current, role), k) for k in MODE_KEYS}
+        )
+        for role in ("target", "optimizer")
+    }
+    return dataclasses.replace(config, train=train, **roles)
 
 
 def parse_config_dict(data: dict[str, Any], root: Path) -> Config:

@@ -131,6 +131,7 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
 ) -> None:
     normal = copy_repo(demo_seed, tmp_path / "sync")
     train(open_workspace(normal), overrides={"target": target(batch_fake, "openai", "sync")})
+    sync_calls = batch_fake.sync_calls
 
     repo = copy_repo(demo_seed, tmp_path / "killed")
     toml = repo / "skillvc.toml"
@@ -163,6 +164,8 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
     batch_fake.hold = False
     train(open_workspace(repo))
     ids = submitted(repo)
-    assert ids[0] == pending and len(ids) == len(set(ids))
+    assert ids[0] == pending and len(ids) == len(set(ids)) > 1  # the resumed run batches too
     assert batch_fake.creates["openai"] == len(ids)  # zero resubmissions
+    assert batch_fake.sync_calls == sync_calls  # ...and makes no call outside a batch
     assert outcome(repo) == outcome(normal)
+    assert target_cost(repo) == pytest.approx(target_cost(normal) / 2)

@@ -28,7 +28,7 @@ from typing import Any
 
 from skillvc import prompts
 from skillvc.calls import CallFailed, RoleStats
-from skillvc.config import Config, override, parse_config_dict, validate
+from skillvc.config import Config, override, parse_config_dict, validate, with_execution
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
@@ -121,7 +121,7 @@ def train(
             snapshot = unfinished.payload["config"]
             if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
                 snapshot = restore(snapshot, ws.config.to_dict())
-            config = parse_config_dict(snapshot, ws.root)
+            config = with_execution(parse_config_dict(snapshot, ws.root), ws.config)
         else:
             config = ws.config
             for section, values in given.items():
