@@ -16,6 +16,11 @@ import pytest
 from batch_fake import BatchFake, batch_fake  # noqa: F401 (the fixture)
 from conftest import copy_repo, git
 
+from skillvc.backends.base import CallRequest
+from skillvc.batch import BatchExecutor, provider_for
+from skillvc.calls import model_params
+from skillvc.config import ModelConfig
+from skillvc.executors import Call, run_call
 from skillvc.store import open_store
 from skillvc.training.loop import train
 from skillvc.workspace import open_workspace
@@ -169,3 +174,57 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
     assert batch_fake.sync_calls == sync_calls  # ...and makes no call outside a batch
     assert outcome(repo) == outcome(normal)
     assert target_cost(repo) == pytest.approx(target_cost(normal) / 2)
+
+
+class Crash(BaseException):
+    """The process dying right after the create call, before its event is written."""
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_crash_between_create_and_its_event_is_reconciled_from_the_provider(
+    provider: str,
+    batch_fake: BatchFake,  # noqa: F811
+    keys: None,
+    tmp_path: Path,
+) -> None:
+    config = ModelConfig(**target(batch_fake, provider, "batch"))
+    real = provider_for(config)
+
+    class CrashesAfterCreate(type(real)):  # type: ignore[misc]
+        def create(self, requests: Any, wave: str) -> str:
+            super().create(requests, wave)
+            raise Crash
+
+    skill = "---\nname: acme\ndescription: Acme support.\n---\n# Acme\n"
+    calls = [
+        Call(
+            config,
+            CallRequest(
+                role="target",
+                model=config.model,
+                messages=({"role": "system", "content": skill}, {"role": "user", "content": q}),
+                params=model_params(config),
+            ),
+        )
+        for q in ("Where is my order?", "Can I return shoes?", "Do you ship to Mars?")
+    ]
+    with open_store(tmp_path / "events.db") as store:
+        with pytest.raises(Crash):
+            BatchExecutor(store, CrashesAfterCreate(real.backend), poll_s=0.01).map(run_call, calls)
+        assert submitted_in(store) == [] and batch_fake.creates[provider] == 1
+
+        results = BatchExecutor(store, provider_for(config), poll_s=0.01).map(run_call, calls)
+        assert batch_fake.creates[provider] == 1  # found, not created again
+        (batch_id,) = submitted_in(store)
+        created = batch_fake.openai if provider == "openai" else batch_fake.anthropic
+        assert list(created) == [batch_id]
+        assert [r.text for r in results] == [
+            batch_fake.responder(
+                {"messages": [{"role": "system", "content": skill}, {"role": "user", "content": q}]}
+            )
+            for q in ("Where is my order?", "Can I return shoes?", "Do you ship to Mars?")
+        ]
+
+
+def submitted_in(store: Any) -> list[str]:
+    return [str(e.payload["batch_id"]) for e in store.events(types=["batch.submitted"])]

@@ -37,6 +37,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         num_cpus=2,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
+        resources={"agent_cli": 4},
         log_to_driver=False,
         configure_logging=False,
     )
@@ -135,3 +136,35 @@ def test_an_unknown_executor_is_one_clear_error(
     result = CliRunner().invoke(cli, ["train", "-q"])
     assert result.exit_code == 5
     assert "[train] executor 'dask' is not one of threads, ray." in result.output
+
+
+def test_tasks_ask_for_their_resources_and_a_missing_one_is_one_clear_error(
+    ray_cluster: None,
+) -> None:
+    on_agent_nodes = RayExecutor(num_cpus=0.5, memory_mb=64, resource="agent_cli")
+    assert on_agent_nodes.map(_slower_first, [4, 5]) == [4, 5]
+    with pytest.raises(ExecutorFailed) as err:
+        RayExecutor(resource="gpu_box").map(_slower_first, [5])
+    assert str(err.value) == "No node of the Ray cluster has the resource 'gpu_box'."
+    assert err.value.hint == (
+        "Start the nodes that have it with ray start --resources '{\"gpu_box\": 4}', "
+        "or change [train] ray_resource."
+    )
+
+
+def test_executor_ray_without_ray_installed_is_one_clear_error(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = copy_repo(demo_seed, tmp_path / "r")
+    toml = repo / "skillvc.toml"
+    toml.write_text(toml.read_text().replace("[train]\n", '[train]\nexecutor = "ray"\n'))
+    monkeypatch.chdir(repo)
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees without the extra
+    result = CliRunner().invoke(cli, ["train", "-q"])
+    assert result.exit_code == 5
+    assert '[train] executor = "ray" needs Ray, which is not installed.' in result.output
+    assert "pip install 'skillvc[ray]'" in result.output
+    with open_store(repo / ".skillvc/events.db") as store:
+        assert (
+            store.query("SELECT COUNT(*) AS n FROM events WHERE type = 'model.call'")[0]["n"] == 0
+        )

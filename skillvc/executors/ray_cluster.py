@@ -121,6 +121,13 @@ class RayExecutor:
         if not items:
             return []
         ray = self._connect()
+        if self.resource and self.resource not in ray.cluster_resources():
+            # Ray would queue the tasks forever, waiting for a node that has it.
+            raise ExecutorFailed(
+                f"No node of the Ray cluster has the resource '{self.resource}'.",
+                hint="Start the nodes that have it with ray start --resources "
+                f"'{{\"{self.resource}\": 4}}', or change [train] ray_resource.",
+            )
         task = self._task(ray, fn)
         refs = [task.remote(item) for item in items]
         lost = infrastructure_errors(ray)
