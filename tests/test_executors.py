@@ -16,7 +16,7 @@ from test_train import history
 import skillvc.training.evaluate
 from skillvc.cli import cli
 from skillvc.errors import ExecutorFailed
-from skillvc.executors import Call, run_call
+from skillvc.executors import Call, ThreadExecutor, run_call
 from skillvc.executors.ray_cluster import RayExecutor
 from skillvc.store import open_store
 from skillvc.training.loop import train
@@ -110,6 +110,10 @@ def _always_dies(i: int) -> int:
 def test_results_come_back_in_item_order(ray_cluster: None) -> None:
     executor = RayExecutor()
     assert executor.map(_slower_first, list(range(6))) == list(range(6))
+
+
+def test_the_thread_executor_returns_results_in_item_order_too() -> None:
+    assert ThreadExecutor(4).map(_slower_first, list(range(6))) == list(range(6))
 
 
 def _slower_first(i: int) -> int:
