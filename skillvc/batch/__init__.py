@@ -7,7 +7,8 @@ Invariants:
   waiting: a resumed run finds the id and polls that batch instead of submitting it again. A
   crash between the create call and its event is reconciled by listing the provider's batches
   for the wave's tag (OpenAI: batch metadata; Anthropic, which has no metadata: a batch created
-  after the intent with the same number of requests).
+  after the intent with the same number of requests). A wave whose calls all belong to an
+  earlier batch (a process killed while recording that batch's results) reads that batch.
 - Results come back keyed by ``custom_id`` (the call's cache key) and are returned in item
   order; an item the batch failed (or left out) is a model error of that item, never a score.
 - Answers are priced at ``BATCH_DISCOUNT`` of the price table (both providers charge half).
@@ -114,10 +115,16 @@ class BatchExecutor:
 
     def submit(self, requests: Sequence[CallRequest]) -> str:
         """The batch id of this wave: logged, found again, or newly created."""
-        wave = content_id({"batch": [r.key for r in requests]}, length=32)
+        keys = [r.key for r in requests]
+        wave = content_id({"batch": keys}, length=32)
         submitted = self.store.find("batch.submitted", wave)
         if submitted is not None:
             return str(submitted.payload["batch_id"])
+        # A process killed while recording an ended batch's results leaves a smaller wave to
+        # do: the batch that holds all of its calls answers it, without paying for them again.
+        for event in self.store.events(types=["batch.submitted"], newest_first=True):
+            if set(keys) <= set(event.payload.get("keys", ())):
+                return str(event.payload["batch_id"])
         intent = self.store.find("batch.submitting", wave)
         batch_id = None
         if intent is not None:  # a crash between create and its event: is the batch there?
@@ -135,7 +142,7 @@ class BatchExecutor:
             self.created += 1
         self.store.append(
             "batch.submitted",
-            {"batch_id": batch_id, "provider": self.provider.name, "n": len(requests)},
+            {"batch_id": batch_id, "provider": self.provider.name, "n": len(keys), "keys": keys},
             run_id=self.run_id,
             key=wave,
         )
