@@ -127,6 +127,8 @@ class ModelClient:
         self.secrets = tuple(secrets)
         # Cache keys whose recorded failure a resumed run must reproduce (see Trainer).
         self.replay_failures = dict(replay_failures or {})
+        # Calls a provider batch failed in this process (see ``prefetch``).
+        self.batch_failures: dict[str, CallFailed] = {}
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
         self.refused: dict[str, str] = {}
@@ -185,7 +187,48 @@ class ModelClient:
             raise CallFailed(
                 f"{req.role} call to {req.model} failed: {self.replay_failures[req.key]} (replayed)"
             )
+        if req.key in self.batch_failures:
+            with self._lock:
+                self.stats[req.role].errors += 1
+            raise self.batch_failures[req.key]
         return None
+
+    def prefetch(
+        self, role: str, prompts: Sequence[Sequence[Mapping[str, str]]], *, step: int | None = None
+    ) -> None:
+        """With ``mode = "batch"`` for ``role``: send these calls that the log cannot answer
+        as one provider batch and record the answers, so the ``call``s that follow find them in
+        the log (and a call the batch failed raises ``CallFailed``). Otherwise nothing."""
+        config = self.configs.get(role)
+        if config is None or config.mode != "batch":
+            return
+        from skillvc.batch import batch_executor
+        from skillvc.executors import Call, CallFailure, run_call
+
+        requests = list({r.key: r for r in (self.request(role, m) for m in prompts)}.values())
+        fresh = [r for r in requests if not self.store.find("model.call", r.key)]
+        fresh = [r for r in fresh if r.key not in self.replay_failures]
+        for req in fresh:
+            self.admit(req)
+        executor = batch_executor(self.store, config, self.run_id)
+        outcomes = executor.map(run_call, [Call(config, r) for r in fresh])
+        for req, outcome in zip(fresh, outcomes, strict=True):
+            if isinstance(outcome, CallFailure):
+                error = self.record_failure(
+                    req,
+                    outcome.error,
+                    kind=outcome.kind,
+                    transient=outcome.transient,
+                    refused=outcome.refused,
+                    step=step,
+                )
+                if isinstance(error, AuthenticationFailed):
+                    raise error
+                with self._lock:
+                    self.stats[role].errors -= 1  # counted when the call raises it
+                self.batch_failures[req.key] = error
+            else:
+                self.record(req, outcome, step=step)
 
     def admit(self, req: CallRequest) -> None:
         """What precedes a fresh call wherever it runs: a refused key fails at once, and the

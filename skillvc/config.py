@@ -337,12 +337,6 @@ def validate(config: Config) -> None:
             raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
         if m.mode not in ("sync", "batch"):
             raise ConfigError(f"[{role}] mode '{m.mode}' is not one of sync, batch.")
-    if config.optimizer.mode == "batch":
-        raise ConfigError(
-            '[optimizer] mode = "batch" is not supported yet: only the target\'s rollouts are '
-            "sent as batches.",
-            hint='Set mode = "batch" under [target] and leave [optimizer] at "sync".',
-        )
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each

@@ -231,3 +231,30 @@ def test_a_crash_between_create_and_its_event_is_reconciled_from_the_provider(
 
 def submitted_in(store: Any) -> list[str]:
     return [str(e.payload["batch_id"]) for e in store.events(types=["batch.submitted"])]
+
+
+def test_the_optimizer_s_reflections_go_out_as_batches_too(
+    batch_fake: BatchFake,  # noqa: F811
+    keys: None,
+    demo_seed: Path,
+    tmp_path: Path,
+) -> None:
+    def roles(mode: str) -> dict[str, Any]:
+        section = target(batch_fake, "openai", mode)
+        return {"target": section, "optimizer": section | {"temperature": 0.7}}
+
+    normal = copy_repo(demo_seed, tmp_path / "sync")
+    train(open_workspace(normal), overrides=roles("sync"))
+    sync_calls = batch_fake.sync_calls
+
+    batched = copy_repo(demo_seed, tmp_path / "batch")
+    train(open_workspace(batched), overrides=roles("batch"))
+    assert outcome(batched) == outcome(normal)
+    with open_store(batched / ".skillvc/events.db") as store:
+        optimizer_calls = store.query(
+            "SELECT COUNT(*) AS n FROM events WHERE type = 'model.call' "
+            "AND json_extract(payload, '$.role') = 'optimizer'"
+        )[0]["n"]
+    made_sync = batch_fake.sync_calls - sync_calls  # repairs, slow and meta updates
+    assert optimizer_calls > made_sync
+    assert batch_fake.creates["openai"] == len(submitted(batched))

@@ -133,6 +133,20 @@ def reflect(
         "successes": "these answers scored full marks; keep what made them work",
     }
 
+    def reflect_prompt(batch: tuple[str, list[dict[str, Any]]]) -> list[dict[str, str]]:
+        kind, cases = batch
+        return prompts.render(
+            "reflect",
+            n_cases=str(len(cases)),
+            kind=kind,
+            kind_note=notes[kind],
+            budget=str(budget),
+            skill=skill,
+            cases=cases,
+            rejected=list(rejected),
+            meta=meta or "(none yet)",
+        )
+
     def one(
         batch: tuple[str, list[dict[str, Any]]],
     ) -> tuple[list[Edit], int, str | None, bool]:
@@ -144,18 +158,7 @@ def reflect(
     def ask(
         batch: tuple[str, list[dict[str, Any]]],
     ) -> tuple[list[Edit], int, str | None, bool]:
-        kind, cases = batch
-        messages = prompts.render(
-            "reflect",
-            n_cases=str(len(cases)),
-            kind=kind,
-            kind_note=notes[kind],
-            budget=str(budget),
-            skill=skill,
-            cases=cases,
-            rejected=list(rejected),
-            meta=meta or "(none yet)",
-        )
+        messages = reflect_prompt(batch)
         try:
             payload, calls, error = ask_json(client, messages, "edits", step)
         except CallFailed as exc:
@@ -167,6 +170,9 @@ def reflect(
         except prompts.ParseError as exc:
             return [], calls, f"unusable edits: {exc}", False
 
+    # With [optimizer] mode = "batch" the first attempts go out as one batch; the calls below
+    # then find them in the log (repairs stay synchronous).
+    client.prefetch("optimizer", [reflect_prompt(b) for b in batches], step=step)
     result = Reflection(minibatches=len(batches))
     for index, ((kind, _), (edits, calls, error, call_failed)) in enumerate(
         zip(batches, pool.map(one, batches), strict=True)
