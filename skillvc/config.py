@@ -337,6 +337,13 @@ def validate(config: Config) -> None:
             raise ConfigError(f"[{role}] harness '{m.harness}' is not one of chat, command.")
         if m.mode not in ("sync", "batch"):
             raise ConfigError(f"[{role}] mode '{m.mode}' is not one of sync, batch.")
+        batchable = m.model.split(":", 1)[0] in ("openai", "anthropic")
+        if m.mode == "batch" and (m.harness == "command" or m.azure or not batchable):
+            raise ConfigError(
+                f'[{role}] mode = "batch" needs an openai: or anthropic: model (not Azure, not '
+                f"the command harness); this one is '{m.model}'.",
+                hint='Set mode = "sync" for this model.',
+            )
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 from batch_fake import BatchFake, batch_fake  # noqa: F401 (the fixture)
+from click.testing import CliRunner
 from conftest import copy_repo, git
 
 from skillvc.backends.base import CallRequest
 from skillvc.batch import BatchExecutor, provider_for
 from skillvc.calls import model_params
+from skillvc.cli import cli
 from skillvc.config import ModelConfig
 from skillvc.executors import Call, run_call
 from skillvc.store import open_store
@@ -258,3 +260,23 @@ def test_the_optimizer_s_reflections_go_out_as_batches_too(
     made_sync = batch_fake.sync_calls - sync_calls  # repairs, slow and meta updates
     assert optimizer_calls > made_sync
     assert batch_fake.creates["openai"] == len(submitted(batched))
+
+
+def test_batch_mode_for_a_model_without_a_batch_api_is_one_clear_error(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = copy_repo(demo_seed, tmp_path / "r")
+    toml = repo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            '[target]\nmodel = "sim:support"\n', '[target]\nmodel = "sim:support"\nmode = "batch"\n'
+        )
+    )
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(cli, ["train", "-q"])
+    assert result.exit_code == 5
+    assert (
+        '[target] mode = "batch" needs an openai: or anthropic: model (not Azure, not the '
+        "command harness); this one is 'sim:support'." in result.output
+    )
+    assert not (repo / ".skillvc/events.db").exists() or not submitted(repo)
