@@ -30,6 +30,8 @@ from skillvc.secrets import register_names, scrub, scrub_json
 from skillvc.secrets import secret_values as known_secret_values
 from skillvc.store import EventStore
 
+BATCH_DISCOUNT = 0.5  # OpenAI Batch and Anthropic Message Batches: half the list price
+
 
 class CallFailed(BackendError):
     """A model call failed after its last retry (recorded as a model.error event)."""
@@ -137,6 +139,8 @@ class ModelClient:
         self.secrets = tuple(secrets)
         # Cache keys whose recorded failure a resumed run must reproduce (see Trainer).
         self.replay_failures = dict(replay_failures or {})
+        # Calls a provider batch failed in this process (see ``prefetch``).
+        self.batch_failures: dict[str, CallFailed] = {}
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
         self.refused: dict[str, str] = {}
@@ -172,76 +176,159 @@ class ModelClient:
         step: int | None = None,
     ) -> Reply:
         req = self.request(role, messages, sample=sample)
-        key = req.key
-        found = self.store.find("model.call", key)
+        reply = self.from_log(req)
+        if reply is None:
+            reply = self._call_backend(req, step)
+        with self._lock:
+            self.stats[role].add(reply)
+        return reply
+
+    def from_log(self, req: CallRequest) -> Reply | None:
+        """The recorded answer to ``req`` (None: it needs a model call); raises ``CallFailed``
+        for a failure a resumed run must replay. Counts nothing: ``call``/``record`` do."""
+        found = self.store.find("model.call", req.key)
         if found is not None:
             p = found.payload
-            reply = Reply(
+            return Reply(
                 text=self.store.get_blob(p["response"]),
-                key=key,
+                key=req.key,
                 cached=True,
                 prompt_tokens=p.get("prompt_tokens", 0),
                 completion_tokens=p.get("completion_tokens", 0),
                 cost_usd=p.get("cost_usd"),
                 meta=p.get("meta", {}),
             )
-        elif key in self.replay_failures:
+        if req.key in self.replay_failures:
             with self._lock:
-                self.stats[role].errors += 1
+                self.stats[req.role].errors += 1
             raise CallFailed(
-                f"{role} call to {req.model} failed: {self.replay_failures[key]} (replayed)"
+                f"{req.role} call to {req.model} failed: {self.replay_failures[req.key]} (replayed)"
             )
-        else:
-            reply = self._call_backend(req, step)
-        with self._lock:
-            self.stats[role].add(reply)
-        return reply
+        if req.key in self.batch_failures:
+            with self._lock:
+                self.stats[req.role].errors += 1
+            raise self.batch_failures[req.key]
+        return None
 
-    def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
-        config = self.configs[req.role]
-        backend = self.backends[req.role]
+    def prefetch(
+        self, role: str, prompts: Sequence[Sequence[Mapping[str, str]]], *, step: int | None = None
+    ) -> None:
+        """With ``mode = "batch"`` for ``role``: send these calls that the log cannot answer
+        as one provider batch and record the answers, so the ``call``s that follow find them in
+        the log (and a call the batch failed raises ``CallFailed``). Otherwise nothing."""
+        config = self.configs.get(role)
+        if config is None or config.mode != "batch":
+            return
+        from skillvc.batch import batch_executor
+        from skillvc.executors import Call, CallFailure, run_call
+
+        requests = list({r.key: r for r in (self.request(role, m) for m in prompts)}.values())
+        fresh = [r for r in requests if not self.store.find("model.call", r.key)]
+        fresh = [r for r in fresh if r.key not in self.replay_failures]
+        for req in fresh:
+            self.admit(req)
+        executor = batch_executor(self.store, config, self.run_id)
+        outcomes = executor.map(run_call, [Call(config, r) for r in fresh])
+        for req, outcome in zip(fresh, outcomes, strict=True):
+            if isinstance(outcome, CallFailure):
+                error = self.record_failure(
+                    req,
+                    outcome.error,
+                    kind=outcome.kind,
+                    transient=outcome.transient,
+                    refused=outcome.refused,
+                    step=step,
+                )
+                if isinstance(error, AuthenticationFailed):
+                    raise error
+                with self._lock:
+                    self.stats[role].errors -= 1  # counted when the call raises it
+                self.batch_failures[req.key] = error
+            else:
+                self.record(req, outcome, step=step)
+
+    def admit(self, req: CallRequest) -> None:
+        """What precedes a fresh call wherever it runs: a refused key fails at once, and the
+        rate limits are honoured here, in the one process that sees every call."""
         if req.role in self.refused:
             # The key was refused once: fail at once instead of sending it again.
             raise AuthenticationFailed(self.refused[req.role])
+        config = self.configs[req.role]
         # Token estimate for a tokens-per-minute limit: ~4 characters a token, plus the answer.
         estimate = sum(len(m["content"]) for m in req.messages) // 4 + (config.max_tokens or 0)
         self._limiters[req.role].acquire(estimate)
 
+    def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
+        self.admit(req)
+        backend = self.backends[req.role]
+
         def once() -> CallResult:
             return backend.complete(req)
 
-        policy = RetryPolicy(max_retries=config.max_retries)
+        policy = RetryPolicy(max_retries=self.configs[req.role].max_retries)
         try:
             result = call_with_retries(once, policy, sleep=self.sleep)
         except (BackendError, OSError) as exc:
-            message = redact(str(exc), self.secrets)
-            # A fork's failure is not logged: the loop makes that call itself and records what
-            # it meets, and a resumed run must not replay a failure the loop never saw.
-            if not self.forked:
-                self.store.append(
-                    "model.error",
-                    {
-                        "role": req.role,
-                        "model": req.model,
-                        "cache_key": req.key,
-                        "error": message,
-                        "kind": type(exc).__name__,
-                        "transient": isinstance(exc, TransientError),
-                    },
-                    run_id=self.run_id,
-                    step=step,
-                )
+            refused = isinstance(exc, AuthenticationFailed)
+            error = self.record_failure(
+                req,
+                str(exc),
+                kind=type(exc).__name__,
+                transient=isinstance(exc, TransientError),
+                refused=refused,
+                step=step,
+            )
+            if refused:
+                raise  # the backend's own error and hint
+            raise error from None
+        return self.record(req, result, step=step)
+
+    def record_failure(
+        self,
+        req: CallRequest,
+        error: str,
+        *,
+        kind: str,
+        transient: bool,
+        refused: bool,
+        step: int | None = None,
+    ) -> AuthenticationFailed | CallFailed:
+        """Log a call that failed after its last retry; return the error to raise:
+        ``AuthenticationFailed`` for a refused key (which stops the run), else ``CallFailed``."""
+        message = redact(error, self.secrets)
+        # A fork's failure is not logged: the loop makes that call itself and records what it
+        # meets, and a resumed run must not replay a failure the loop never saw.
+        if not self.forked:
+            self.store.append(
+                "model.error",
+                {
+                    "role": req.role,
+                    "model": req.model,
+                    "cache_key": req.key,
+                    "error": message,
+                    "kind": kind,
+                    "transient": transient,
+                },
+                run_id=self.run_id,
+                step=step,
+            )
+        with self._lock:
+            self.stats[req.role].errors += 1
+            self.last_error = message
+        if refused:
             with self._lock:
-                self.stats[req.role].errors += 1
-                self.last_error = message
-            if isinstance(exc, AuthenticationFailed):
-                with self._lock:
-                    self.refused[req.role] = message
-                raise
-            raise CallFailed(f"{req.role} call to {req.model} failed: {message}") from None
-        cost = result.cost_usd
+                self.refused[req.role] = message
+            return AuthenticationFailed(message)
+        return CallFailed(f"{req.role} call to {req.model} failed: {message}")
+
+    def record(self, req: CallRequest, result: CallResult, *, step: int | None = None) -> Reply:
+        """Log a fresh answer (a ``model.call`` event) and return it as a reply; the caller
+        counts it (``call`` does, ``count`` for replies obtained elsewhere)."""
+        cost = result.cost_usd  # an agent's own report wins over the price table
         if cost is None:
             cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+        if cost is not None and result.meta.get("batch"):
+            cost *= BATCH_DISCOUNT  # a provider batch costs half the list price
         # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored
         # text back, and must see exactly what the first run saw (and sent on to the optimizer).
         text = scrub(result.text, self.secrets)
@@ -286,6 +373,11 @@ class ModelClient:
         twin.last_error = None
         twin._lock = threading.Lock()
         return twin
+
+    def count(self, role: str, reply: Reply) -> None:
+        """Add a reply obtained through ``from_log``/``record`` to its role's statistics."""
+        with self._lock:
+            self.stats[role].add(reply)
 
     def snapshot(self) -> dict[str, RoleStats]:
         with self._lock:

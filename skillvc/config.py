@@ -89,6 +89,10 @@ class ModelConfig:
     task_timeout_s: float = 300.0
     # The agent's environment beyond the allowlist; "${NAME}" reads a variable (see README).
     env: dict[str, str] = field(default_factory=dict)
+    # sync | batch: "batch" sends each wave's fresh calls as one provider batch at half the
+    # price (skillvc.batch); like the executor, not part of a run's identity.
+    mode: str = "sync"
+    batch_poll_s: float = 60.0  # seconds between status checks of a pending batch
 
 
 @dataclass
@@ -117,6 +121,24 @@ class TrainConfig:
     # Start the next stage's rollouts with the current skill while a candidate is gated; the
     # run's record is the same either way (see training/prefetch.py).
     speculate: bool = True
+    # Where fresh target calls run (skillvc.executors). Not part of a run's identity: they
+    # change where the work happens, never its result, so a run may resume on another one.
+    executor: str = "threads"  # threads | ray
+    ray_address: str | None = None  # None: RAY_ADDRESS, else a local cluster
+    ray_num_cpus: float = 1.0  # per task
+    ray_memory_mb: int | None = None  # per task
+    ray_resource: str | None = None  # a custom resource each task needs one unit of
+    ray_max_retries: int = 3  # resubmissions of a task whose worker or node was lost
+
+
+EXECUTION_KEYS = (
+    "executor",
+    "ray_address",
+    "ray_num_cpus",
+    "ray_memory_mb",
+    "ray_resource",
+    "ray_max_retries",
+)
 
 
 @dataclass
@@ -204,10 +226,16 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot (recorded in ``run.started``); holds no secrets by design."""
-        return {
+        snapshot = {
             name: dataclasses.asdict(getattr(self, name))
             for name in ("skill", "tasks", "target", "optimizer", "train")
         } | {"prices": self.prices}
+        for key in EXECUTION_KEYS:  # how a run executes is not what it computes
+            snapshot["train"].pop(key, None)
+        for role in ("target", "optimizer"):
+            for key in MODE_KEYS:
+                snapshot[role].pop(key, None)
+        return snapshot
 
 
 _SECTIONS = {
@@ -346,6 +374,24 @@ def _resolve_skill(base: Config, name: str) -> Config:
     return config
 
 
+MODE_KEYS = ("mode", "batch_poll_s")  # per role; like EXECUTION_KEYS, left out of snapshots
+
+
+def with_execution(config: Config, current: Config) -> Config:
+    """``config`` (a run's recorded snapshot) with ``current``'s execution settings: they are
+    not recorded, so a resumed run executes the way skillvc.toml says now."""
+    train = dataclasses.replace(
+        config.train, **{k: getattr(current.train, k) for k in EXECUTION_KEYS}
+    )
+    roles = {
+        role: dataclasses.replace(
+            getattr(config, role), **{k: getattr(getattr(current, role), k) for k in MODE_KEYS}
+        )
+        for role in ("target", "optimizer")
+    }
+    return dataclasses.replace(config, train=train, **roles)
+
+
 def parse_config_dict(data: dict[str, Any], root: Path) -> Config:
     """A Config from a snapshot (``Config.to_dict``), e.g. the one recorded in ``run.started``."""
     config = Config(root=root, prices=dict(data.get("prices", {})))
@@ -405,6 +451,8 @@ def validate(config: Config) -> None:
         raise ConfigError(f"gate_metric '{t.gate_metric}' is not one of hard, soft, mixed.")
     if t.min_learning_rate > t.learning_rate:
         raise ConfigError("[train] min_learning_rate must not exceed learning_rate.")
+    if t.executor not in ("threads", "ray"):
+        raise ConfigError(f"[train] executor '{t.executor}' is not one of threads, ray.")
     for role in ("target", "optimizer"):
         m: ModelConfig = getattr(config, role)
         if ":" not in m.model:
@@ -419,6 +467,15 @@ def validate(config: Config) -> None:
         for name in ("files", "args"):
             if not all(isinstance(v, str) for v in getattr(m, name)):
                 raise ConfigError(f"[{role}] {name} must be a list of strings.")
+        if m.mode not in ("sync", "batch"):
+            raise ConfigError(f"[{role}] mode '{m.mode}' is not one of sync, batch.")
+        batchable = m.model.split(":", 1)[0] in ("openai", "anthropic")
+        if m.mode == "batch" and (m.harness == "command" or m.azure or not batchable):
+            raise ConfigError(
+                f'[{role}] mode = "batch" needs an openai: or anthropic: model (not Azure, not '
+                f"the command harness); this one is '{m.model}'.",
+                hint='Set mode = "sync" for this model.',
+            )
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each
@@ -430,6 +487,7 @@ _MODEL_RANGES: dict[str, tuple[float | None, float | None, bool, bool]] = {
     "max_tokens": (1, 1_000_000, False, False),
     "timeout_s": (0, 86_400, True, False),
     "max_retries": (0, 100, False, False),
+    "batch_poll_s": (0, 86_400, True, False),
     "requests_per_minute": (0, 1_000_000, True, False),
     "tokens_per_minute": (0, 1_000_000_000, True, False),
     "task_timeout_s": (0, 86_400, True, False),
@@ -448,6 +506,9 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("train", "budget_usd"): (0, None, True, False),
     ("train", "max_failure_rate"): (0, 1, False, False),
     ("train", "rejected_buffer_size"): (0, 10_000, False, False),
+    ("train", "ray_num_cpus"): (0, 1024, False, False),
+    ("train", "ray_memory_mb"): (1, 10_000_000, False, False),
+    ("train", "ray_max_retries"): (0, 100, False, False),
     **{
         (role, key): bounds
         for role in ("target", "optimizer")

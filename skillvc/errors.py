@@ -300,3 +300,9 @@ class UnknownSkill(NotFound):
     """--skill names no skill of skillvc.toml."""
 
     hint = "Name a [skills.<name>] table, a skill's frontmatter name or its path."
+
+
+class ExecutorFailed(BackendError):
+    """The executor lost a task's worker or node more often than its retries allow."""
+
+    hint = "Check the Ray cluster ('ray status'), or set [train] executor = \"threads\"."

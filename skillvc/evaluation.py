@@ -39,6 +39,7 @@ from skillvc.backends import Backend, LazyBackend, lazy_backend
 from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig
 from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
+from skillvc.executors import make_executor
 from skillvc.hashing import content_id
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
@@ -264,6 +265,7 @@ def _evaluate(
                 scorer_options=config.tasks.scorer_options,
                 samples=config.train.samples,
                 progress=progress,
+                executor=make_executor(config.train),
             )
             name = "the working tree" if version.rev is None else version.rev
             with progress.stage(f"eval {name} on {split}", len(items) * config.train.samples):

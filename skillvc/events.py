@@ -91,6 +91,9 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("sleep.finished", 1, "a nightly run: its harvest, branch, run and report"),
         EventType("run.abandoned", 1, "a stopped run nobody will resume (a sleep run's)"),
         EventType("speculation.wasted", 1, "rollouts started during a gate its acceptance voided"),
+        EventType("batch.submitting", 1, "a wave about to be sent as a provider batch"),
+        EventType("batch.submitted", 1, "the provider's id of a wave's batch, before waiting"),
+        EventType("batch.ended", 1, "a batch whose results were read"),
     ]
 }
 

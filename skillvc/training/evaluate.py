@@ -21,7 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc.calls import CallFailed, ModelClient
+from skillvc.calls import CallFailed, ModelClient, Reply
+from skillvc.errors import AuthenticationFailed
+from skillvc.executors import Call, CallFailure, Executor, run_call
 from skillvc.hashing import sha256_hex
 from skillvc.progress import Progress
 from skillvc.scorers import Scorer, metric_value, score_item
@@ -78,6 +80,16 @@ class Evaluator:
     # rollout of the train item that happens to share its id.
     memo: dict[tuple[str, str, str], Rollout] = field(default_factory=dict)
     calls: int = 0
+    # None: calls run in ``pool`` as they always have. Otherwise uncached target calls go out
+    # through it and come back in item order (see skillvc.executors); scoring stays here.
+    executor: Executor | None = None
+
+    def __post_init__(self) -> None:
+        target = self.client.configs.get("target")
+        if self.executor is None and target is not None and target.mode == "batch":
+            from skillvc.batch import batch_executor
+
+            self.executor = batch_executor(self.client.store, target, self.client.run_id)
 
     def pending(self, skill: str, items: Sequence[TaskItem], split: str) -> int:
         """How many jobs (item x sample) ``run`` would do for these items: a stage's total."""
@@ -94,7 +106,10 @@ class Evaluator:
             self.progress.advance()
             return rollout
 
-        results = list(self.pool.map(lambda j: job(*j), jobs))
+        if self.executor is None:
+            results = list(self.pool.map(lambda j: job(*j), jobs))
+        else:
+            results = self._run_out(skill, skill_hash, jobs)
         fresh = [
             _combine(results[i * self.samples : (i + 1) * self.samples]) for i in range(len(todo))
         ]
@@ -110,6 +125,55 @@ class Evaluator:
             reply = self.client.call("target", rollout_messages(skill, item), sample=sample)
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
+        return self._score(skill_hash, item, reply)
+
+    def _run_out(
+        self, skill: str, skill_hash: str, jobs: Sequence[tuple[TaskItem, int]]
+    ) -> list[Rollout]:
+        """``run``'s jobs through the executor: the log answers what it can, the rest goes out
+        in one ``map``, and the answers are recorded in item order."""
+        assert self.executor is not None
+        requests = [
+            self.client.request("target", rollout_messages(skill, it), sample=k) for it, k in jobs
+        ]
+        replies: list[Reply | CallFailed | None] = []
+        for req in requests:
+            try:
+                replies.append(self.client.from_log(req))
+            except CallFailed as exc:  # a failure a resumed run replays
+                replies.append(exc)
+        fresh = [i for i, r in enumerate(replies) if r is None]
+        for i in fresh:
+            self.client.admit(requests[i])
+        config = self.client.configs["target"]
+        outcomes = self.executor.map(run_call, [Call(config, requests[i]) for i in fresh])
+        for i, outcome in zip(fresh, outcomes, strict=True):
+            if isinstance(outcome, CallFailure):
+                error = self.client.record_failure(
+                    requests[i],
+                    outcome.error,
+                    kind=outcome.kind,
+                    transient=outcome.transient,
+                    refused=outcome.refused,
+                )
+                if isinstance(error, AuthenticationFailed):
+                    raise error
+                replies[i] = error
+            else:
+                replies[i] = self.client.record(requests[i], outcome)
+
+        def score(i: int) -> Rollout:
+            item, reply = jobs[i][0], replies[i]
+            self.progress.advance()
+            if isinstance(reply, CallFailed):
+                return Rollout(item.id, skill_hash, None, None, None, error=reply.message)
+            assert reply is not None
+            self.client.count("target", reply)
+            return self._score(skill_hash, item, reply)
+
+        return list(self.pool.map(score, range(len(jobs))))
+
+    def _score(self, skill_hash: str, item: TaskItem, reply: Reply) -> Rollout:
         try:
             score = score_item(item, reply.text, self.scorer, self.scorer_options, judge=self.judge)
         except CallFailed as exc:  # the judge's model call failed: an error, never a score

@@ -33,10 +33,11 @@ from typing import Any
 from skillvc import prompts
 from skillvc.backends.pricing import cost_usd
 from skillvc.calls import CallFailed, RoleStats
-from skillvc.config import Config, override, parse_config_dict, validate
+from skillvc.config import Config, override, parse_config_dict, validate, with_execution
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
+from skillvc.executors import make_executor
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.preflight import estimate_tokens
@@ -131,7 +132,7 @@ def train(
             snapshot = unfinished.payload["config"]
             if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
                 snapshot = restore(snapshot, ws.config.to_dict())
-            config = parse_config_dict(snapshot, ws.root)
+            config = with_execution(parse_config_dict(snapshot, ws.root), ws.config)
             config.skill_name, config.skills = ws.config.skill_name, ws.config.skills
         else:
             config = ws.config
@@ -219,6 +220,7 @@ class Trainer:
                 scorer_options=self.config.tasks.scorer_options,
                 samples=self.t.samples,
                 progress=self.progress,
+                executor=make_executor(self.t),
             )
             self.phase = "the baseline evaluation"
             if self.cannot_be_refused():
@@ -630,6 +632,10 @@ class Trainer:
     def prefetch(
         self, skill: str, items: Sequence[TaskItem], split: str, *, speculative: bool = False
     ) -> Batch | None:
+        if self.config.target.mode == "batch" or self.t.executor != "threads":
+            # Target calls go out as provider batches (for their price) or as executor tasks
+            # (on other machines): sent ahead on the driver's threads they would bypass both.
+            return None
         return self.ahead.rollouts(
             skill, items, split, speculative=speculative, known=self.evaluator.memo
         )

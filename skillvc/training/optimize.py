@@ -159,19 +159,9 @@ def reflect(
         "successes": "these answers scored full marks; keep what made them work",
     }
 
-    def one(
-        batch: tuple[str, list[dict[str, Any]]],
-    ) -> tuple[list[Edit], int, str | None, bool]:
-        try:
-            return ask(batch)
-        finally:
-            done()
-
-    def ask(
-        batch: tuple[str, list[dict[str, Any]]],
-    ) -> tuple[list[Edit], int, str | None, bool]:
+    def reflect_prompt(batch: tuple[str, list[dict[str, Any]]]) -> list[dict[str, str]]:
         kind, cases = batch
-        messages = prompts.render(
+        return prompts.render(
             "reflect",
             n_cases=str(len(cases)),
             kind=kind,
@@ -183,6 +173,19 @@ def reflect(
             meta=meta or "(none yet)",
             description_rule=DESCRIPTION_RULE if describe else "",
         )
+
+    def one(
+        batch: tuple[str, list[dict[str, Any]]],
+    ) -> tuple[list[Edit], int, str | None, bool]:
+        try:
+            return ask(batch)
+        finally:
+            done()
+
+    def ask(
+        batch: tuple[str, list[dict[str, Any]]],
+    ) -> tuple[list[Edit], int, str | None, bool]:
+        messages = reflect_prompt(batch)
         try:
             payload, calls, error = ask_json(client, messages, "edits", step)
         except CallFailed as exc:
@@ -194,6 +197,9 @@ def reflect(
         except prompts.ParseError as exc:
             return [], calls, f"unusable edits: {exc}", False
 
+    # With [optimizer] mode = "batch" the first attempts go out as one batch; the calls below
+    # then find them in the log (repairs stay synchronous).
+    client.prefetch("optimizer", [reflect_prompt(b) for b in batches], step=step)
     result = Reflection(minibatches=len(batches))
     for index, ((kind, _), (edits, calls, error, call_failed)) in enumerate(
         zip(batches, pool.map(one, batches), strict=True)
