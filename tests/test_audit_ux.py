@@ -1,0 +1,45 @@
+"""A new user's edge cases of curves, reports, show, progress and harvest (audit of issues
+11, 12 and 15): each test is a case that once went wrong."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import git
+
+from skillvc.cli import cli
+
+
+@pytest.fixture
+def demo(demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = Path(shutil.copytree(demo_seed, tmp_path / "demo"))
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def test_a_run_stopped_before_its_first_step_reports_its_baseline_and_how_to_resume(
+    demo: Path,
+) -> None:
+    # Priced like an expensive model: the projection stops the run after the baseline.
+    with (demo / "skillvc.toml").open("a") as f:
+        f.write('\n[prices."sim:support"]\ninput = 100\noutput = 100\n')
+    git(demo, "commit", "-qam", "price the simulator")
+    code, _ = run("train", "-q")
+    assert code == 4
+    _, runs = run("runs", "--json")
+    code, report = run("report")
+    assert code == 0
+    assert "| val (n=30) | 0.333 | – |" in report  # the baseline `runs` shows, not "–"
+    assert '"baseline_val": 0.333' in runs
+    # The whole stop sentence, and a resume hint that would not stop again the same way.
+    assert "so it stopped before its first step. Resume it with `skillvc train --budget-usd N`" in (
+        report
+    )
