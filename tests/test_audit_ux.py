@@ -43,3 +43,22 @@ def test_a_run_stopped_before_its_first_step_reports_its_baseline_and_how_to_res
     assert "so it stopped before its first step. Resume it with `skillvc train --budget-usd N`" in (
         report
     )
+
+
+def test_a_budget_needs_no_price_for_claude_code_which_reports_its_cost(
+    demo_seed: Path, tmp_path: Path, isolated_env: Path
+) -> None:
+    from skillvc.errors import ConfigError
+    from skillvc.training.loop import train
+    from skillvc.workspace import open_workspace
+    from tests.test_agents import agent_repo, fake_cli
+
+    claude = agent_repo(
+        demo_seed, tmp_path / "r1", "claude-code", fake_cli(tmp_path / "bin", "claude-code")
+    )
+    summary = train(open_workspace(claude), budget_usd=50.0)
+    assert summary.status == "finished" and summary.cost_usd and summary.cost_usd > 0
+    # Codex gives tokens but no cost: a budget still needs its price.
+    codex = agent_repo(demo_seed, tmp_path / "r2", "codex", fake_cli(tmp_path / "bin", "codex"))
+    with pytest.raises(ConfigError, match=r"--budget-usd needs a price for command:codex"):
+        train(open_workspace(codex), budget_usd=50.0)
