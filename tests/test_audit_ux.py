@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import git
 
 from skillvc.cli import cli
+from skillvc.store import open_store
 
 
 @pytest.fixture
@@ -62,3 +63,44 @@ def test_a_budget_needs_no_price_for_claude_code_which_reports_its_cost(
     codex = agent_repo(demo_seed, tmp_path / "r2", "codex", fake_cli(tmp_path / "bin", "codex"))
     with pytest.raises(ConfigError, match=r"--budget-usd needs a price for command:codex"):
         train(open_workspace(codex), budget_usd=50.0)
+
+
+def test_a_sleep_whose_training_fails_leaves_no_branch_and_no_run_to_resume(
+    demo: Path, tmp_path: Path, isolated_env: Path
+) -> None:
+    from tests.test_sleep import write_night
+
+    project, _ = write_night(isolated_env, 1)
+    # An agent CLI that fails on every task: the run stops after its baseline.
+    agent = tmp_path / "broken-claude"
+    agent.write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && echo "2.0.0 (Claude Code)" && exit 0\n'
+        "echo 'API Error: 500'\nexit 1\n"
+    )
+    agent.chmod(0o755)
+    toml = demo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            '[target]\nmodel = "sim:support"',
+            '[target]\nmodel = "command:claude-code"\nharness = "claude-code"\n'
+            f'executable = "{agent}"',
+        )
+    )
+    git(demo, "commit", "-qam", "an agent target")
+    before = git(demo, "for-each-ref", "--format=%(refname)", "refs/heads/")
+    code, out = run(
+        "sleep", "--yes", "-q", "--date", "2026-02-01", "--budget-usd", "1", str(project)
+    )
+    assert code != 0 and out.startswith("Error: ") and "API Error: 500" in out, out
+    assert git(demo, "for-each-ref", "--format=%(refname)", "refs/heads/") == before
+    assert git(demo, "worktree", "list").count("\n") == 0
+    # A NaN budget is refused the same way: nothing left behind.
+    code, out = run(
+        "sleep", "--yes", "-q", "--date", "2026-02-01", "--budget-usd", "nan", str(project)
+    )
+    assert code == 5 and "budget_usd = nan is out of range" in out
+    assert git(demo, "for-each-ref", "--format=%(refname)", "refs/heads/") == before
+    # The stopped run lived in the removed worktree: train does not try to resume it.
+    with open_store(demo / ".skillvc" / "events.db") as store:
+        (started,) = store.events(types=["run.started"])
+        assert store.events(run_id=started.run_id, types=["run.abandoned"])

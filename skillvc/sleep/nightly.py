@@ -163,6 +163,8 @@ def _train_on_branch(
     where.parent.mkdir(parents=True, exist_ok=True)
     # The branch is made at HEAD by the worktree itself: the user's checkout never switches.
     git.worktree("add", "-q", "-b", outcome.branch, str(where), outcome.base_commit)
+    tasks_commit: str | None = None  # the branch's first commit (the task set)
+    failed = False
     try:
         wt_config = dataclasses.replace(
             ws.config,
@@ -195,6 +197,7 @@ def _train_on_branch(
             f"Harvest {outcome.harvest.harvest}; kinds: {', '.join(k.id for k in kinds)}.\n"
             "Redacted before storing; only reviewed items are included.",
         )
+        tasks_commit = git.rev_parse(outcome.branch)
         say(f"training on branch {outcome.branch} ({len(rows)} reviewed items)")
         try:
             summary = train(wt, new=True, budget_usd=budget, progress=say)
@@ -214,12 +217,35 @@ def _train_on_branch(
             outcome.summary = dataclasses.asdict(summary)
             outcome.status = "trained"
         wt_repo.close()
+    except BaseException:
+        failed = True
+        raise
     finally:
         try:
             git.worktree("remove", "--force", str(where))
         except Exception:  # noqa: BLE001 - leave it for 'git worktree prune'; say so below
             shutil.rmtree(where, ignore_errors=True)
             git.worktree("prune")
+        if failed:
+            _undo_failed_night(ws, outcome.branch, tasks_commit)
+
+
+def _undo_failed_night(ws: Workspace, branch: str, tasks_commit: str | None) -> None:
+    """A night that failed (a config error, an unreachable model) leaves no trace but its
+    events: the branch goes when it holds no training commit, and a run it started is
+    abandoned, since its worktree is gone (else 'skillvc train' would try to resume it)."""
+    git = ws.repo.git_repo.git
+    with ws.store(create=True) as store:
+        for started in store.events(types=["run.started"]):
+            if started.payload.get("branch") == branch and started.run_id:
+                done = store.events(
+                    run_id=started.run_id, types=["run.finished", "run.abandoned"], limit=1
+                )
+                if not done:
+                    store.append("run.abandoned", {"reason": "sleep failed"}, run_id=started.run_id)
+    tip = git.rev_parse("--verify", "-q", f"refs/heads/{branch}")
+    if tasks_commit is None or tip == tasks_commit:
+        git.branch("-D", branch)
 
 
 def _write_report(ws: Workspace, outcome: SleepResult) -> str:
