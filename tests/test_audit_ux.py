@@ -104,3 +104,26 @@ def test_a_sleep_whose_training_fails_leaves_no_branch_and_no_run_to_resume(
     with open_store(demo / ".skillvc" / "events.db") as store:
         (started,) = store.events(types=["run.started"])
         assert store.events(run_id=started.run_id, types=["run.abandoned"])
+
+
+def test_a_rubric_must_name_a_kind_and_say_something(demo: Path, isolated_env: Path) -> None:
+    from tests.test_sleep import write_night
+
+    project, _ = write_night(isolated_env, 1)
+    code, out = run("harvest", "--from", "claude-code", "--yes", str(project))
+    assert code == 0, out
+    review = CliRunner().invoke(cli, ["harvest", "--review"]).output
+    kind = review.split("kind ", 1)[1].split()[0]
+    item = review.split("[x] ", 1)[1].split()[0]
+    code, out = run("harvest", "--review", "--rubric", kind, "  ")
+    assert (code, out) == (
+        5,
+        f"Error: The rubric for kind {kind} is empty.\nHint: Say what a correct answer does, "
+        f'e.g. --rubric {kind} "The answer names the action the customer accepted."\n',
+    )
+    code, out = run("harvest", "--review", "--rubric", item, "The answer is right.")
+    assert code == 1 and out.startswith(
+        f"Error: '{item}' is an item, and a rubric belongs to a kind."
+    )
+    # Nothing was recorded: the drafted rubric stands.
+    assert "rubric: (no rubric yet)" not in CliRunner().invoke(cli, ["harvest", "--review"]).output

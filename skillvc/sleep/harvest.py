@@ -28,7 +28,7 @@ from typing import Any
 
 from skillvc import prompts
 from skillvc.config import HarvestConfig
-from skillvc.errors import ConfigError, SkillvcError
+from skillvc.errors import BadData, ConfigError, SkillvcError
 from skillvc.hashing import content_id
 from skillvc.sleep import mine as mining
 from skillvc.sleep import transcripts
@@ -529,6 +529,21 @@ def review(
                 raise SkillvcError(
                     f"No harvested kind or item '{name}'.",
                     hint="List them with 'skillvc harvest --review'.",
+                )
+        kind_ids = {k.id for k in kinds}
+        for name, text in (rubrics or {}).items():
+            # A rubric belongs to a kind, and an empty one would leave the kind unscoreable:
+            # sleep skips kinds without a rubric.
+            if name not in kind_ids:
+                raise SkillvcError(
+                    f"'{name}' is an item, and a rubric belongs to a kind.",
+                    hint="Give the kind's id (the 'kind k...' line of 'skillvc harvest --review').",
+                )
+            if not text.strip():
+                raise BadData(
+                    f"The rubric for kind {name} is empty.",
+                    hint="Say what a correct answer does, e.g. --rubric "
+                    f'{name} "The answer names the action the customer accepted."',
                 )
         redactor = make_redactor(ws)
         for kind_id, text in (rubrics or {}).items():
