@@ -127,3 +127,30 @@ def test_a_rubric_must_name_a_kind_and_say_something(demo: Path, isolated_env: P
     )
     # Nothing was recorded: the drafted rubric stands.
     assert "rubric: (no rubric yet)" not in CliRunner().invoke(cli, ["harvest", "--review"]).output
+
+
+def test_a_sleep_over_one_off_requests_says_nothing_recurs(
+    demo: Path, tmp_path: Path, isolated_env: Path
+) -> None:
+    import json
+
+    from tests.test_sleep import claude_lines
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for n, prompt in enumerate(["Write a haiku about rust", "What is the capital of Peru?"]):
+        session = f"0000000{n}-0000-0000-0000-000000000000"
+        lines = claude_lines(
+            session,
+            f"2026-01-0{n + 1}T00:00:00.000Z",
+            "/work/x",
+            [{"prompt": prompt, "answer": "ok"}],
+        )
+        (project / f"{session}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, out = run("sleep", "--yes", "-q", "--date", "2026-03-01", str(project))
+    assert code == 0, out
+    assert (
+        "Warning: No recurring task yet: none of the 2 prompts harvested recurs in at least 3 "
+        "sessions (min_support); nothing to review or train on.\n"
+    ) in out
+    assert git(demo, "for-each-ref", "--format=%(refname)", "refs/heads/") == "refs/heads/main"

@@ -96,7 +96,12 @@ def sleep(
     rows = [i for k in kinds for i in k.items if i["reviewed"]]
     splits = {i["split"] for i in rows}
     repo = ws.repo
-    if not {"train", "val"} <= splits:
+    if not result.kinds:
+        outcome.warnings.append(
+            f"No recurring task yet: none of the {result.one_offs} prompts harvested recurs in "
+            f"at least {config.min_support} sessions (min_support); nothing to review or train on."
+        )
+    elif not {"train", "val"} <= splits:
         outcome.warnings.append(
             f"{len(rows)} reviewed harvested items ({result.unreviewed} await review): "
             "training needs reviewed items in both train and val; review them with "
