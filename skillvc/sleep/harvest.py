@@ -375,7 +375,7 @@ def harvest(
                     "harvest.session", payload | {"harvest": run_id}, run_id=run_id, key=key
                 )
                 result.sessions_new += 1
-                say(f"read {payload['file']}: {len(payload['exchanges'])} task prompts")
+                say(f"read {payload['file']}: {counted(len(payload['exchanges']), 'task prompt')}")
         state = load_state(store)
         mined = mine_state(state, config)
         client = None
@@ -504,6 +504,11 @@ def _approve(
         )
         for k in kinds
     ]
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``: the counts harvest and sleep print."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def review(

@@ -308,9 +308,11 @@ def render_report(ws: Workspace, outcome: SleepResult) -> str:
     h = outcome.harvest
     out = [f"# skillvc sleep {outcome.date}", ""]
     out.append(
-        f"Harvest {h.harvest}: {h.sessions_new} new sessions ({h.sessions_seen} already "
-        f"harvested), {h.exchanges} task prompts in all, {len(h.kinds)} recurring kinds, "
-        f"{h.one_offs} one-off prompts left out, {h.unreviewed} items awaiting review."
+        f"Harvest {h.harvest}: {harvesting.counted(h.sessions_new, 'new session')} "
+        f"({h.sessions_seen} already harvested), {harvesting.counted(h.exchanges, 'task prompt')}"
+        f" in all, {harvesting.counted(len(h.kinds), 'recurring kind')}, "
+        f"{harvesting.counted(h.one_offs, 'one-off prompt')} left out, {h.unreviewed} items "
+        "awaiting review."
     )
     redacted = ", ".join(f"{k} {v}" for k, v in h.redactions.items()) or "nothing"
     out.append(f"Redacted before storing: {redacted}.")
