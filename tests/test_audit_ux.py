@@ -154,3 +154,21 @@ def test_a_sleep_over_one_off_requests_says_nothing_recurs(
         "sessions (min_support); nothing to review or train on.\n"
     ) in out
     assert git(demo, "for-each-ref", "--format=%(refname)", "refs/heads/") == "refs/heads/main"
+
+
+def test_show_says_a_hash_prefix_needs_six_characters(demo: Path) -> None:
+    code, out = run("eval", "-q", "--split", "val")
+    assert code == 0, out
+    with open_store(demo / ".skillvc" / "events.db") as store:
+        blob = store.query(  # not all digits, which would read as an event id
+            "SELECT hash FROM blobs WHERE substr(hash, 1, 5) GLOB '*[a-f]*' ORDER BY hash LIMIT 1"
+        )[0]["hash"]
+    code, out = run("show", blob[:6])
+    assert code == 0 and out.startswith(f"# blob {blob}")
+    code, out = run("show", blob[:5])
+    assert (code, out) == (
+        3,
+        f"Error: No event, edit, commit or run matches '{blob[:5]}'.\nHint: A blob hash or "
+        "model call key prefix needs at least 6 hex characters; list ids with 'skillvc log' "
+        "or 'skillvc runs'.\n",
+    )
