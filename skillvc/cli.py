@@ -227,9 +227,8 @@ def show(ident: str, as_json: bool) -> None:
     if "rollout" in data:
         click.echo(format_rollout(event, data["rollout"]))
         return
-    click.echo(
-        f"event {event['id']}  {event['type']}  run {event['run_id']}  {event['created_at']}"
-    )
+    run = f"  run {event['run_id']}" if event["run_id"] else ""  # eval, sleep: no run
+    click.echo(f"event {event['id']}  {event['type']}{run}  {event['created_at']}")
     echo_json(event["payload"])
     if data.get("gates"):
         click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")

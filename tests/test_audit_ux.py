@@ -172,3 +172,13 @@ def test_show_says_a_hash_prefix_needs_six_characters(demo: Path) -> None:
         "model call key prefix needs at least 6 hex characters; list ids with 'skillvc log' "
         "or 'skillvc runs'.\n",
     )
+
+
+def test_show_of_an_event_outside_any_run_says_no_run_none(demo: Path) -> None:
+    code, out = run("eval", "-q", "--split", "val")
+    assert code == 0, out
+    with open_store(demo / ".skillvc" / "events.db") as store:
+        (evaluation,) = store.events(types=["evaluation"])
+    code, out = run("show", str(evaluation.id))
+    assert code == 0
+    assert out.startswith(f"event {evaluation.id}  evaluation  {evaluation.created_at}\n{{\n")
