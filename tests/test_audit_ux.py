@@ -182,3 +182,27 @@ def test_show_of_an_event_outside_any_run_says_no_run_none(demo: Path) -> None:
     code, out = run("show", str(evaluation.id))
     assert code == 0
     assert out.startswith(f"event {evaluation.id}  evaluation  {evaluation.created_at}\n{{\n")
+
+
+def test_an_agent_executable_that_is_not_executable_or_a_directory_says_so(
+    tmp_path: Path,
+) -> None:
+    from skillvc.backends import get_backend
+    from skillvc.config import ModelConfig
+    from skillvc.errors import ConfigError
+
+    script = tmp_path / "claude"
+    script.write_text("#!/bin/sh\n")  # no x bit
+    config = ModelConfig(model="command:claude-code", harness="claude-code", executable=str(script))
+    with pytest.raises(ConfigError) as caught:
+        get_backend(config, tmp_path)
+    assert caught.value.message == f"Claude Code's executable '{script}' is not executable."
+    assert caught.value.hint == (
+        f"Make it executable with 'chmod +x {script}', or point executable at the real CLI."
+    )
+    config = ModelConfig(
+        model="command:claude-code", harness="claude-code", executable=str(tmp_path)
+    )
+    with pytest.raises(ConfigError) as caught:
+        get_backend(config, tmp_path)
+    assert caught.value.message == f"Claude Code's executable '{tmp_path}' is a directory."
