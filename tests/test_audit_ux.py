@@ -206,3 +206,28 @@ def test_an_agent_executable_that_is_not_executable_or_a_directory_says_so(
     with pytest.raises(ConfigError) as caught:
         get_backend(config, tmp_path)
     assert caught.value.message == f"Claude Code's executable '{tmp_path}' is a directory."
+
+
+def test_datasette_on_a_taken_port_is_one_clear_error(demo: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    assert run("eval", "-q", "--split", "val")[0] == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(  # a subprocess: on success the command execs the server
+            [sys.executable, "-m", "skillvc", "datasette", "--port", str(port)],
+            cwd=demo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (result.returncode, result.stdout, result.stderr) == (
+        4,
+        "",
+        f"Error: Port {port} on 127.0.0.1 is in use.\n"
+        "Hint: Pick another with --port N, or --port 0 for a free one.\n",
+    )
