@@ -140,7 +140,10 @@ SELECT phase,
        CASE phase WHEN 'step' THEN own_step WHEN 'baseline' THEN 0
                   WHEN 'epoch end' THEN last_step END AS step,
        CASE phase WHEN 'step' THEN own_epoch WHEN 'epoch end' THEN own_epoch END AS epoch,
-       COUNT(*) AS calls, SUM(tokens) AS tokens, SUM(cost_usd) AS cost_usd,
+       COUNT(*) AS calls, SUM(tokens) AS tokens,
+       -- as skillvc.runs: no partial sum when a call has no price; no float dust (0.61870001)
+       CASE WHEN SUM(cost_usd IS NULL) > 0 THEN NULL ELSE ROUND(SUM(cost_usd), 10) END
+         AS cost_usd,
        SUM(cost_usd IS NULL) AS unpriced_calls
 FROM phased GROUP BY 1, 2, 3 ORDER BY MIN(id)""",
     },

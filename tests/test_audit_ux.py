@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -44,6 +45,13 @@ def test_a_run_stopped_before_its_first_step_reports_its_baseline_and_how_to_res
     assert "so it stopped before its first step. Resume it with `skillvc train --budget-usd N`" in (
         report
     )
+    # Datasette's cost_per_step agrees with the run's cost to the cent and beyond (no float dust).
+    from skillvc.datasette_app import QUERIES
+
+    with open_store(demo / ".skillvc" / "events.db") as store:
+        (baseline,) = store.query(QUERIES["cost_per_step"]["sql"])
+    cost = json.loads(runs)[0]["cost_usd"]
+    assert baseline["phase"] == "baseline" and baseline["cost_usd"] == cost == 0.6187
 
 
 def test_a_budget_needs_no_price_for_claude_code_which_reports_its_cost(
