@@ -364,6 +364,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"{_arrow(s['val_before'], s['val_after'], s)} | "
             f"{p_text(s.get('p_value'), s['decision']) or '–'} | {len(s['edits'])} | {commit} |"
         )
+    if not report["steps"]:  # a table of headers alone reads as a rendering fault
+        out[-2:] = ["No step has run yet."]
     if accepted:
         out += ["", "### Accepted edits"]
         for s in accepted:

@@ -40,6 +40,9 @@ def test_a_run_stopped_before_its_first_step_reports_its_baseline_and_how_to_res
     code, report = run("report")
     assert code == 0
     assert "| val (n=30) | 0.333 | – |" in report  # the baseline `runs` shows, not "–"
+    assert "### Steps\n\nNo step has run yet.\n" in report  # not a table of headers alone
+    code, _ = run("report", "--html", "run.html")
+    assert code == 0 and "No step has run yet." in (demo / "run.html").read_text()
     assert '"baseline_val": 0.333' in runs
     # The whole stop sentence, and a resume hint that would not stop again the same way.
     assert "so it stopped before its first step. Resume it with `skillvc train --budget-usd N`" in (
