@@ -171,7 +171,9 @@ def log(
         echo_json(rendered)
         return
     if table_format:
-        echo_rows(rendered, table_format)
+        from skillvc.history import LOG_KEYS
+
+        echo_rows(rendered, table_format, LOG_KEYS)
         return
     if not rendered:
         click.echo("No gate decisions yet; run 'skillvc train' first.", err=True)
@@ -403,7 +405,9 @@ def runs(limit: int | None, as_json: bool, table_format: str | None) -> None:
         echo_json(rows)
         return
     if table_format:
-        echo_rows(rows, table_format)
+        from skillvc.runs import RUN_KEYS
+
+        echo_rows(rows, table_format, RUN_KEYS)
         return
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)

@@ -242,3 +242,13 @@ def test_datasette_on_a_taken_port_is_one_clear_error(demo: Path) -> None:
         f"Error: Port {port} on 127.0.0.1 is in use.\n"
         "Hint: Pick another with --port N, or --port 0 for a free one.\n",
     )
+
+
+def test_csv_of_no_runs_or_gates_still_names_its_columns(demo: Path) -> None:
+    from skillvc.history import LOG_KEYS
+    from skillvc.runs import RUN_KEYS
+
+    assert run("eval", "-q", "--split", "val")[0] == 0  # a log, but no training run
+    assert run("runs", "--csv") == (0, ",".join(RUN_KEYS) + "\n")
+    assert run("log", "--csv") == (0, ",".join(LOG_KEYS) + "\n")
+    assert run("runs", "--nl") == (0, "")
