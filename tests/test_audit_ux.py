@@ -252,3 +252,18 @@ def test_csv_of_no_runs_or_gates_still_names_its_columns(demo: Path) -> None:
     assert run("runs", "--csv") == (0, ",".join(RUN_KEYS) + "\n")
     assert run("log", "--csv") == (0, ",".join(LOG_KEYS) + "\n")
     assert run("runs", "--nl") == (0, "")
+
+
+def test_report_html_to_stdout_a_missing_directory_or_with_json(demo: Path) -> None:
+    assert run("train", "-q", "--epochs", "1")[0] == 0
+    code, page = run("report", "--html", "-")
+    assert code == 0 and page.startswith("<!doctype html>") and not (demo / "-").exists()
+    code, out = run("report", "--html", str(demo / "no" / "such" / "run.html"))
+    assert (code, out) == (
+        3,
+        f"Error: The directory {demo / 'no' / 'such'} does not exist.\n"
+        "Hint: Create it, or give --html a file in an existing directory.\n",
+    )
+    code, out = run("report", "--html", "run.html", "--json")
+    assert code == 2 and "Error: Give one of --html and --json (or --format json)." in out
+    assert not (demo / "run.html").exists()
