@@ -267,3 +267,17 @@ def test_report_html_to_stdout_a_missing_directory_or_with_json(demo: Path) -> N
     code, out = run("report", "--html", "run.html", "--json")
     assert code == 2 and "Error: Give one of --html and --json (or --format json)." in out
     assert not (demo / "run.html").exists()
+
+
+def test_harvest_says_how_many_lines_it_could_not_read(demo: Path, tmp_path: Path) -> None:
+    transcripts = tmp_path / "project"
+    transcripts.mkdir()
+    (transcripts / "s1.jsonl").write_text('garbage\n{"type": "user"\n[1]\n\n')
+    result = CliRunner().invoke(
+        cli, ["harvest", "--from", "claude-code", "--yes", str(transcripts)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        f"read {transcripts / 's1.jsonl'}: 0 task prompts "
+        "(3 lines of no known claude-code shape skipped)\n"
+    )

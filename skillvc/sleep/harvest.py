@@ -375,7 +375,16 @@ def harvest(
                     "harvest.session", payload | {"harvest": run_id}, run_id=run_id, key=key
                 )
                 result.sessions_new += 1
-                say(f"read {payload['file']}: {counted(len(payload['exchanges']), 'task prompt')}")
+                # Lines of no known shape are skipped: say so, or a wrong --from reads as "0".
+                odd = payload.get("skipped_lines") or 0
+                say(
+                    f"read {payload['file']}: {counted(len(payload['exchanges']), 'task prompt')}"
+                    + (
+                        f" ({counted(odd, 'line')} of no known {config.source} shape skipped)"
+                        if odd
+                        else ""
+                    )
+                )
         state = load_state(store)
         mined = mine_state(state, config)
         client = None
