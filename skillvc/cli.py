@@ -198,7 +198,9 @@ def log(
         echo_json(rendered)
         return
     if table_format:
-        echo_rows(rendered, table_format)
+        from skillvc.history import LOG_KEYS
+
+        echo_rows(rendered, table_format, LOG_KEYS)
         return
     if not rendered:
         click.echo("No gate decisions yet; run 'skillvc train' first.", err=True)
@@ -254,9 +256,8 @@ def show(ident: str, as_json: bool) -> None:
     if "rollout" in data:
         click.echo(format_rollout(event, data["rollout"]))
         return
-    click.echo(
-        f"event {event['id']}  {event['type']}  run {event['run_id']}  {event['created_at']}"
-    )
+    run = f"  run {event['run_id']}" if event["run_id"] else ""  # eval, sleep: no run
+    click.echo(f"event {event['id']}  {event['type']}{run}  {event['created_at']}")
     echo_json(event["payload"])
     if data.get("gates"):
         click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")
@@ -456,7 +457,9 @@ def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str 
         echo_json(rows)
         return
     if table_format:
-        echo_rows(rows, table_format)
+        from skillvc.runs import RUN_KEYS
+
+        echo_rows(rows, table_format, RUN_KEYS)
         return
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)

@@ -12,11 +12,12 @@ Invariants:
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-from skillvc.errors import SkillvcError
+from skillvc.errors import SkillvcError, StateConflict
 
 INSTALL_HINT = "Install the extra: pip install 'skillvc[datasette]'."
 
@@ -139,7 +140,10 @@ SELECT phase,
        CASE phase WHEN 'step' THEN own_step WHEN 'baseline' THEN 0
                   WHEN 'epoch end' THEN last_step END AS step,
        CASE phase WHEN 'step' THEN own_epoch WHEN 'epoch end' THEN own_epoch END AS epoch,
-       COUNT(*) AS calls, SUM(tokens) AS tokens, SUM(cost_usd) AS cost_usd,
+       COUNT(*) AS calls, SUM(tokens) AS tokens,
+       -- as skillvc.runs: no partial sum when a call has no price; no float dust (0.61870001)
+       CASE WHEN SUM(cost_usd IS NULL) > 0 THEN NULL ELSE ROUND(SUM(cost_usd), 10) END
+         AS cost_usd,
        SUM(cost_usd IS NULL) AS unpriced_calls
 FROM phased GROUP BY 1, 2, 3 ORDER BY MIN(id)""",
     },
@@ -178,6 +182,21 @@ def metadata(view_columns: dict[str, list[str]], database: str = "events") -> di
         "description": "Training runs of skillvc, read-only. Start with runs, gates, rollouts.",
         "databases": {database: {"tables": tables, "queries": QUERIES}},
     }
+
+
+def usable_port(port: int) -> int:
+    """``port`` when it is free on 127.0.0.1 (0: a free one, chosen here so the address we
+    print is the one served); a taken port is one clear error, not the server's traceback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            raise StateConflict(
+                f"Port {port} on 127.0.0.1 is in use.",
+                hint="Pick another with --port N, or --port 0 for a free one.",
+            ) from None
+        return int(probe.getsockname()[1])
 
 
 def serve_command(db: Path, metadata_file: Path, port: int) -> list[str]:

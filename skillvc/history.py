@@ -353,6 +353,14 @@ def show(
             raise UnknownEventId(
                 f"No event, edit, commit, run, model call or blob matches '{ident}'."
             ) from None
+        short = ident.strip().lower()
+        if sha is None and _HEX.fullmatch(short) and not short.isdecimal():
+            # Too short to be looked up as a blob or call key: say so, not just "no match".
+            raise UnknownEventId(
+                f"No event, edit, commit or run matches '{ident}'.",
+                hint=f"A blob hash or model call key prefix needs at least {MIN_HEX_PREFIX} "
+                "hex characters; list ids with 'skillvc log' or 'skillvc runs'.",
+            ) from None
         if sha is None:
             raise
         try:

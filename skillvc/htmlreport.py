@@ -230,7 +230,8 @@ def render_html(report: dict[str, Any]) -> str:
         counts=e(count_line),
         usage=e(usage_line),
         curve=svg_curve(Curve.from_dict(report["curve"])),
-        steps="\n".join(steps),
+        steps="\n".join(steps)
+        or '<tr><td colspan="8" class="muted">No step has run yet.</td></tr>',
         cost_chart=(
             svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost")
             if any(u["cost_usd"] for u in phases)

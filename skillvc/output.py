@@ -45,21 +45,24 @@ def table_options(fn: F) -> F:
     return checked  # type: ignore[return-value]
 
 
-def echo_rows(rows: Sequence[dict[str, Any]], table_format: str) -> None:
+def echo_rows(
+    rows: Sequence[dict[str, Any]], table_format: str, columns: Sequence[str] = ()
+) -> None:
     """Rows as ``nl`` (one JSON object a line) or ``csv`` (a header of every key, nested values
-    as compact JSON, None as an empty cell)."""
+    as compact JSON, None as an empty cell). ``columns`` start the header, so a CSV of no rows
+    still names its columns."""
     if table_format == "nl":
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False, default=str))
         return
-    columns: dict[str, None] = {}
+    header: dict[str, None] = dict.fromkeys(columns)
     for row in rows:
-        columns.update(dict.fromkeys(row))
+        header.update(dict.fromkeys(row))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow(header)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        writer.writerow([_cell(row.get(c)) for c in header])
     click.echo(out.getvalue(), nl=False)
 
 

@@ -184,7 +184,7 @@ class Progress:
             )
         parts.append(f"{rate:.1f}/s")
         if final:
-            parts.append(f"{elapsed:.1f}s")
+            parts.append(f"done in {elapsed:.1f}s")
         elif rate > 0 and stage.total > stage.done:
             parts.append(f"ETA {_duration((stage.total - stage.done) / rate)}")
         if usage is not None:

@@ -102,12 +102,14 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
         "best_commit": done.get("best_commit"),
         "dataset": started.get("dataset", {}),
         "settings": {k: train.get(k) for k in SETTINGS},
+        # A stopped or unfinished run has no run.finished yet: its scores so far (the baseline
+        # at least) come from the runs view, the same numbers `skillvc runs` shows.
         "scores": {
             "metric": train.get("gate_metric"),
-            "baseline_val": done.get("baseline_val"),
-            "best_val": done.get("best_val"),
-            "baseline_test": done.get("baseline_test"),
-            "test": done.get("test"),
+            **{
+                key: done[key] if done.get(key) is not None else runs[run_id][key]
+                for key in ("baseline_val", "best_val", "baseline_test", "test")
+            },
         },
         "counts": {
             key: runs[run_id][key]
@@ -280,6 +282,13 @@ def _counts(steps: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
+def _resume_hint(stopped: str) -> str:
+    # A run stopped for its cost stops again when resumed as it was: it needs a budget.
+    if "budget" in stopped or "projected to cost" in stopped:
+        return "Resume it with `skillvc train --budget-usd N` (a budget above its cost so far)."
+    return "Run `skillvc train` to resume it."
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     sc, usage = report["scores"], report["usage"]
     counts = report["dataset"].get("counts", {})
@@ -310,7 +319,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"## skillvc training run `{report['run']}` ({report['status']})",
         "",
         *(
-            [f"Stopped: {_md_text(report['stopped'])} Run `skillvc train` to resume it.", ""]
+            [f"Stopped: {_md_text(report['stopped'], 600)} {_resume_hint(report['stopped'])}", ""]
             if report.get("stopped")
             else []
         ),
@@ -355,6 +364,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"{_arrow(s['val_before'], s['val_after'], s)} | "
             f"{p_text(s.get('p_value'), s['decision']) or '–'} | {len(s['edits'])} | {commit} |"
         )
+    if not report["steps"]:  # a table of headers alone reads as a rendering fault
+        out[-2:] = ["No step has run yet."]
     if accepted:
         out += ["", "### Accepted edits"]
         for s in accepted:

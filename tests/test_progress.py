@@ -15,7 +15,7 @@ from skillvc.progress import Progress
 
 STAGE_END = re.compile(
     r"^(?P<name>.+): (?P<done>\d+)/(?P<total>\d+) (items|minibatches), (?P<calls>\d+) calls "
-    r"\((?P<logged>\d+) from the log\), [\d.]+/s, [\d.]+s, \$\d+\.\d{4} so far$"
+    r"\((?P<logged>\d+) from the log\), [\d.]+/s, done in [\d.]+s, \$\d+\.\d{4} so far$"
 )
 
 
@@ -109,7 +109,7 @@ def test_plain_lines_come_at_most_every_interval_with_an_eta() -> None:
             progress.advance()  # 2.5 s and 3 s: too soon for another
     assert lines == [
         "eval HEAD on val: 4/10 items, 2.0/s, ETA 3s",
-        "eval HEAD on val: 6/10 items, 2.0/s, 3.0s",
+        "eval HEAD on val: 6/10 items, 2.0/s, done in 3.0s",
     ]
     progress.advance()  # outside a stage: nothing
     assert len(lines) == 2
@@ -135,7 +135,7 @@ def test_a_terminal_gets_one_live_line_redrawn_in_place() -> None:
     )
     assert lines == [
         "a message clears the live line first",
-        "step 1/9 rollouts: 2/4 items, 2.0/s, 1.0s",
+        "step 1/9 rollouts: 2/4 items, 2.0/s, done in 1.0s",
     ]
 
 

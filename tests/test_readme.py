@@ -20,9 +20,8 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert tests in (ROOT / ".ci" / "run").read_text()
 
 
-def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
-    marker = "<!-- walkthrough: executed by tests/test_readme.py -->"
-    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
+def skillvc_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a README script: ``skillvc`` on PATH."""
     bin_dir = Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT))
     if not (bin_dir / "skillvc").exists():  # running from a checkout without the script
@@ -31,6 +30,13 @@ def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
         (shim / "skillvc").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m skillvc "$@"\n')
         (shim / "skillvc").chmod(0o755)
         env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    marker = "<!-- walkthrough: executed by tests/test_readme.py -->"
+    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
+    env = skillvc_env(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
     result = subprocess.run(
@@ -47,3 +53,36 @@ def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert out.count("## skillvc training run") == 1
     assert "regression caught (exit 7)" in out
     assert (work / "acme" / "pr-body.md").read_text().startswith("## skillvc training run")
+
+
+def test_the_tours_read_commands_run_on_the_demo(tmp_path: Path) -> None:
+    """Each `skillvc` line of "A tour" that reads or re-runs, as written, on a trained demo
+    (not init, apply and hooks install, which need the user's own repository or files)."""
+    tour = re.search(r"## A tour\n\n```bash\n(.*?)```", README, re.S).group(1)
+    lines = [
+        line.split("  #")[0].strip().replace("<run>", "$run").replace("[REV]", "HEAD~1")
+        for line in tour.splitlines()
+        if line.startswith("skillvc ")
+        and not line.startswith(("skillvc init", "skillvc apply", "skillvc hooks"))
+    ]
+    assert len(lines) == 11, lines
+    setup = [
+        "skillvc demo --dir acme --quiet > /dev/null",
+        "cd acme",
+        "run=$(git tag -l 'skillvc/*/best' | cut -d/ -f2)",
+    ]
+    work = tmp_path / "work"
+    work.mkdir()
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", "\n".join(setup + lines)],
+        cwd=work,
+        env=skillvc_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, "\n".join(lines) + "\n" + result.stdout + result.stderr
+    assert "Nothing to do: run " in result.stdout  # train after the demo's finished run
+    assert "OK: the skill scores" in result.stdout  # check --base main
+    assert (work / "acme" / "pr-body.md").read_text().startswith("## skillvc training run")
+    assert (work / "acme" / "run.html").read_text().count('<g class="point ') == 10

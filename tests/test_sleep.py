@@ -528,7 +528,7 @@ def test_harvest_finds_recurring_kinds_and_no_secret_gets_out(
     first = invoke("harvest")
     assert first.exit_code == 0, first.output
     assert (
-        "harvest-1: 4 new sessions read (0 already harvested), 1 recurring kinds, " in first.output
+        "harvest-1: 4 new sessions read (0 already harvested), 1 recurring kind, " in first.output
     )
     assert "4 one-off prompts left out." in first.output
     assert "8 items await review" in first.output
@@ -581,7 +581,7 @@ def test_sleep_trains_on_a_dated_branch_and_a_second_night_reads_only_new_sessio
     night1 = invoke("sleep", "--yes", "--date", "2026-01-01", "-q", str(project))
     assert night1.exit_code == 0, night1.output
     assert (
-        "harvest-1: 4 new sessions, 1 recurring kinds, 4 one-off prompts left out" in night1.output
+        "harvest-1: 4 new sessions, 1 recurring kind, 4 one-off prompts left out" in night1.output
     )
     assert git(repo, "rev-parse", "main") == before
     assert git(repo, "branch", "--show-current") == "main"
@@ -678,7 +678,7 @@ def test_sleep_trains_nothing_unreviewed(repo: Path, isolated_env: Path) -> None
     result = invoke("sleep", "--date", "2026-01-01", "-q")
     assert result.exit_code == 0
     assert result.output == (
-        "harvest-1: 4 new sessions, 1 recurring kinds, 4 one-off prompts left out, 8 items "
+        "harvest-1: 4 new sessions, 1 recurring kind, 4 one-off prompts left out, 8 items "
         "await review.\nWarning: 0 reviewed harvested items (8 await review): training needs "
         "reviewed items in both train and val; review them with 'skillvc harvest --review'.\n"
         "Report: .skillvc/reports/sleep-2026-01-01.md\n"

@@ -193,8 +193,9 @@ def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: 
 
         markdown = render_markdown(run_report(store, None, SKILL))
     assert "(stopped)" in markdown
-    assert "Stopped: budget $0.0100 reached after step 1. Run `skillvc train` to resume it." in (
-        markdown
+    assert (
+        "Stopped: budget $0.0100 reached after step 1. Resume it with `skillvc train "
+        "--budget-usd N` (a budget above its cost so far)." in markdown
     )
     resumed = train(open_workspace(stopped), budget_usd=100.0)
     assert resumed.resumed and resumed.run_id == reference.run_id

@@ -91,6 +91,18 @@ class AgentBackend:
             found = str(path) if os.access(path, os.X_OK) and path.is_file() else None
         else:
             found = shutil.which(name)
+        if found is None and is_path and path.is_file():
+            raise ConfigError(
+                f"{self.preset.title}'s executable '{name}' is not executable.",
+                hint=f"Make it executable with 'chmod +x {path}', or point executable at "
+                "the real CLI.",
+            )
+        if found is None and is_path and path.is_dir():
+            raise ConfigError(
+                f"{self.preset.title}'s executable '{name}' is a directory.",
+                hint=f'Set executable = "{path}/{self.preset.program}" (the program itself) '
+                "in [target].",
+            )
         if found is None:
             raise ConfigError(
                 f"{self.preset.title}'s executable '{name}' was not found"

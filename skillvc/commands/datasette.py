@@ -22,12 +22,13 @@ def command(port: int) -> None:
     """
     import os
 
-    from skillvc.datasette_app import prepare, serve_command
+    from skillvc.datasette_app import prepare, serve_command, usable_port
     from skillvc.workspace import open_workspace
 
     ws = open_workspace(any_skill=True)
     with ws.store() as store:
         metadata_file = prepare(store, ws.state_dir)
+    port = usable_port(port)
     args = serve_command(ws.db_path, metadata_file, port)
     click.echo(f"Serving {ws.db_path} read-only on http://127.0.0.1:{port}/", err=True)
     # Replace this process: the server then has our pid, and Ctrl-C or a kill reaches it.

@@ -10,6 +10,8 @@ from skillvc.output import echo_json, json_option
 
 
 def _render_kinds(result: Any, items: bool) -> list[str]:
+    from skillvc.sleep.harvest import counted
+
     lines = []
     for kind in result.kinds:
         reviewed = sum(1 for i in kind.items if i["reviewed"])
@@ -25,7 +27,10 @@ def _render_kinds(result: Any, items: bool) -> list[str]:
                 prompt = " ".join(i["input"].split())
                 prompt = prompt if len(prompt) <= 70 else prompt[:69] + "…"
                 meta = i["metadata"]
-                signals = f"{meta['corrections']} corrections, {meta['tool_errors']} tool errors"
+                signals = (
+                    f"{counted(meta['corrections'], 'correction')}, "
+                    f"{counted(meta['tool_errors'], 'tool error')}"
+                )
                 lines.append(f"  [{mark}] {i['id']} {i['split']:<5} {prompt}  ({signals})")
     return lines
 
@@ -76,7 +81,7 @@ def command(
     home paths before storing anything, and writes only reviewed items to [harvest] tasks.
     Example: skillvc harvest --from claude-code ~/.claude/projects/-home-me-skills
     """
-    from skillvc.sleep.harvest import harvest
+    from skillvc.sleep.harvest import counted, harvest
     from skillvc.sleep.harvest import review as review_kinds
     from skillvc.workspace import open_workspace
 
@@ -93,9 +98,10 @@ def command(
         return
     if result.harvest is not None:
         click.echo(
-            f"{result.harvest}: {result.sessions_new} new sessions read "
-            f"({result.sessions_seen} already harvested), {len(result.kinds)} recurring kinds, "
-            f"{result.one_offs} one-off prompts left out."
+            f"{result.harvest}: {counted(result.sessions_new, 'new session')} read "
+            f"({result.sessions_seen} already harvested), "
+            f"{counted(len(result.kinds), 'recurring kind')}, "
+            f"{counted(result.one_offs, 'one-off prompt')} left out."
         )
         redacted = ", ".join(f"{k} {v}" for k, v in result.redactions.items())
         click.echo(f"Redacted: {redacted or 'nothing'}.")

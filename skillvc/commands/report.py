@@ -37,6 +37,8 @@ def command(
     from skillvc.skills import report_targets
     from skillvc.workspace import open_workspace
 
+    if html_file is not None and (as_json or fmt == "json"):
+        raise click.UsageError("Give one of --html and --json (or --format json).")
     ws = open_workspace(skill=skill, any_skill=True)
     with ws.store() as store:
         targets = report_targets(ws.config, store, run_id)
@@ -55,13 +57,30 @@ def command(
     if html_file is not None:
         from pathlib import Path
 
+        from skillvc.errors import NotFound, SkillvcError
         from skillvc.htmlreport import render_html
 
+        page = render_html(report)
+        if html_file == "-":  # as click does for files: the page on stdout
+            click.echo(page, nl=False)
+            return
         target = Path(html_file)
+        if not target.parent.is_dir():
+            raise NotFound(
+                f"The directory {target.parent} does not exist.",
+                hint="Create it, or give --html a file in an existing directory.",
+            )
         partial = target.with_name(target.name + ".partial")
         # Written beside the target, then renamed: an interrupted write leaves no half page.
-        partial.write_text(render_html(report), encoding="utf-8")
-        partial.replace(target)
+        try:
+            partial.write_text(page, encoding="utf-8")
+            partial.replace(target)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise SkillvcError(
+                f"Could not write {target}: {exc.strerror or exc}.",
+                hint="Give --html a file you can write, or '-' for stdout.",
+            ) from None
         click.echo(f"Wrote {target} (open it in a browser; it loads nothing).", err=True)
         return
     if as_json or fmt == "json":

@@ -40,6 +40,7 @@ def command(
     Your branch and working tree are not touched; open a pull request from the new branch.
     Example: skillvc sleep --budget-usd 2
     """
+    from skillvc.sleep.harvest import counted
     from skillvc.sleep.nightly import sleep
     from skillvc.workspace import open_workspace
 
@@ -58,8 +59,9 @@ def command(
         return
     h = result.harvest
     click.echo(
-        f"{h.harvest}: {h.sessions_new} new sessions, {len(h.kinds)} recurring kinds, "
-        f"{h.one_offs} one-off prompts left out, {h.unreviewed} items await review."
+        f"{h.harvest}: {counted(h.sessions_new, 'new session')}, "
+        f"{counted(len(h.kinds), 'recurring kind')}, "
+        f"{counted(h.one_offs, 'one-off prompt')} left out, {h.unreviewed} items await review."
     )
     if result.summary:
         s = result.summary

@@ -28,7 +28,7 @@ from typing import Any
 
 from skillvc import prompts
 from skillvc.config import HarvestConfig
-from skillvc.errors import ConfigError, SkillvcError
+from skillvc.errors import BadData, ConfigError, SkillvcError
 from skillvc.hashing import content_id
 from skillvc.sleep import mine as mining
 from skillvc.sleep import transcripts
@@ -375,7 +375,16 @@ def harvest(
                     "harvest.session", payload | {"harvest": run_id}, run_id=run_id, key=key
                 )
                 result.sessions_new += 1
-                say(f"read {payload['file']}: {len(payload['exchanges'])} task prompts")
+                # Lines of no known shape are skipped: say so, or a wrong --from reads as "0".
+                odd = payload.get("skipped_lines") or 0
+                say(
+                    f"read {payload['file']}: {counted(len(payload['exchanges']), 'task prompt')}"
+                    + (
+                        f" ({counted(odd, 'line')} of no known {config.source} shape skipped)"
+                        if odd
+                        else ""
+                    )
+                )
         state = load_state(store)
         mined = mine_state(state, config)
         client = None
@@ -506,6 +515,11 @@ def _approve(
     ]
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``: the counts harvest and sleep print."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def review(
     ws: Workspace,
     *,
@@ -529,6 +543,21 @@ def review(
                 raise SkillvcError(
                     f"No harvested kind or item '{name}'.",
                     hint="List them with 'skillvc harvest --review'.",
+                )
+        kind_ids = {k.id for k in kinds}
+        for name, text in (rubrics or {}).items():
+            # A rubric belongs to a kind, and an empty one would leave the kind unscoreable:
+            # sleep skips kinds without a rubric.
+            if name not in kind_ids:
+                raise SkillvcError(
+                    f"'{name}' is an item, and a rubric belongs to a kind.",
+                    hint="Give the kind's id (the 'kind k...' line of 'skillvc harvest --review').",
+                )
+            if not text.strip():
+                raise BadData(
+                    f"The rubric for kind {name} is empty.",
+                    hint="Say what a correct answer does, e.g. --rubric "
+                    f'{name} "The answer names the action the customer accepted."',
                 )
         redactor = make_redactor(ws)
         for kind_id, text in (rubrics or {}).items():

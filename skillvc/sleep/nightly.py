@@ -96,7 +96,12 @@ def sleep(
     rows = [i for k in kinds for i in k.items if i["reviewed"]]
     splits = {i["split"] for i in rows}
     repo = ws.repo
-    if not {"train", "val"} <= splits:
+    if not result.kinds:
+        outcome.warnings.append(
+            f"No recurring task yet: none of the {result.one_offs} prompts harvested recurs in "
+            f"at least {config.min_support} sessions (min_support); nothing to review or train on."
+        )
+    elif not {"train", "val"} <= splits:
         outcome.warnings.append(
             f"{len(rows)} reviewed harvested items ({result.unreviewed} await review): "
             "training needs reviewed items in both train and val; review them with "
@@ -163,6 +168,8 @@ def _train_on_branch(
     where.parent.mkdir(parents=True, exist_ok=True)
     # The branch is made at HEAD by the worktree itself: the user's checkout never switches.
     git.worktree("add", "-q", "-b", outcome.branch, str(where), outcome.base_commit)
+    tasks_commit: str | None = None  # the branch's first commit (the task set)
+    failed = False
     try:
         wt_config = dataclasses.replace(
             ws.config,
@@ -195,6 +202,7 @@ def _train_on_branch(
             f"Harvest {outcome.harvest.harvest}; kinds: {', '.join(k.id for k in kinds)}.\n"
             "Redacted before storing; only reviewed items are included.",
         )
+        tasks_commit = git.rev_parse(outcome.branch)
         say(f"training on branch {outcome.branch} ({len(rows)} reviewed items)")
         try:
             summary = train(wt, new=True, budget_usd=budget, progress=say)
@@ -214,12 +222,35 @@ def _train_on_branch(
             outcome.summary = dataclasses.asdict(summary)
             outcome.status = "trained"
         wt_repo.close()
+    except BaseException:
+        failed = True
+        raise
     finally:
         try:
             git.worktree("remove", "--force", str(where))
         except Exception:  # noqa: BLE001 - leave it for 'git worktree prune'; say so below
             shutil.rmtree(where, ignore_errors=True)
             git.worktree("prune")
+        if failed:
+            _undo_failed_night(ws, outcome.branch, tasks_commit)
+
+
+def _undo_failed_night(ws: Workspace, branch: str, tasks_commit: str | None) -> None:
+    """A night that failed (a config error, an unreachable model) leaves no trace but its
+    events: the branch goes when it holds no training commit, and a run it started is
+    abandoned, since its worktree is gone (else 'skillvc train' would try to resume it)."""
+    git = ws.repo.git_repo.git
+    with ws.store(create=True) as store:
+        for started in store.events(types=["run.started"]):
+            if started.payload.get("branch") == branch and started.run_id:
+                done = store.events(
+                    run_id=started.run_id, types=["run.finished", "run.abandoned"], limit=1
+                )
+                if not done:
+                    store.append("run.abandoned", {"reason": "sleep failed"}, run_id=started.run_id)
+    tip = git.rev_parse("--verify", "-q", f"refs/heads/{branch}")
+    if tasks_commit is None or tip == tasks_commit:
+        git.branch("-D", branch)
 
 
 def _write_report(ws: Workspace, outcome: SleepResult) -> str:
@@ -277,9 +308,11 @@ def render_report(ws: Workspace, outcome: SleepResult) -> str:
     h = outcome.harvest
     out = [f"# skillvc sleep {outcome.date}", ""]
     out.append(
-        f"Harvest {h.harvest}: {h.sessions_new} new sessions ({h.sessions_seen} already "
-        f"harvested), {h.exchanges} task prompts in all, {len(h.kinds)} recurring kinds, "
-        f"{h.one_offs} one-off prompts left out, {h.unreviewed} items awaiting review."
+        f"Harvest {h.harvest}: {harvesting.counted(h.sessions_new, 'new session')} "
+        f"({h.sessions_seen} already harvested), {harvesting.counted(h.exchanges, 'task prompt')}"
+        f" in all, {harvesting.counted(len(h.kinds), 'recurring kind')}, "
+        f"{harvesting.counted(h.one_offs, 'one-off prompt')} left out, {h.unreviewed} items "
+        "awaiting review."
     )
     redacted = ", ".join(f"{k} {v}" for k, v in h.redactions.items()) or "nothing"
     out.append(f"Redacted before storing: {redacted}.")

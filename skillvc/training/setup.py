@@ -354,6 +354,10 @@ def _check_budget_prices(config: Config) -> None:
         return
     for role in ("target", "optimizer"):
         model = getattr(config, role).model
+        # Claude Code reports each run's cost itself (total_cost_usd), so a budget needs no
+        # price for it; Codex reports tokens only and needs one like any model.
+        if getattr(config, role).harness == "claude-code":
+            continue
         if price_for(model, config.prices) is None:
             raise ConfigError(
                 f"--budget-usd needs a price for {model}, and it has none.",
