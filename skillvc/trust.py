@@ -42,6 +42,7 @@ from typing import Any
 from skillvc.config import CONFIG_FILE, Config, TasksConfig, parse_config
 from skillvc.errors import (
     BackendError,
+    PathOutsideRepo,
     SkillDeleted,
     SkillDocumentError,
     SkillvcError,
@@ -56,6 +57,7 @@ from skillvc.evaluation import (
     compare_versions,
 )
 from skillvc.output import fmt_score
+from skillvc.paths import _forbidden, inside_repo
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.repo import SkillRepo
@@ -231,7 +233,7 @@ def check_change(
                 f"The change deletes the skill {skill_rel}: it exists at {base} but not in "
                 f"{result.head_label}."
             )
-        base_raw = repo.read_file(skill_rel, base)
+        base_raw = repo.read_file_following(skill_rel, base)
         head_raw = head_files.read(head_skill)
         assert head_raw is not None
         where = "in the working tree" if head is None else f"at {head}"
@@ -331,15 +333,12 @@ class HeadFiles:
             return None
         if self.rev is not None:
             return _read_at(self.repo, rel, self.rev)
-        try:
-            resolved = (self.root / rel).resolve()
-            inside = resolved.relative_to(self.root)
-        except (OSError, ValueError):
-            return None
-        if ".git" in (p.lower() for p in inside.parts) or not resolved.is_file():
+        # A symlink out of the repository or into .git/ or .skillvc/ is refused, as in eval.
+        path = inside_repo(self.root, rel, "The working tree")
+        if not path.is_file():
             return None
         try:
-            return resolved.read_bytes()
+            return path.read_bytes()
         except OSError:
             return None
 
@@ -350,7 +349,7 @@ def safe_relpath(relpath: str) -> str | None:
     parts = norm.split("/")
     if posixpath.isabs(norm) or norm in ("", ".") or ".." in parts:
         return None
-    if ".git" in (p.lower() for p in parts):
+    if _forbidden(parts):  # .git/ (in every spelling a filesystem reads as .git) or .skillvc/
         return None
     return norm
 
@@ -360,7 +359,11 @@ def _read_at(repo: SkillRepo, relpath: str, rev: str) -> bytes | None:
     try:
         if not repo.has_file(relpath, rev):
             return None
-        return repo.read_file(relpath, rev)
+        # Followed as a checkout would: a symlinked skill is its target's text, so a change
+        # of the target is a change of the skill (reading the link would hide it).
+        return repo.read_file_following(relpath, rev)
+    except PathOutsideRepo:
+        raise
     except SkillvcError:
         return None
 

@@ -1,0 +1,119 @@
+"""An attacker's second look at `skillvc check` (issue 9, re-checked with new variants).
+
+Each test is one way a pull request could still fool or misuse the check after the first round
+of fixes: a symlinked skill, the PR's own ``.gitattributes``, symlinks leading out of the
+repository, and strings the PR controls that the check prints.
+"""
+
+# The imported ``demo`` fixture is named by test parameters, as pytest wants.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import git
+from test_eval import (  # noqa: F401 - demo is a fixture
+    HARMFUL_RULE,
+    SKILL,
+    commit_all,
+    demo,
+    run_cli,
+    trained,
+)
+
+OUTSIDE_HINT = (
+    "Hint: Use a path relative to the repository root, inside it (not under .git/ or .skillvc/)."
+)
+
+
+def symlink_skill(repo: Path) -> Path:
+    """Keep the skill's text in shared/SKILL.md and make the configured path a relative
+    symlink to it (the usual layout for ``.claude/skills/``); return the real file."""
+    real = repo / "shared" / "SKILL.md"
+    real.parent.mkdir()
+    git(repo, "mv", SKILL, "shared/SKILL.md")
+    os.symlink("../../shared/SKILL.md", repo / SKILL)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "The skill's text lives in shared/")
+    return real
+
+
+def test_a_symlinked_skill_is_checked_by_its_text_not_the_link(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the link's blob compared "../../shared/SKILL.md" with itself (or with the real
+    text), so any edit of the real file passed."""
+    trained(demo)
+    real = symlink_skill(demo)
+    git(demo, "checkout", "-q", "-b", "pr")
+    text = real.read_text(encoding="utf-8")
+    real.write_text(text.replace("## Policies\n\n", f"## Policies\n\n- {HARMFUL_RULE}\n", 1))
+    commit_all(demo, "A harmful edit of the real file")
+
+    for args in (["pr"], []):  # the revision, then the working tree
+        result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", *args, "--json")
+        assert result.exit_code == 7, result.output
+        data = json.loads(result.stdout)
+        assert data["verdict"] == "regression"
+        assert data["comparison"]["a_mean"] > 0.5  # the base's real text, not the link's
+
+    # eval at a revision reads the same text as in the working tree.
+    at_rev = json.loads(run_cli(demo, monkeypatch, "eval", "pr", "--json").stdout)
+    worktree = json.loads(run_cli(demo, monkeypatch, "eval", "--json").stdout)
+    assert at_rev["mean"] == worktree["mean"]
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "../../.git/config", "../../../outside"])
+def test_a_head_skill_symlinked_out_of_the_repository_is_refused(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    git(demo, "checkout", "-q", "-b", "pr")
+    (demo / SKILL).unlink()
+    os.symlink(target, demo / SKILL)
+    git(demo, "add", "-A")
+    commit_all(demo, "Point the skill elsewhere")
+
+    at_rev = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "pr")
+    worktree = run_cli(demo, monkeypatch, "check", "-q", "--base", "main")
+    # .git/config is not in the committed tree: as a revision it is a dangling link.
+    if target.endswith(".git/config"):
+        assert at_rev.exit_code == 7, at_rev.output
+        assert at_rev.stderr.startswith(f"Error: The change deletes the skill {SKILL}")
+        reason = "is a symlink into .git/ or .skillvc/"
+    else:
+        assert at_rev.exit_code == 5, at_rev.output
+        assert at_rev.stderr.splitlines() == [
+            f"Error: {SKILL} in revision pr is a symbolic link that leads out of the "
+            "repository or loops.",
+            OUTSIDE_HINT,
+        ]
+        reason = "passes through a symlink that leads out of the repository"
+    assert worktree.exit_code == 5, worktree.output
+    assert worktree.stderr.splitlines() == [
+        f"Error: The working tree names '{SKILL}', which {reason}.",
+        OUTSIDE_HINT,
+    ]
+    assert "root:" not in at_rev.output + worktree.output
+
+
+def test_the_prs_gitattributes_do_not_rewrite_the_base_tasks(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git falls back to the working tree's .gitattributes when it writes out the base: a PR's
+    working-tree-encoding turned the base's task files into another encoding (UTF-7 keeps
+    them readable while it rewrites every non-ASCII target)."""
+    git(demo, "checkout", "-q", "-b", "pr")
+    (demo / "evals" / ".gitattributes").write_text("*.jsonl working-tree-encoding=UTF-16\n")
+    git(demo, "add", "-A")
+    commit_all(demo, "Re-encode the task files on checkout")
+
+    for args in (["pr"], []):
+        result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", *args)
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[-1] == (
+            "OK: the skill scores 0.333 on val, the same as 0.333 at main."
+        )
