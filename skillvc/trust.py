@@ -33,6 +33,7 @@ import os
 import posixpath
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -129,7 +130,7 @@ class Changes:
         elif self.task_error or any(self.items.values()):
             parts.append("the task set")
         if self.skill_base != self.skill_head:
-            parts.append(f"the skill's path ({self.skill_base} -> {self.skill_head})")
+            parts.append(f"the skill's path ({self.skill_base} -> {shown(self.skill_head)})")
         if len(parts) <= 1:
             return "".join(parts)
         return ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -491,7 +492,7 @@ def _head_taskset(tasks: TasksConfig, files: HeadFiles) -> tuple[TaskSet | None,
         try:
             return load_taskset(tasks, Path(tmp)), None
         except SkillvcError as exc:
-            return None, exc.message.rstrip(".")
+            return None, shown(exc.message.rstrip("."))
         except Exception as exc:  # untrusted input: reported, never a crash
             return None, f"it cannot be read ({type(exc).__name__})"
 
@@ -514,10 +515,23 @@ def item_changes(base: TaskSet, head: TaskSet) -> dict[str, SplitChanges]:
     return changes
 
 
+def shown(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\n``, ``\\x1b``, ``\\u202e``):
+    item ids, keys and paths come from the pull request, and a line break in one would let it
+    print lines of its own, such as a CI workflow command (``::error::...``) or a fake verdict."""
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+        else ch
+        for ch in text
+    )
+
+
 def named(names: tuple[str, ...], limit: int = MAX_NAMED) -> str:
-    """``names`` joined with commas, the ones past ``limit`` counted ("and 3 more")."""
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    """``names`` joined with commas, the ones past ``limit`` counted ("and 3 more"), each
+    ``shown`` safely."""
+    shown_ = ", ".join(shown(n) for n in names[:limit])
+    return shown_ + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 # -- the verdict ------------------------------------------------------------------------------
@@ -550,7 +564,7 @@ def require_evidence(result: EvalResult, max_failure_rate: float) -> None:
     """Refuse to judge a version when too many of its target calls failed."""
     total = len(result.items)
     if total and result.errors / total > max_failure_rate:
-        last = next((i.error for i in result.items if i.error), "")
+        last = shown(next((i.error for i in result.items if i.error), ""))
         raise BackendError(
             f"{result.errors} of {total} target calls failed evaluating {result.label} on "
             f"{result.split}, so the check cannot decide (first error: {last})."

@@ -117,3 +117,38 @@ def test_the_prs_gitattributes_do_not_rewrite_the_base_tasks(
         assert result.stdout.splitlines()[-1] == (
             "OK: the skill scores 0.333 on val, the same as 0.333 at main."
         )
+
+
+def test_strings_the_pr_controls_cannot_print_lines_of_their_own(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item id or a skillvc.toml key holding a line break printed a line of the PR's
+    choosing, e.g. a GitHub Actions workflow command (``::error::``) or a fake verdict."""
+    git(demo, "checkout", "-q", "-b", "pr")
+    val = demo / "evals" / "val.jsonl"
+    item = json.loads(val.read_text(encoding="utf-8").splitlines()[0])
+    item["id"] = "x\n::error::pwned\u2028OK\x1b[2J"
+    with val.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(item) + "\n")
+    config = demo / "skillvc.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8") + '\n[extra]\n"k\\n::warning::key" = 1\n',
+        encoding="utf-8",
+    )
+    commit_all(demo, "Print lines of my own")
+
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "pr")
+    assert result.exit_code == 7, result.output
+    lines = result.output.splitlines()
+    assert not [line for line in lines if line.startswith("::")]
+    assert "skillvc.toml differs at pr: extra.k\\n::warning::key." in lines
+    assert "val items at pr: added x\\n::error::pwned\\u2028OK\\x1b[2J." in lines
+    assert result.stderr.splitlines()[0] == (
+        "Error: The change edits skillvc.toml (extra.k\\n::warning::key) and task file "
+        "evals/val.jsonl, which the check takes from main only."
+    )
+    # --json keeps the ids exactly (JSON escapes them itself).
+    data = json.loads(
+        run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "pr", "--json").stdout
+    )
+    assert data["task_changes"]["val"]["added"] == ["x\n::error::pwned\u2028OK\x1b[2J"]

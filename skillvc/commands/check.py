@@ -142,7 +142,7 @@ def result_lines(result: CheckResult) -> list[str]:
 
 
 def change_lines(result: CheckResult) -> list[str]:
-    from skillvc.trust import named
+    from skillvc.trust import named, shown
 
     changes, at = result.changes, result.head_label
     if not changes.changed:
@@ -153,7 +153,9 @@ def change_lines(result: CheckResult) -> list[str]:
     elif changes.config:
         lines.append(f"skillvc.toml differs at {at}: {named(changes.config, MAX_ITEMS)}.")
     if changes.skill_base != changes.skill_head:
-        lines.append(f"The skill moved at {at}: {changes.skill_base} -> {changes.skill_head}.")
+        lines.append(
+            f"The skill moved at {at}: {changes.skill_base} -> {shown(changes.skill_head)}."
+        )
     if changes.task_files:
         lines.append(f"Task files that differ at {at}: {named(changes.task_files, MAX_ITEMS)}.")
     if changes.task_error:
