@@ -42,10 +42,26 @@ def command(run_id: str | None, fmt: str, as_json: bool, html_file: str | None) 
         from skillvc.htmlreport import render_html
 
         target = Path(html_file)
+        # The rename below would replace whatever is there: /dev/null (as root), a FIFO.
+        if target.exists() and not target.is_file():
+            raise click.BadParameter(f"{html_file} is not a regular file.", param_hint="'--html'")
+        if not target.parent.is_dir():
+            raise click.BadParameter(
+                f"the directory {str(target.parent)!r} does not exist.", param_hint="'--html'"
+            )
         partial = target.with_name(target.name + ".partial")
         # Written beside the target, then renamed: an interrupted write leaves no half page.
-        partial.write_text(render_html(report), encoding="utf-8")
-        partial.replace(target)
+        try:
+            partial.write_text(render_html(report), encoding="utf-8")
+            partial.replace(target)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            from skillvc.errors import SkillvcError, storage_error
+
+            raise storage_error(exc, target) or SkillvcError(
+                f"Cannot write {target}: {exc.strerror or exc}.",
+                hint="Give --html a file in a directory you can write to, e.g. run.html.",
+            ) from None
         click.echo(f"Wrote {target} (open it in a browser; it loads nothing).", err=True)
         return
     if as_json or fmt == "json":
