@@ -6,6 +6,7 @@ import csv
 import functools
 import io
 import json
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -278,3 +279,17 @@ def format_blob(blob: dict[str, Any], messages: Sequence[dict[str, str]] | None)
     else:
         lines.extend(["", blob["content"].rstrip("\n")])
     return "\n".join(lines)
+
+
+def shown(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\n``, ``\\x1b``, ``\\u202e``).
+
+    For text a pull request controls (item ids, keys, paths): a line break in it would let it
+    print lines of its own, such as a CI workflow command (``::error::...``) or a fake verdict.
+    """
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+        else ch
+        for ch in text
+    )

@@ -33,7 +33,6 @@ import os
 import posixpath
 import sys
 import tempfile
-import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,7 +56,7 @@ from skillvc.evaluation import (
     check_split,
     compare_versions,
 )
-from skillvc.output import fmt_score
+from skillvc.output import fmt_score, shown
 from skillvc.paths import _forbidden, inside_repo
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
@@ -513,18 +512,6 @@ def item_changes(base: TaskSet, head: TaskSet) -> dict[str, SplitChanges]:
             edited=tuple(i for i in a if i in b and a[i] != b[i]),
         )
     return changes
-
-
-def shown(text: str) -> str:
-    """``text`` with control and format characters escaped (``\\n``, ``\\x1b``, ``\\u202e``):
-    item ids, keys and paths come from the pull request, and a line break in one would let it
-    print lines of its own, such as a CI workflow command (``::error::...``) or a fake verdict."""
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
-        else ch
-        for ch in text
-    )
 
 
 def named(names: tuple[str, ...], limit: int = MAX_NAMED) -> str:

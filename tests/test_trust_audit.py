@@ -152,3 +152,19 @@ def test_strings_the_pr_controls_cannot_print_lines_of_their_own(
         run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "pr", "--json").stdout
     )
     assert data["task_changes"]["val"]["added"] == ["x\n::error::pwned\u2028OK\x1b[2J"]
+
+
+def test_validate_prints_one_line_per_problem_whatever_the_path(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow runs `skillvc validate` on the PR's files: a skill path holding a line
+    break printed a line of the PR's choosing."""
+    folder = demo / "skills" / "x\n::error::pwned"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: x\ndescription: d\n---\nBody.\n")
+    result = run_cli(demo, monkeypatch, "validate", str(folder / "SKILL.md"))
+    assert result.exit_code == 5, result.output
+    assert result.stdout.splitlines() == [
+        "skills/x\\n::error::pwned/SKILL.md: frontmatter name 'x' must equal its directory "
+        "name 'x\\n::error::pwned'."
+    ]

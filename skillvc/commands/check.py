@@ -142,7 +142,8 @@ def result_lines(result: CheckResult) -> list[str]:
 
 
 def change_lines(result: CheckResult) -> list[str]:
-    from skillvc.trust import named, shown
+    from skillvc.output import shown
+    from skillvc.trust import named
 
     changes, at = result.changes, result.head_label
     if not changes.changed:
