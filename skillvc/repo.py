@@ -282,6 +282,14 @@ class SkillRepo:
             out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
         return bool(out)
 
+    def top_level_names(self, rev: str | None = None) -> set[str]:
+        """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
+        if rev is None:
+            out = self._git.ls_files("-z")
+            return {name.split("/", 1)[0] for name in out.split("\0") if name}
+        out = self._git.ls_tree("-z", "--name-only", self.resolve(rev))
+        return {name for name in out.split("\0") if name}
+
     def is_dirty(self, relpath: str) -> bool:
         """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""
         path = self._relpath(relpath)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -57,12 +58,12 @@ from skillvc.evaluation import (
     compare_versions,
 )
 from skillvc.output import fmt_score, shown
-from skillvc.paths import _forbidden, inside_repo
+from skillvc.paths import _forbidden, inside_repo, is_state_dir
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.repo import SkillRepo
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
-from skillvc.workspace import STATE_DIR, Workspace
+from skillvc.workspace import Workspace
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -294,11 +295,21 @@ def refuse_tracked_log(repo: SkillRepo, head: str | None) -> None:
     """Refuse an event log that came with the change: the check answers model calls it made
     before from the log, so a committed ``.skillvc/events.db`` could hold made-up answers."""
     revs = [None, "HEAD", head] if repo.head_sha() else [None, head]
-    if any(repo.tracks(STATE_DIR, rev) for rev in dict.fromkeys(revs)):
+    # Every spelling a case-insensitive file system opens as .skillvc/ (a Windows or macOS
+    # runner checks .SKILLVC/events.db out where the log is read).
+    found = sorted(
+        name
+        for rev in dict.fromkeys(revs)
+        for name in repo.top_level_names(rev)
+        if is_state_dir(name)
+    )
+    if found:
+        name = found[0]
         raise StateConflict(
-            f"{STATE_DIR}/ is committed to the repository, so the check cannot trust the model "
+            f"{shown(name)}/ is committed to the repository, so the check cannot trust the model "
             "answers cached in it.",
-            hint=f"Untrack it ('git rm -r --cached {STATE_DIR}'), commit, and run the check again.",
+            hint=f"Untrack it ('git rm -r --cached {shlex.quote(name)}'), commit, and run the "
+            "check again.",
         )
 
 

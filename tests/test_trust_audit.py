@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,27 @@ def test_validate_prints_one_line_per_problem_whatever_the_path(
         "skills/x\\n::error::pwned/SKILL.md: frontmatter name 'x' must equal its directory "
         "name 'x\\n::error::pwned'."
     ]
+
+
+@pytest.mark.parametrize("name", [".SkillVC", ".skillvc.", ".skill\u200cvc"])
+def test_an_event_log_committed_under_another_spelling_is_refused(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A Windows or macOS runner checks .SKILLVC/events.db out where the check reads its log
+    (and macOS ignores U+200C in names): made-up answers under another spelling."""
+    git(demo, "checkout", "-q", "-b", "pr")
+    planted = demo / name / "events.db"
+    planted.parent.mkdir()
+    planted.write_bytes(b"made-up answers")
+    git(demo, "add", "-f", "--", str(planted))
+    commit_all(demo, "Cache some answers")
+    escaped = name.replace("\u200c", "\\u200c")
+    for args in ([], ["pr"]):
+        result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", *args)
+        assert result.exit_code == 4, result.output
+        assert result.stderr.splitlines() == [
+            f"Error: {escaped}/ is committed to the repository, so the check cannot trust the "
+            "model answers cached in it.",
+            f"Hint: Untrack it ('git rm -r --cached {shlex.quote(name)}'), commit, and run the "
+            "check again.",
+        ]
