@@ -21,6 +21,9 @@ A pull request's content is untrusted; the base revision and the user's own conf
   the verdict is the base's.
 * The event log that answers repeated model calls is the checker's own: a ``.skillvc/``
   committed to the repository (at HEAD or in the change) is refused (exit 4).
+* A head that fails (errors) on an item the base scored gets no verdict (exit 6): a failed
+  item is left out of the pairing, so a skill could otherwise hide the items it breaks by
+  making the target time out or its agent crash on them.
 * A skill absent at BASE (or no ``skillvc.toml`` at BASE) has nothing to regress from and
   passes; a skill present at BASE and absent at HEAD fails (``SkillDeleted``), and one the head
   moved is compared at its new path, with the move reported.
@@ -276,6 +279,7 @@ def check_change(
                 )
     for side in (comparison.a, comparison.b):
         require_evidence(side, config.train.max_failure_rate)
+    require_head_answers(comparison)
     require_pairs(comparison)
     regression = is_regression(comparison, allow_drop)
     return _replace(
@@ -566,6 +570,26 @@ def require_evidence(result: EvalResult, max_failure_rate: float) -> None:
         raise BackendError(
             f"{result.errors} of {total} target calls failed evaluating {result.label} on "
             f"{result.split}, so the check cannot decide (first error: {last})."
+        )
+
+
+def require_head_answers(comparison: Comparison) -> None:
+    """Refuse to judge when the head errored on items the base scored.
+
+    An errored item is left out of the paired comparison, so a skill that makes the target fail
+    (time out on a long answer, crash its agent) on exactly the items it breaks would hide
+    them; ``max_failure_rate`` bounds errors on both sides, not this.
+    """
+    scored = {item.id for item in comparison.a.items if item.ok}
+    failed = tuple(item.id for item in comparison.b.items if not item.ok and item.id in scored)
+    if failed:
+        head, base = comparison.b, comparison.a
+        raise BackendError(
+            f"{len(failed)} {head.split} item{'s' if len(failed) != 1 else ''} that "
+            f"{base.label} scored failed at {head.label} ({named(failed)}), so the check "
+            "cannot decide: a failed item is left out of the comparison.",
+            hint="Run the check again; if the same items fail again, the change makes the "
+            "target fail on them ('skillvc eval' lists the errors).",
         )
 
 

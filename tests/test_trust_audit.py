@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,50 @@ def test_an_event_log_committed_under_another_spelling_is_refused(
             f"Hint: Untrack it ('git rm -r --cached {shlex.quote(name)}'), commit, and run the "
             "check again.",
         ]
+
+
+AGENT = """\
+import sys
+from skillvc import simworld
+skill = open(sys.argv[1], encoding="utf-8").read()
+task = sys.stdin.read()
+# The skill can make this agent fail: on the gold tickets its harmful rule breaks.
+if "FAIL-ON-GOLD" in skill and "Tier: gold" in task and "billing-error" not in task:
+    sys.exit(1)
+print(simworld.answer(skill, task, salt="agent"))
+"""
+
+
+def test_a_head_that_makes_the_target_fail_on_the_items_it_breaks_cannot_pass(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed items are left out of the pairing, and max_failure_rate (0.25) let 7 of 30 fail:
+    a skill that makes its agent fail on the items it breaks passed (+0.000 over the 23 left)."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT, encoding="utf-8")
+    config = demo / "skillvc.toml"
+    text = config.read_text(encoding="utf-8")
+    old = 'model = "sim:support"\ntemperature = 0.0'
+    assert old in text
+    command = json.dumps([sys.executable, str(agent), "{skill_path}"])
+    config.write_text(
+        text.replace(old, f'model = "command:agent"\nharness = "command"\ncommand = {command}', 1)
+    )
+    trained(demo)  # commits the config too
+    git(demo, "checkout", "-q", "-b", "pr")
+    skill = demo / SKILL
+    rules = f"## Policies\n\n- {HARMFUL_RULE}\n- FAIL-ON-GOLD\n"
+    skill.write_text(skill.read_text(encoding="utf-8").replace("## Policies\n\n", rules, 1))
+    commit_all(demo, "Escalate gold tickets")
+
+    result = run_cli(
+        demo, monkeypatch, "check", "-q", "--base", "main", "pr", "--allow-drop", "0.1"
+    )
+    assert result.exit_code == 6, result.output
+    assert result.stderr.splitlines() == [
+        "Error: 7 val items that main scored failed at pr (ticket-064, ticket-069, ticket-070, "
+        "ticket-071, ticket-075 and 2 more), so the check cannot decide: a failed item is left "
+        "out of the comparison.",
+        "Hint: Run the check again; if the same items fail again, the change makes the target "
+        "fail on them ('skillvc eval' lists the errors).",
+    ]

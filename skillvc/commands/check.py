@@ -19,7 +19,8 @@ Invariants:
   (exit 7, ``RegressionFound``) when ``head - base < -allow_drop``; otherwise it exits 0.
 * It never passes on missing evidence: when more than the base's ``[train] max_failure_rate``
   of either evaluation's target calls failed, or no item was scored by both, it stops with a
-  backend error (exit 6) instead of a verdict.
+  backend error (exit 6) instead of a verdict; so it does when HEAD failed on an item BASE
+  scored (a failed item would be left out of the pairing, hiding what it breaks).
 
 JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression" | "config_changed",
 "allow_drop", "base" (the BASE given), "head" (the HEAD given, or null for the working tree),
