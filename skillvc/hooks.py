@@ -373,7 +373,13 @@ def install_hooks(
     with SkillRepo(path) as repo:
         refuse_hook_managers(repo, names)
         directory = hooks_dir(repo)
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file, or a dangling symlink
+            raise StateConflict(
+                f"{directory} is not a directory, so git cannot run hooks from it.",
+                hint="Move it aside (or fix the link), then run 'skillvc hooks install' again.",
+            ) from None
         return [_install_one(repo, directory, n, render_hook(n, python), force) for n in names]
 
 
