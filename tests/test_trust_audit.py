@@ -241,3 +241,18 @@ def test_a_head_that_makes_the_target_fail_on_the_items_it_breaks_cannot_pass(
         "Hint: Run the check again; if the same items fail again, the change makes the target "
         "fail on them ('skillvc eval' lists the errors).",
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("nan", "nan is not a number"), ("inf", "inf is not in the range 0.0<=x<=1.0")],
+)
+def test_allow_drop_must_be_a_drop_on_the_0_to_1_scale(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, value: str, reason: str
+) -> None:
+    """--allow-drop nan passed FloatRange and every comparison with it is false: any
+    regression passed."""
+    git(demo, "checkout", "-q", "-b", "pr")
+    result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--allow-drop", value)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == f"Error: Invalid value for '--allow-drop': {reason}."

@@ -59,7 +59,9 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 @click.option("--head", metavar="REV", envvar="PRE_COMMIT_TO_REF", help="Same as REV.")
 @click.option(
     "--allow-drop",
-    type=click.FloatRange(min=0.0),
+    # NaN passes FloatRange (every comparison with it is false) and would pass any drop.
+    type=click.FloatRange(min=0.0, max=1.0),
+    callback=lambda ctx, param, value: _not_nan(param, value),
     default=0.0,
     show_default=True,
     help="Tolerate a score drop up to this much (on the gate metric's 0..1 scale).",
@@ -128,6 +130,12 @@ def command(
         )
     if result.regression:
         raise RegressionFound(result.message)
+
+
+def _not_nan(param: click.Parameter, value: float) -> float:
+    if value != value:
+        raise click.BadParameter("nan is not a number.", param=param)
+    return value
 
 
 def result_lines(result: CheckResult) -> list[str]:
