@@ -256,3 +256,29 @@ def test_allow_drop_must_be_a_drop_on_the_0_to_1_scale(
     result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", "--allow-drop", value)
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == f"Error: Invalid value for '--allow-drop': {reason}."
+
+
+@pytest.mark.parametrize(
+    ("option", "path", "reason"),
+    [
+        ("--train", "../../../etc/passwd", "leads out of the repository"),
+        ("--val", "link.jsonl", "passes through a symlink that leads out of the repository"),
+        ("--test", ".git/config", "is under .git/ or .skillvc/"),
+    ],
+)
+def test_init_refuses_task_files_outside_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, path: str, reason: str
+) -> None:
+    """init wrote them into skillvc.toml (exit 0) and only the first eval refused them."""
+    repo = tmp_path / "repo"
+    (repo / "skills" / "x").mkdir(parents=True)
+    (repo / "skills" / "x" / "SKILL.md").write_text("---\nname: x\ndescription: d\n---\nBody.\n")
+    os.symlink("/etc/passwd", repo / "link.jsonl")
+    git(tmp_path, "init", "-q", str(repo))
+    result = run_cli(repo, monkeypatch, "init", "--skill", "skills/x/SKILL.md", option, path)
+    assert result.exit_code == 5, result.output
+    assert result.stderr.splitlines() == [
+        f"Error: {option} names '{path}', which {reason}.",
+        OUTSIDE_HINT,
+    ]
+    assert not (repo / "skillvc.toml").exists()
