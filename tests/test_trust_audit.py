@@ -63,6 +63,12 @@ def test_a_symlinked_skill_is_checked_by_its_text_not_the_link(
         assert data["verdict"] == "regression"
         assert data["comparison"]["a_mean"] > 0.5  # the base's real text, not the link's
 
+    # diff shows the edit of the text (it showed the whole text replaced by the link's).
+    diff = run_cli(demo, monkeypatch, "diff", "main", "pr")
+    assert diff.exit_code == 0, diff.output
+    changed = [line for line in diff.stdout.splitlines() if line[:1] in "+-"]
+    assert changed == [f"--- a/{SKILL}", f"+++ b/{SKILL}", f"+- {HARMFUL_RULE}"]
+
     # eval at a revision reads the same text as in the working tree.
     at_rev = json.loads(run_cli(demo, monkeypatch, "eval", "pr", "--json").stdout)
     worktree = json.loads(run_cli(demo, monkeypatch, "eval", "--json").stdout)
