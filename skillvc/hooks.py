@@ -392,6 +392,11 @@ def _install_one(repo: SkillRepo, directory: Path, name: str, text: str, force: 
         _write_hook(hook, text)
         return HookChange(name, "updated", f"Updated the {name} hook at {shown}.")
     notes = []
+    if hook.is_dir():  # git cannot run it either; kept aside it would fail every commit
+        raise StateConflict(
+            f"{shown} is a directory, not a hook git can run.",
+            hint=f"Move it out of {_rel(repo, directory)}, then run 'skillvc hooks install' again.",
+        )
     if os.path.lexists(hook):
         if os.path.lexists(legacy):
             if not force:

@@ -366,6 +366,18 @@ def test_install_refuses_when_core_hooks_path_points_elsewhere(repo: Path, run) 
     assert run(repo, "hooks", "install").exit_code == 0
 
 
+def test_install_refuses_a_hook_that_is_a_directory(repo: Path, run) -> None:
+    """Kept aside as pre-commit.legacy it "ran first" and failed every commit."""
+    (hooks_path(repo) / "pre-commit").mkdir(parents=True)
+    result = run(repo, "hooks", "install")
+    assert result.exit_code == 4
+    assert result.stderr == (
+        "Error: .git/hooks/pre-commit is a directory, not a hook git can run.\n"
+        "Hint: Move it out of .git/hooks, then run 'skillvc hooks install' again.\n"
+    )
+    assert not (hooks_path(repo) / "pre-commit.legacy").exists()
+
+
 @pytest.mark.parametrize("kind", ["file", "dangling symlink"])
 def test_install_refuses_a_hooks_directory_that_is_not_one(repo: Path, run, kind: str) -> None:
     hooks = hooks_path(repo)
