@@ -572,6 +572,14 @@ def cli_cases() -> list[Case]:
         ["validate", "no/such/file.md"],
         ["init", "--skill", "no/such/SKILL.md"],
         ["demo", "--dir", "."],
+        ["log", "-n", "99999999999999999999"],
+        ["runs", "-n", "99999999999999999999"],
+        ["report", "--html", "no/such/dir/run.html"],
+        ["report", "--html", "/proc/skillvc-run.html"],
+        ["report", "--html", "/dev/null"],
+        ["check", "--base", "HEAD", "--head=--upload-pack=touch x"],
+        ["check", "--base", "HEAD", "--split", "test", "HEAD~99"],
+        ["validate", "--staged", "\udcff"],
     ]
     return [Case(f"cli {' '.join(a)}", a) for a in args]
 
@@ -611,6 +619,18 @@ def apply_cases() -> list[Case]:
         ).encode(),
         "path to /etc/passwd": (
             b"--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-root\n+toor\n"
+        ),
+        "dot segments to /etc/passwd": (
+            b"--- a/./skills/../../etc/passwd\n+++ b/./skills/../../etc/passwd\n"
+            b"@@ -1 +1 @@\n-root\n+toor\n"
+        ),
+        ".Git/config": b"--- a/.Git/config\n+++ b/.Git/config\n@@ -1 +1 @@\n-[core]\n+[x]\n",
+        ".gi\\u200ct/config (HFS+ reads .git)": (
+            "--- a/.gi\u200ct/config\n+++ b/.gi\u200ct/config\n@@ -1 +1 @@\n-[core]\n+[x]\n"
+        ).encode(),
+        "backslashes": (
+            b"--- a/skills\\..\\..\\etc\\passwd\n+++ b/skills\\..\\..\\etc\\passwd\n"
+            b"@@ -1 +1 @@\n-root\n+toor\n"
         ),
         "another file": (
             b"--- a/skills/pdf/SKILL.md\n+++ b/skills/pdf/SKILL.md\n@@ -1,1 +1,1 @@\n"

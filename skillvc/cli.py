@@ -153,7 +153,8 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
     "-n",
     "--max-count",
     "limit",
-    type=click.IntRange(min=1),  # SQLite reads LIMIT -1 as "no limit"
+    # SQLite reads LIMIT -1 as "no limit"; past its largest integer the query fails.
+    type=click.IntRange(min=1, max=2**63 - 1),
     metavar="N",
     help="Show at most N entries.",
 )
@@ -434,7 +435,7 @@ def train(
     "-n",
     "--max-count",
     "limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=2**63 - 1),  # SQLite's largest integer
     metavar="N",
     help="Show at most N runs.",
 )

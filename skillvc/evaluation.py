@@ -354,7 +354,7 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
         sha, raw = WORKTREE, ws.require_skill().read_bytes()
     else:
         sha = ws.repo.resolve(rev)
-        raw = ws.repo.read_file(ws.skill_relpath, rev)
+        raw = ws.repo.read_file_following(ws.skill_relpath, rev)
     where = "in the working tree" if rev is None else f"at {rev}"
     # What validate rejects, or a skill too large to send, never reaches a model.
     check_skill(ws.skill_relpath, raw, max_tokens=ws.config.skill.max_tokens, where=where)

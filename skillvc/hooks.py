@@ -375,7 +375,13 @@ def install_hooks(
     with SkillRepo(path) as repo:
         refuse_hook_managers(repo, names)
         directory = hooks_dir(repo)
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file, or a dangling symlink
+            raise StateConflict(
+                f"{directory} is not a directory, so git cannot run hooks from it.",
+                hint="Move it aside (or fix the link), then run 'skillvc hooks install' again.",
+            ) from None
         return [_install_one(repo, directory, n, render_hook(n, python), force) for n in names]
 
 
@@ -388,6 +394,11 @@ def _install_one(repo: SkillRepo, directory: Path, name: str, text: str, force: 
         _write_hook(hook, text)
         return HookChange(name, "updated", f"Updated the {name} hook at {shown}.")
     notes = []
+    if hook.is_dir():  # git cannot run it either; kept aside it would fail every commit
+        raise StateConflict(
+            f"{shown} is a directory, not a hook git can run.",
+            hint=f"Move it out of {_rel(repo, directory)}, then run 'skillvc hooks install' again.",
+        )
     if os.path.lexists(hook):
         if os.path.lexists(legacy):
             if not force:

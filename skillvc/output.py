@@ -6,6 +6,7 @@ import csv
 import functools
 import io
 import json
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -292,3 +293,17 @@ def skill_option(fn: F) -> F:
         help="The skill (its [skills.<name>] table, frontmatter name or path) when "
         "skillvc.toml lists several.",
     )(fn)
+
+
+def shown(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\n``, ``\\x1b``, ``\\u202e``).
+
+    For text a pull request controls (item ids, keys, paths): a line break in it would let it
+    print lines of its own, such as a CI workflow command (``::error::...``) or a fake verdict.
+    """
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+        else ch
+        for ch in text
+    )

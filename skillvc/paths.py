@@ -27,10 +27,14 @@ def _is_git_dir(part: str) -> bool:
     return name in (".git", "git~1")
 
 
+def is_state_dir(name: str) -> bool:
+    """True for a top-level name a case-insensitive file system (macOS, Windows) opens as
+    ``.skillvc``: ``.SkillVC``, ``.skillvc.``, ``.skill\u200cvc``."""
+    return _IGNORED.sub("", name).rstrip(". ").lower() == STATE_DIR
+
+
 def _forbidden(parts: tuple[str, ...] | list[str]) -> bool:
-    return any(_is_git_dir(p) for p in parts) or (
-        bool(parts) and _IGNORED.sub("", parts[0]).rstrip(". ").lower() == STATE_DIR
-    )
+    return any(_is_git_dir(p) for p in parts) or (bool(parts) and is_state_dir(parts[0]))
 
 
 def inside_repo(root: Path, path: str, key: str) -> Path:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
@@ -222,17 +223,51 @@ class SkillRepo:
         except git.GitCommandError:
             raise SkillFileMissing(f"{path} does not exist in revision {rev}.") from None
 
+    def read_file_following(self, relpath: str, rev: str = "HEAD") -> bytes:
+        """The bytes of ``relpath`` in ``rev`` as a checkout of ``rev`` would show them: a
+        symbolic link inside ``rev``'s tree is followed (a skill symlinked into
+        ``.claude/skills/`` is its target's text, not the link's), one that leaves the tree or
+        loops is PathOutsideRepo, a dangling one SkillFileMissing."""
+        path = self._relpath(relpath)
+        sha = self.resolve(rev)
+        missing = SkillFileMissing(f"{path} does not exist in revision {rev}.")
+        if "\n" in path:  # the batch protocol reads one name per line
+            raise missing
+        proc = subprocess.run(
+            [self._git.GIT_PYTHON_GIT_EXECUTABLE or "git", "cat-file", "--batch"]
+            + ["--follow-symlinks"],
+            cwd=self.root,
+            input=f"{sha}:{path}\n".encode(),
+            capture_output=True,
+            check=False,
+        )
+        header, _, body = proc.stdout.partition(b"\n")
+        fields = header.decode("utf-8", "replace").split(" ")
+        if proc.returncode == 0 and len(fields) == 3 and fields[1] == "blob":
+            return body[: int(fields[2])]
+        if fields[0] in ("symlink", "loop"):
+            raise PathOutsideRepo(
+                f"{path} in revision {rev} is a symbolic link that leads out of the repository "
+                "or loops."
+            )
+        raise missing
+
     def export_tree(self, rev: str, dest: Path) -> None:
         """Write every file of ``rev`` under ``dest`` (an empty directory outside the repo).
 
         Built from a temporary index, so the real index, HEAD and working tree are untouched;
-        ``git checkout-index`` keeps symbolic links and executable bits as committed.
+        ``git checkout-index`` keeps symbolic links and executable bits as committed. Only
+        ``rev``'s own ``.gitattributes`` apply: with the work tree set to ``dest``, git cannot
+        fall back to the working tree's, which a pull request writes (a ``working-tree-encoding``
+        there would rewrite the base's task files as they are exported).
         """
         sha = self.resolve(rev)
         try:
             with self._temp_index() as env:
                 self._git.read_tree(sha, env=env)
-                self._git.checkout_index("-a", "-f", f"--prefix={dest.resolve()}/", env=env)
+                out = dest.resolve()
+                env = {**env, "GIT_WORK_TREE": str(out)}
+                self._git.checkout_index("-a", "-f", f"--prefix={out}/", env=env)
         except git.GitCommandError as exc:  # e.g. a required LFS filter that is not installed
             raise SkillvcError(
                 f"Could not write out the files of {rev}: {_git_reason(exc)}"
@@ -246,6 +281,14 @@ class SkillRepo:
         else:
             out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
         return bool(out)
+
+    def top_level_names(self, rev: str | None = None) -> set[str]:
+        """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
+        if rev is None:
+            out = self._git.ls_files("-z")
+            return {name.split("/", 1)[0] for name in out.split("\0") if name}
+        out = self._git.ls_tree("-z", "--name-only", self.resolve(rev))
+        return {name for name in out.split("\0") if name}
 
     def is_dirty(self, relpath: str) -> bool:
         """True when ``relpath`` has staged, unstaged, untracked or ignored content not in HEAD."""

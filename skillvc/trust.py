@@ -21,6 +21,9 @@ A pull request's content is untrusted; the base revision and the user's own conf
   the verdict is the base's.
 * The event log that answers repeated model calls is the checker's own: a ``.skillvc/``
   committed to the repository (at HEAD or in the change) is refused (exit 4).
+* A head that fails (errors) on an item the base scored gets no verdict (exit 6): a failed
+  item is left out of the pairing, so a skill could otherwise hide the items it breaks by
+  making the target time out or its agent crash on them.
 * A skill absent at BASE (or no ``skillvc.toml`` at BASE) has nothing to regress from and
   passes; a skill present at BASE and absent at HEAD fails (``SkillDeleted``), and one the head
   moved is compared at its new path, with the move reported.
@@ -31,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -42,6 +46,7 @@ from typing import Any
 from skillvc.config import CONFIG_FILE, Config, TasksConfig, parse_config
 from skillvc.errors import (
     BackendError,
+    PathOutsideRepo,
     SkillDeleted,
     SkillDocumentError,
     SkillvcError,
@@ -55,12 +60,13 @@ from skillvc.evaluation import (
     check_split,
     compare_versions,
 )
-from skillvc.output import fmt_score
+from skillvc.output import fmt_score, shown
+from skillvc.paths import _forbidden, inside_repo, is_state_dir
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.repo import SkillRepo
 from skillvc.tasks import SPLITS, TaskItem, TaskSet, load_taskset
-from skillvc.workspace import STATE_DIR, Workspace
+from skillvc.workspace import Workspace
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -127,7 +133,7 @@ class Changes:
         elif self.task_error or any(self.items.values()):
             parts.append("the task set")
         if self.skill_base != self.skill_head:
-            parts.append(f"the skill's path ({self.skill_base} -> {self.skill_head})")
+            parts.append(f"the skill's path ({self.skill_base} -> {shown(self.skill_head)})")
         if len(parts) <= 1:
             return "".join(parts)
         return ", ".join(parts[:-1]) + " and " + parts[-1]
@@ -257,7 +263,7 @@ def check_change(
                 f"The change deletes the skill {skill_rel}: it exists at {base} but not in "
                 f"{result.head_label}."
             )
-        base_raw = repo.read_file(skill_rel, base)
+        base_raw = repo.read_file_following(skill_rel, base)
         head_raw = head_files.read(head_skill)
         assert head_raw is not None
         where = "in the working tree" if head is None else f"at {head}"
@@ -299,6 +305,7 @@ def check_change(
                 )
     for side in (comparison.a, comparison.b):
         require_evidence(side, config.train.max_failure_rate)
+    require_head_answers(comparison)
     require_pairs(comparison)
     regression = is_regression(comparison, allow_drop)
     return _replace(
@@ -318,11 +325,21 @@ def refuse_tracked_log(repo: SkillRepo, head: str | None) -> None:
     """Refuse an event log that came with the change: the check answers model calls it made
     before from the log, so a committed ``.skillvc/events.db`` could hold made-up answers."""
     revs = [None, "HEAD", head] if repo.head_sha() else [None, head]
-    if any(repo.tracks(STATE_DIR, rev) for rev in dict.fromkeys(revs)):
+    # Every spelling a case-insensitive file system opens as .skillvc/ (a Windows or macOS
+    # runner checks .SKILLVC/events.db out where the log is read).
+    found = sorted(
+        name
+        for rev in dict.fromkeys(revs)
+        for name in repo.top_level_names(rev)
+        if is_state_dir(name)
+    )
+    if found:
+        name = found[0]
         raise StateConflict(
-            f"{STATE_DIR}/ is committed to the repository, so the check cannot trust the model "
+            f"{shown(name)}/ is committed to the repository, so the check cannot trust the model "
             "answers cached in it.",
-            hint=f"Untrack it ('git rm -r --cached {STATE_DIR}'), commit, and run the check again.",
+            hint=f"Untrack it ('git rm -r --cached {shlex.quote(name)}'), commit, and run the "
+            "check again.",
         )
 
 
@@ -357,15 +374,12 @@ class HeadFiles:
             return None
         if self.rev is not None:
             return _read_at(self.repo, rel, self.rev)
-        try:
-            resolved = (self.root / rel).resolve()
-            inside = resolved.relative_to(self.root)
-        except (OSError, ValueError):
-            return None
-        if ".git" in (p.lower() for p in inside.parts) or not resolved.is_file():
+        # A symlink out of the repository or into .git/ or .skillvc/ is refused, as in eval.
+        path = inside_repo(self.root, rel, "The working tree")
+        if not path.is_file():
             return None
         try:
-            return resolved.read_bytes()
+            return path.read_bytes()
         except OSError:
             return None
 
@@ -376,7 +390,7 @@ def safe_relpath(relpath: str) -> str | None:
     parts = norm.split("/")
     if posixpath.isabs(norm) or norm in ("", ".") or ".." in parts:
         return None
-    if ".git" in (p.lower() for p in parts):
+    if _forbidden(parts):  # .git/ (in every spelling a filesystem reads as .git) or .skillvc/
         return None
     return norm
 
@@ -386,7 +400,11 @@ def _read_at(repo: SkillRepo, relpath: str, rev: str) -> bytes | None:
     try:
         if not repo.has_file(relpath, rev):
             return None
-        return repo.read_file(relpath, rev)
+        # Followed as a checkout would: a symlinked skill is its target's text, so a change
+        # of the target is a change of the skill (reading the link would hide it).
+        return repo.read_file_following(relpath, rev)
+    except PathOutsideRepo:
+        raise
     except SkillvcError:
         return None
 
@@ -516,7 +534,7 @@ def _head_taskset(tasks: TasksConfig, files: HeadFiles) -> tuple[TaskSet | None,
         try:
             return load_taskset(tasks, Path(tmp)), None
         except SkillvcError as exc:
-            return None, exc.message.rstrip(".")
+            return None, shown(exc.message.rstrip("."))
         except Exception as exc:  # untrusted input: reported, never a crash
             return None, f"it cannot be read ({type(exc).__name__})"
 
@@ -540,9 +558,10 @@ def item_changes(base: TaskSet, head: TaskSet) -> dict[str, SplitChanges]:
 
 
 def named(names: tuple[str, ...], limit: int = MAX_NAMED) -> str:
-    """``names`` joined with commas, the ones past ``limit`` counted ("and 3 more")."""
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    """``names`` joined with commas, the ones past ``limit`` counted ("and 3 more"), each
+    ``shown`` safely."""
+    shown_ = ", ".join(shown(n) for n in names[:limit])
+    return shown_ + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 # -- the verdict ------------------------------------------------------------------------------
@@ -575,10 +594,30 @@ def require_evidence(result: EvalResult, max_failure_rate: float) -> None:
     """Refuse to judge a version when too many of its target calls failed."""
     total = len(result.items)
     if total and result.errors / total > max_failure_rate:
-        last = next((i.error for i in result.items if i.error), "")
+        last = shown(next((i.error for i in result.items if i.error), ""))
         raise BackendError(
             f"{result.errors} of {total} target calls failed evaluating {result.label} on "
             f"{result.split}, so the check cannot decide (first error: {last})."
+        )
+
+
+def require_head_answers(comparison: Comparison) -> None:
+    """Refuse to judge when the head errored on items the base scored.
+
+    An errored item is left out of the paired comparison, so a skill that makes the target fail
+    (time out on a long answer, crash its agent) on exactly the items it breaks would hide
+    them; ``max_failure_rate`` bounds errors on both sides, not this.
+    """
+    scored = {item.id for item in comparison.a.items if item.ok}
+    failed = tuple(item.id for item in comparison.b.items if not item.ok and item.id in scored)
+    if failed:
+        head, base = comparison.b, comparison.a
+        raise BackendError(
+            f"{len(failed)} {head.split} item{'s' if len(failed) != 1 else ''} that "
+            f"{base.label} scored failed at {head.label} ({named(failed)}), so the check "
+            "cannot decide: a failed item is left out of the comparison.",
+            hint="Run the check again; if the same items fail again, the change makes the "
+            "target fail on them ('skillvc eval' lists the errors).",
         )
 
 

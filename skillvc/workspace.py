@@ -223,6 +223,9 @@ def init_workspace(
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
         if not (train_file or val_file or test_file):
             train_file, val_file, test_file = find_task_files(root, skill_rel)
+        for option, given in (("--train", train_file), ("--val", val_file), ("--test", test_file)):
+            if given:  # refused now, not at the first eval of the config written with it
+                inside_repo(root, given, option)
         text = render_config(
             skill_path=skill_rel,
             target_model=target_model or DEFAULT_TARGET,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+import stat
 import struct
 import subprocess
 import zlib
@@ -153,6 +155,32 @@ def test_html_report_is_one_self_contained_page(repo, tmp_path: Path) -> None:
     assert page.count('<pre class="diff">') >= summary.accepted
     assert "p = 0.50 ⚠ not significant" in page
     assert not list(tmp_path.glob("*.partial"))
+
+
+def test_html_report_refuses_a_target_it_cannot_or_must_not_replace(repo, tmp_path: Path) -> None:
+    """The page is renamed into place: over /dev/null (as root) or a FIFO that replaced the
+    special file with a page; a missing directory or an unwritable place crashed (exit 70)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target, code, message in [
+        (fifo, 2, f"Error: Invalid value for '--html': {fifo} is not a regular file."),
+        (
+            tmp_path / "missing" / "run.html",
+            2,
+            f"Error: Invalid value for '--html': the directory '{tmp_path / 'missing'}' does "
+            "not exist.",
+        ),
+        (
+            Path("/proc/skillvc-run.html"),
+            1,
+            "Error: Cannot write /proc/skillvc-run.html: No such file or directory.",
+        ),
+    ]:
+        result = CliRunner().invoke(cli, ["report", "--html", str(target)])
+        assert result.exit_code == code, result.output
+        assert message in result.stderr.splitlines()
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert not (tmp_path / "fifo.partial").exists()
 
 
 def test_html_report_escapes_everything_from_the_log(repo) -> None:

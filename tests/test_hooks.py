@@ -366,6 +366,34 @@ def test_install_refuses_when_core_hooks_path_points_elsewhere(repo: Path, run) 
     assert run(repo, "hooks", "install").exit_code == 0
 
 
+def test_install_refuses_a_hook_that_is_a_directory(repo: Path, run) -> None:
+    """Kept aside as pre-commit.legacy it "ran first" and failed every commit."""
+    (hooks_path(repo) / "pre-commit").mkdir(parents=True)
+    result = run(repo, "hooks", "install")
+    assert result.exit_code == 4
+    assert result.stderr == (
+        "Error: .git/hooks/pre-commit is a directory, not a hook git can run.\n"
+        "Hint: Move it out of .git/hooks, then run 'skillvc hooks install' again.\n"
+    )
+    assert not (hooks_path(repo) / "pre-commit.legacy").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink"])
+def test_install_refuses_a_hooks_directory_that_is_not_one(repo: Path, run, kind: str) -> None:
+    hooks = hooks_path(repo)
+    shutil.rmtree(hooks, ignore_errors=True)
+    if kind == "file":
+        hooks.write_text("not a directory")
+    else:
+        hooks.symlink_to(repo / "no-such-dir")
+    result = run(repo, "hooks", "install")  # was a crash (FileExistsError, exit 70)
+    assert result.exit_code == 4
+    assert result.stderr == (
+        f"Error: {hooks} is not a directory, so git cannot run hooks from it.\n"
+        "Hint: Move it aside (or fix the link), then run 'skillvc hooks install' again.\n"
+    )
+
+
 def test_workflow_command_prints_the_template(repo: Path, run) -> None:
     result = run(repo, "hooks", "workflow")
     assert result.stdout == read_text("templates", "github/skillvc-check.yml")

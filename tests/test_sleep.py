@@ -706,6 +706,27 @@ def test_timer_templates_run_skillvc_sleep_nightly() -> None:
     assert cron[0].startswith("30 3 * * * ") and " sleep --quiet --budget-usd 2 " in cron[0]
 
 
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--budget-usd", "nan"], "Error: --budget-usd nan is not a number of dollars."),
+        (["--budget-usd", "1e400"], "Error: --budget-usd inf is not a number of dollars."),
+        (["--date", "2026-02-30"], "Error: --date '2026-02-30' is not a date (YYYY-MM-DD)."),
+    ],
+)
+def test_a_bad_budget_or_date_stops_sleep_before_anything_runs(
+    repo: Path, isolated_env: Path, args: list[str], error: str
+) -> None:
+    """NaN and infinity passed click's FloatRange: no budget could ever be exceeded."""
+    project, _ = write_night(isolated_env, 1)
+    result = CliRunner().invoke(cli, ["sleep", "--yes", *args, str(project)])
+    assert result.exit_code == 5, result.output
+    assert result.output.splitlines()[0] == error
+    assert result.output.splitlines()[1].startswith("Hint: Pass ")
+    assert not (repo / ".skillvc" / "reports").exists()
+    assert "skillvc/sleep/" not in git(repo, "branch", "--all")
+
+
 def test_a_sleep_that_runs_out_of_budget_keeps_its_commits_and_reports(
     repo: Path, isolated_env: Path
 ) -> None:

@@ -468,3 +468,17 @@ def test_workflow_command_pins_the_git_commit_skillvc_was_installed_from(tmp_pat
         text=True,
     )
     assert (lint.returncode, json.loads(lint.stdout)) == (0, [])
+
+
+def test_the_check_output_cannot_issue_workflow_commands(pushed: Path, tmp_path: Path) -> None:
+    """The printed output holds text the pull request controls; the runner must read none of
+    its lines as a workflow command, so command processing stops around it (with a token the
+    pull request cannot know) and resumes after."""
+    _, _, stdout = run_check(pushed, tmp_path, head_repo="acme/skills")
+    lines = stdout.splitlines()
+    assert lines[0].startswith("::stop-commands::skillvc-")
+    token = lines[0].removeprefix("::stop-commands::")
+    assert len(token) == len("skillvc-") + 32
+    assert lines[-1] == f"::{token}::"
+    _, _, again = run_check(pushed, tmp_path, head_repo="acme/skills")
+    assert again.splitlines()[0] != lines[0]

@@ -19,7 +19,8 @@ Invariants:
   (exit 7, ``RegressionFound``) when ``head - base < -allow_drop``; otherwise it exits 0.
 * It never passes on missing evidence: when more than the base's ``[train] max_failure_rate``
   of either evaluation's target calls failed, or no item was scored by both, it stops with a
-  backend error (exit 6) instead of a verdict.
+  backend error (exit 6) instead of a verdict; so it does when HEAD failed on an item BASE
+  scored (a failed item would be left out of the pairing, hiding what it breaks).
 
 JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression" | "config_changed",
 "allow_drop", "base" (the BASE given), "head" (the HEAD given, or null for the working tree),
@@ -63,7 +64,9 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 @click.option("--head", metavar="REV", envvar="PRE_COMMIT_TO_REF", help="Same as REV.")
 @click.option(
     "--allow-drop",
-    type=click.FloatRange(min=0.0),
+    # NaN passes FloatRange (every comparison with it is false) and would pass any drop.
+    type=click.FloatRange(min=0.0, max=1.0),
+    callback=lambda ctx, param, value: _not_nan(param, value),
     default=0.0,
     show_default=True,
     help="Tolerate a score drop up to this much (on the gate metric's 0..1 scale).",
@@ -141,6 +144,12 @@ def command(
         raise RegressionFound(result.message)
 
 
+def _not_nan(param: click.Parameter, value: float) -> float:
+    if value != value:
+        raise click.BadParameter("nan is not a number.", param=param)
+    return value
+
+
 def result_lines(result: CheckResult) -> list[str]:
     """The text report: the comparison, what HEAD changed, and the verdict (unless it is a
     regression, which is the error sentence)."""
@@ -154,6 +163,7 @@ def result_lines(result: CheckResult) -> list[str]:
 
 
 def change_lines(result: CheckResult) -> list[str]:
+    from skillvc.output import shown
     from skillvc.trust import named
 
     changes, at = result.changes, result.head_label
@@ -165,7 +175,9 @@ def change_lines(result: CheckResult) -> list[str]:
     elif changes.config:
         lines.append(f"skillvc.toml differs at {at}: {named(changes.config, MAX_ITEMS)}.")
     if changes.skill_base != changes.skill_head:
-        lines.append(f"The skill moved at {at}: {changes.skill_base} -> {changes.skill_head}.")
+        lines.append(
+            f"The skill moved at {at}: {changes.skill_base} -> {shown(changes.skill_head)}."
+        )
     if changes.task_files:
         lines.append(f"Task files that differ at {at}: {named(changes.task_files, MAX_ITEMS)}.")
     if changes.task_error:

@@ -26,8 +26,13 @@ def command(rev_a: str, rev_b: str | None, as_json: bool, skill: str | None) -> 
 
     ws = open_workspace(skill=skill)
     path = ws.skill_relpath
-    before = ws.repo.read_file(path, rev_a)
-    after = ws.require_skill().read_bytes() if rev_b is None else ws.repo.read_file(path, rev_b)
+    # Followed like the working-tree file: a symlinked skill diffs by its text, not the link.
+    before = ws.repo.read_file_following(path, rev_a)
+    after = (
+        ws.require_skill().read_bytes()
+        if rev_b is None
+        else ws.repo.read_file_following(path, rev_b)
+    )
     patch = unified_diff(SkillDocument.parse(before), SkillDocument.parse(after), path=path)
     scores: dict[str, dict[str, float]] = {"a": {}, "b": {}}
     if ws.db_path.exists():

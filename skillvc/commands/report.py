@@ -57,7 +57,6 @@ def command(
     if html_file is not None:
         from pathlib import Path
 
-        from skillvc.errors import NotFound, SkillvcError
         from skillvc.htmlreport import render_html
 
         page = render_html(report)
@@ -65,10 +64,12 @@ def command(
             click.echo(page, nl=False)
             return
         target = Path(html_file)
+        # The rename below would replace whatever is there: /dev/null (as root), a FIFO.
+        if target.exists() and not target.is_file():
+            raise click.BadParameter(f"{html_file} is not a regular file.", param_hint="'--html'")
         if not target.parent.is_dir():
-            raise NotFound(
-                f"The directory {target.parent} does not exist.",
-                hint="Create it, or give --html a file in an existing directory.",
+            raise click.BadParameter(
+                f"the directory {str(target.parent)!r} does not exist.", param_hint="'--html'"
             )
         partial = target.with_name(target.name + ".partial")
         # Written beside the target, then renamed: an interrupted write leaves no half page.
@@ -77,9 +78,11 @@ def command(
             partial.replace(target)
         except OSError as exc:
             partial.unlink(missing_ok=True)
-            raise SkillvcError(
-                f"Could not write {target}: {exc.strerror or exc}.",
-                hint="Give --html a file you can write, or '-' for stdout.",
+            from skillvc.errors import SkillvcError, storage_error
+
+            raise storage_error(exc, target) or SkillvcError(
+                f"Cannot write {target}: {exc.strerror or exc}.",
+                hint="Give --html a file in a directory you can write to, e.g. run.html.",
             ) from None
         click.echo(f"Wrote {target} (open it in a browser; it loads nothing).", err=True)
         return

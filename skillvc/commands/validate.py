@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from skillvc.output import echo_json, json_option
+from skillvc.output import echo_json, json_option, shown
 
 
 @click.command("validate")
@@ -60,9 +60,10 @@ def command(
         echo_json(report.to_dict())
     else:
         for warning in report.warnings:
-            click.echo(f"warning: {warning.message}", err=True)
+            click.echo(f"warning: {shown(warning.message)}", err=True)
         for problem in report.problems:
-            click.echo(problem.message)
+            # Paths come from the repository (a pull request's too): one problem, one line.
+            click.echo(shown(problem.message))
         if report.ok and not quiet:
             n = len(report.files)
             click.echo(f"Checked {n} file{'s' if n != 1 else ''}: no problems.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,11 @@ def sleep(
     say = progress or (lambda line: None)
     config, _ = harvesting.settings(ws, source, dirs, yes)
     budget = budget_usd if budget_usd is not None else config.budget_usd
+    if budget is not None and not math.isfinite(budget):  # NaN passes click's FloatRange
+        raise ConfigError(
+            f"--budget-usd {budget} is not a number of dollars.",
+            hint="Pass --budget-usd AMOUNT, e.g. --budget-usd 2.",
+        )
     paid = [m for m in (ws.config.target.model, ws.config.optimizer.model) if is_paid(m)]
     if paid and budget is None:
         raise ConfigError(
@@ -86,9 +92,13 @@ def sleep(
         )
     day = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     try:
-        datetime.date.fromisoformat(day)
+        # Spelled YYYY-MM-DD in the branch and report names whatever ISO form was given.
+        day = datetime.date.fromisoformat(day).isoformat()
     except ValueError:
-        raise ConfigError(f"--date '{day}' is not a date (YYYY-MM-DD).") from None
+        raise ConfigError(
+            f"--date '{day}' is not a date (YYYY-MM-DD).",
+            hint="Pass the night's date as YYYY-MM-DD, e.g. --date 2026-01-31.",
+        ) from None
 
     result = harvesting.harvest(ws, source=source, dirs=dirs, yes=yes, write=False, progress=say)
     outcome = SleepResult(day, "nothing to train", result)
