@@ -29,9 +29,11 @@ from test_train_real_backends import KEY, SETUPS, Setup, make_repo
 from skillvc.backends.anthropic_backend import AnthropicBackend
 from skillvc.backends.base import Backend
 from skillvc.backends.openai_backend import OpenAIBackend
+from skillvc.backends.pricing import cache_prices_for
 from skillvc.calls import ModelClient
 from skillvc.cli import _summary_lines, cli
 from skillvc.config import ModelConfig
+from skillvc.errors import ConfigError
 from skillvc.store import EventStore, open_store
 from skillvc.training.loop import RunSummary
 
@@ -211,3 +213,18 @@ def test_runs_report_and_the_train_summary_give_the_cache_hit_ratio_of_the_log(
     assert f"prompt cache: {cached:,} {line}" in _summary_lines(
         RunSummary(**{("run_id" if k == "run" else k): v for k, v in summary.items()})
     )
+
+
+def test_a_bad_cached_rate_in_prices_fails_with_a_sentence() -> None:
+    with pytest.raises(ConfigError) as caught:
+        cache_prices_for(
+            "openai:corp", {"openai:corp": {"input": 1, "output": 2, "cached_input": -1}}
+        )
+    assert str(caught.value) == (
+        '[prices."openai:corp"] needs input and output (and cached_input, cache_write if given) '
+        "as non-negative numbers (USD per 1M tokens)."
+    )
+    # Built in: Anthropic reads at 0.1x and writes at 1.25x input, dated snapshots included.
+    assert cache_prices_for("anthropic:claude-sonnet-4-5-20250929") == (0.30, 3.75)
+    assert cache_prices_for("openai:gpt-4.1-mini") == (0.10, 0.40)
+    assert cache_prices_for("openai:unknown-model") is None
