@@ -326,7 +326,14 @@ class ModelClient:
         counts it (``call`` does, ``count`` for replies obtained elsewhere)."""
         cost = result.cost_usd  # an agent's own report wins over the price table
         if cost is None:
-            cost = cost_usd(req.model, result.prompt_tokens, result.completion_tokens, self.prices)
+            cost = cost_usd(
+                req.model,
+                result.prompt_tokens,
+                result.completion_tokens,
+                self.prices,
+                cached_tokens=result.cached_tokens,
+                cache_write_tokens=result.cache_write_tokens,
+            )
         if cost is not None and result.meta.get("batch"):
             cost *= BATCH_DISCOUNT  # a provider batch costs half the list price
         # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored
@@ -349,6 +356,14 @@ class ModelClient:
                 "latency_ms": round(result.latency_ms, 1),
                 "cost_usd": cost,
                 "meta": meta,
+                # Provider prompt caching, only when it happened: events (and the logs of runs
+                # before it existed) stay as they were for calls without it.
+                **({"cached_tokens": result.cached_tokens} if result.cached_tokens else {}),
+                **(
+                    {"cache_write_tokens": result.cache_write_tokens}
+                    if result.cache_write_tokens
+                    else {}
+                ),
             },
             run_id=self.run_id,
             step=step,

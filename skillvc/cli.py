@@ -295,6 +295,13 @@ def _summary_lines(summary: Any) -> list[str]:
         f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
         f"{summary.calls_saved_by_early_stop} calls",
     ]
+    from skillvc.runs import cache_text
+
+    cache = cache_text(
+        getattr(summary, "cached_tokens", 0), getattr(summary, "cache_hit_ratio", None)
+    )
+    if cache:
+        lines.append(cache)
     if wasted:
         lines.append(
             f"speculation: {wasted} of these calls were started while a gate ran and were "

@@ -16,7 +16,7 @@ from skillvc.charts import mermaid_xychart
 from skillvc.errors import UnknownEventId
 from skillvc.hashing import sha256_hex
 from skillvc.history import Curve, LogEntry, entry_patch, log_entries, run_curve
-from skillvc.runs import list_runs, run_usage, usage_by_phase
+from skillvc.runs import cache_text, list_runs, run_usage, usage_by_phase
 from skillvc.store import EventStore
 
 # The [train] settings a report shows.
@@ -127,6 +127,8 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
             "tokens": usage.tokens,
             "cost_usd": usage.known_cost,
             "unpriced_calls": usage.unpriced_calls,
+            "cached_tokens": usage.cached_tokens,
+            "cache_hit_ratio": usage.cache_hit_ratio,
         },
         "usage_by_phase": [
             {
@@ -333,6 +335,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"without a candidate{slow} · model calls {usage['calls']:,} · "
         f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
         f"optimizer `{report['models'].get('optimizer')}`",
+        *(
+            ["", f"{cache[0].upper()}{cache[1:]}."]
+            if (cache := cache_text(usage.get("cached_tokens") or 0, usage.get("cache_hit_ratio")))
+            else []
+        ),
         *(
             [
                 "",

@@ -5,6 +5,10 @@ One definition of what a run used, ``run_usage``: the model calls the run itself
 cost nothing and are not counted again. ``train``'s summary, ``runs`` and ``report`` all read it.
 Costs are summed exactly (``Fraction``), so the figure does not depend on the order of rows.
 
+Prompt caching: ``cache_hit_ratio`` is the share of the run's input tokens the providers read
+from their prompt cache (``cached_tokens / input_tokens`` of its own calls; None without input
+tokens). ``prompt_tokens`` of a call counts every input token, cached ones included.
+
 Steps and slow updates are counted apart: ``accepted``/``rejected`` are step candidates only,
 ``slow_updates_*`` the epoch-end slow updates. JSON keys are stable; the README lists them.
 """
@@ -38,6 +42,8 @@ RUN_KEYS = (
     "tokens",
     "cost_usd",
     "unpriced_calls",
+    "cached_tokens",
+    "cache_hit_ratio",
     "best_commit",
     "val_curve",
 )
@@ -51,6 +57,13 @@ class RunUsage:
     tokens: int = 0
     cost_usd: float = 0.0  # priced calls only; see unpriced_calls
     unpriced_calls: int = 0
+    input_tokens: int = 0  # every input token, cached ones included
+    cached_tokens: int = 0  # input tokens read from a provider's prompt cache
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """Cached input tokens / input tokens, or None when the run sent no input tokens."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else None
 
     @property
     def known_cost(self) -> float | None:
@@ -58,22 +71,36 @@ class RunUsage:
         return None if self.unpriced_calls else self.cost_usd
 
 
+def cache_text(cached_tokens: int, ratio: float | None) -> str | None:
+    """The prompt-cache line of ``train``'s summary and ``report``; None when nothing was read
+    from a provider's cache (then the line is left out, as for runs before caching)."""
+    if not cached_tokens or ratio is None:
+        return None
+    return (
+        f"prompt cache: {cached_tokens:,} input tokens read from the providers' cache "
+        f"(cache hit ratio {ratio:.1%})"
+    )
+
+
 def _sum_usage(rows: Iterable[dict[str, Any]]) -> RunUsage:
-    calls = tokens = unpriced = 0
+    calls = tokens = unpriced = prompt = cached = 0
     cost = Fraction(0)
     for r in rows:
         calls += 1
+        prompt += r["prompt_tokens"] or 0
+        cached += r["cached_tokens"] or 0
         tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
         if r["cost_usd"] is None:
             unpriced += 1
         else:
             cost += Fraction(r["cost_usd"])
-    return RunUsage(calls, tokens, float(cost), unpriced)
+    return RunUsage(calls, tokens, float(cost), unpriced, prompt, cached)
 
 
 _USAGE_SQL = (
     "SELECT run_id, json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
     "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
+    "json_extract(payload, '$.cached_tokens') AS cached_tokens, "
     "json_extract(payload, '$.cost_usd') AS cost_usd FROM events WHERE type = 'model.call'"
 )
 
@@ -127,6 +154,8 @@ def list_runs(
                 # No calls of its own (all answered from the log) costs nothing, not "unknown".
                 "cost_usd": u.known_cost,
                 "unpriced_calls": u.unpriced_calls,
+                "cached_tokens": u.cached_tokens,
+                "cache_hit_ratio": u.cache_hit_ratio,
                 "best_commit": r["best_commit"],
                 "val_curve": [p.val for p in run_curve(store, r["run_id"]).points],
             }
@@ -155,6 +184,7 @@ def usage_by_phase(store: EventStore, run_id: str) -> list[PhaseUsage]:
         "SELECT type, step, epoch, json_extract(payload, '$.split') AS split, "
         "json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
         "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
+        "json_extract(payload, '$.cached_tokens') AS cached_tokens, "
         "json_extract(payload, '$.cost_usd') AS cost_usd "
         "FROM events WHERE run_id = ? ORDER BY id",
         [run_id],

@@ -52,8 +52,12 @@ class Behaviour:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # sleep before answering (a slow server)
+    # As each route reports it: OpenAI's prompt_tokens include the cached ones, Anthropic's
+    # input_tokens exclude cache reads and writes.
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    cached_tokens: int = 0  # usage.prompt_tokens_details.cached_tokens / cache_read_input_tokens
+    cache_write_tokens: int = 0  # Anthropic's cache_creation_input_tokens
     finish_reason: str | None = None  # None: the route's normal "stop" value
     message: str = "scripted error"
 
@@ -152,6 +156,7 @@ def _openai_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]
             "prompt_tokens": b.prompt_tokens,
             "completion_tokens": b.completion_tokens,
             "total_tokens": b.prompt_tokens + b.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": b.cached_tokens},
         },
     }
 
@@ -169,7 +174,12 @@ def _anthropic_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, A
         ],
         "stop_reason": b.finish_reason or "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": b.prompt_tokens, "output_tokens": b.completion_tokens},
+        "usage": {
+            "input_tokens": b.prompt_tokens,
+            "output_tokens": b.completion_tokens,
+            "cache_creation_input_tokens": b.cache_write_tokens,
+            "cache_read_input_tokens": b.cached_tokens,
+        },
     }
 
 

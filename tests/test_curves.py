@@ -423,6 +423,8 @@ def test_train_runs_and_report_agree_on_counts_tokens_and_cost(
         "tokens": usage.tokens,
         "cost_usd": usage.known_cost,
         "unpriced_calls": 0,
+        "cached_tokens": 0,  # the simulator has no prompt cache
+        "cache_hit_ratio": 0.0,
     }
     empty = row["steps"] - row["accepted"] - row["rejected"]
     assert head[0] == (

@@ -13,6 +13,13 @@ Configuration rules:
   ``output_config.effort``; ``seed`` has no Anthropic equivalent and is not sent (it still
   separates cache entries).
 - The answer is every text block of the reply, concatenated.
+- Prompt caching: a system prompt (the skill, the stable prefix of every rollout) long enough
+  to be cached (``MIN_CACHEABLE_TOKENS`` for the model's family, estimated at 4 characters a
+  token) is sent as one text block marked ``cache_control: ephemeral`` (5 minutes); a shorter
+  one is sent as a plain string, as before. The cache key of ``skillvc.calls`` is computed from
+  the request's messages and parameters, not from this body, so it does not change. Usage:
+  Anthropic's ``input_tokens`` excludes cache reads and writes; ``prompt_tokens`` adds them back
+  (every input token, as OpenAI counts), with ``cached_tokens`` and ``cache_write_tokens``.
 
 Invariants: the SDK's own retries are off (``max_retries=0``), so ``skillvc.calls`` owns the
 retry policy; failures leave as ``TransientError``, ``AuthenticationFailed`` or
@@ -38,6 +45,35 @@ KEY_HINT = (
     "Export the key (e.g. export {var}=...), or name another variable with api_key_env in "
     "skillvc.toml."
 )
+
+# Minimum cacheable prompt length in tokens per model family (Anthropic prompt caching docs):
+# shorter prefixes are processed without caching even when marked, so marking them only
+# changes the request body. First match wins; unknown models use the most common minimum.
+MIN_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
+    ("claude-opus-4-5", 4096),
+    ("claude-opus-4-6", 4096),
+    ("claude-haiku-4-5", 4096),
+    ("claude-sonnet-4-6", 2048),
+    ("claude-3-5-haiku", 2048),
+    ("claude-3-haiku", 2048),
+)
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024  # Sonnet 4.5, 4, 3.7, Opus 4.1, 4
+CHARS_PER_TOKEN = 4  # a cheap estimate; English prose runs 3.5-4.5 characters a token
+
+
+def min_cacheable_tokens(name: str) -> int:
+    """The minimum cacheable prompt length of model ``name`` (without the provider prefix)."""
+    for prefix, tokens in MIN_CACHEABLE_TOKENS:
+        if name.startswith(prefix):
+            return tokens
+    return DEFAULT_MIN_CACHEABLE_TOKENS
+
+
+def cache_usage(usage: Any) -> tuple[int, int, int]:
+    """(every input token, cache reads, cache writes) of an Anthropic ``usage`` object."""
+    read = getattr(usage, "cache_read_input_tokens", 0) or 0
+    write = getattr(usage, "cache_creation_input_tokens", 0) or 0
+    return (getattr(usage, "input_tokens", 0) or 0) + read + write, read, write
 
 
 class AnthropicBackend:
@@ -82,8 +118,13 @@ class AnthropicBackend:
                 if m["role"] != "system"
             ],
         }
-        if request.system:
-            args["system"] = request.system
+        system = request.system
+        if system and len(system) >= CHARS_PER_TOKEN * min_cacheable_tokens(self.name):
+            args["system"] = [
+                {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
+            ]
+        elif system:
+            args["system"] = system
         if p.get("reasoning_effort") is not None:
             args["output_config"] = {"effort": p["reasoning_effort"]}
         if p.get("temperature") is not None:
@@ -108,10 +149,13 @@ class AnthropicBackend:
             raise TransientError(f"{self.model} answered without message content.")
         text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
         usage = getattr(response, "usage", None)
+        prompt_tokens, cached, written = cache_usage(usage)
         return CallResult(
             text=text,
-            prompt_tokens=(getattr(usage, "input_tokens", 0) or 0),
+            prompt_tokens=prompt_tokens,
             completion_tokens=(getattr(usage, "output_tokens", 0) or 0),
             latency_ms=latency_ms,
             meta={"finish_reason": getattr(response, "stop_reason", None)},
+            cached_tokens=cached,
+            cache_write_tokens=written,
         )

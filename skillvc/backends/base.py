@@ -60,6 +60,10 @@ class CallResult:
     latency_ms: float = 0.0
     meta: Mapping[str, Any] = field(default_factory=dict)  # finish_reason, exit code, stderr...
     cost_usd: float | None = None  # the backend's own report (an agent CLI's); wins over prices
+    # Provider prompt caching: input tokens read from the provider's cache and written to it
+    # (Anthropic). Both are part of ``prompt_tokens``, which counts every input token.
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class TransientError(BackendError):

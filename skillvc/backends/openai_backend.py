@@ -159,10 +159,13 @@ class OpenAIBackend:
         choice = choices[0]
         message = getattr(choice, "message", None)
         usage = getattr(response, "usage", None)
+        # OpenAI caches prompts of 1024+ tokens by itself; prompt_tokens includes the cached.
+        details = getattr(usage, "prompt_tokens_details", None)
         return CallResult(
             text=getattr(message, "content", None) or "",
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
             latency_ms=latency_ms,
             meta={"finish_reason": getattr(choice, "finish_reason", None)},
+            cached_tokens=(getattr(details, "cached_tokens", 0) or 0),
         )

@@ -13,7 +13,7 @@ from typing import Any
 
 import anthropic
 
-from skillvc.backends.anthropic_backend import AnthropicBackend
+from skillvc.backends.anthropic_backend import AnthropicBackend, cache_usage
 from skillvc.backends.base import CallRequest, CallResult
 from skillvc.backends.retry import translated_sdk_errors
 from skillvc.batch import Status
@@ -85,11 +85,14 @@ class AnthropicBatches:
                     text = "".join(
                         getattr(b, "text", "") for b in message.content if b.type == "text"
                     )
+                    prompt_tokens, cached, written = cache_usage(message.usage)
                     out[entry.custom_id] = CallResult(
                         text=text,
-                        prompt_tokens=message.usage.input_tokens or 0,
+                        prompt_tokens=prompt_tokens,
                         completion_tokens=message.usage.output_tokens or 0,
                         meta={"finish_reason": message.stop_reason, "batch": True},
+                        cached_tokens=cached,
+                        cache_write_tokens=written,
                     )
                 else:
                     error = getattr(result, "error", None)

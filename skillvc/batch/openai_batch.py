@@ -115,4 +115,5 @@ class OpenAIBatches:
             prompt_tokens=usage.get("prompt_tokens") or 0,
             completion_tokens=usage.get("completion_tokens") or 0,
             meta={"finish_reason": choices[0].get("finish_reason"), "batch": True},
+            cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
         )

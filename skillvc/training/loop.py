@@ -89,6 +89,9 @@ class RunSummary:
     tokens: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
+    # Input tokens the providers read from their prompt cache, and their share of all input.
+    cached_tokens: int = 0
+    cache_hit_ratio: float | None = None
     calls_saved_by_early_stop: int = 0
     calls_by_role: dict[str, int] = field(default_factory=dict)
     # Steps and slow updates are counted apart: accepted/rejected above are step candidates.
@@ -596,6 +599,8 @@ class Trainer:
             tokens=usage.tokens,
             cost_usd=usage.cost_usd,
             unpriced_calls=usage.unpriced_calls,
+            cached_tokens=usage.cached_tokens,
+            cache_hit_ratio=usage.cache_hit_ratio,
             calls_saved_by_early_stop=s.calls_saved,
             calls_by_role={role: st.replies for role, st in sorted(self.client.snapshot().items())},
             slow_updates_accepted=s.slow_accepted,
