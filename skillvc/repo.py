@@ -282,6 +282,15 @@ class SkillRepo:
             out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
         return bool(out)
 
+    def list_files(self, directory: str, rev: str = "HEAD") -> list[str]:
+        """The files under ``directory`` ("" = the root) in ``rev``, relative to it, sorted."""
+        args = ["-r", "-z", "--name-only", self.resolve(rev)]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        out = self._git.ls_tree(*args)
+        cut = len(directory) + 1 if directory else 0
+        return sorted(name[cut:] for name in out.split("\0") if name)
+
     def top_level_names(self, rev: str | None = None) -> set[str]:
         """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
         if rev is None:
