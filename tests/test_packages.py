@@ -14,10 +14,18 @@ from conftest import git
 
 from skillvc.cli import cli
 from skillvc.config import load_config
+from skillvc.edits import Edit, apply_edits
 from skillvc.evaluation import evaluate
-from skillvc.packages import SkillPackage, broken_links, load_package, render_chat
+from skillvc.packages import (
+    SkillPackage,
+    apply_package_edits,
+    broken_links,
+    load_package,
+    render_chat,
+)
 from skillvc.repo import SkillRepo
 from skillvc.resources import read_bytes
+from skillvc.skilldoc import SkillDocument
 from skillvc.workspace import open_workspace
 
 FORMS = (
@@ -229,3 +237,86 @@ def test_training_a_package_shows_the_target_the_linked_file(package_repo: Path)
         "evals/val.jsonl",
         "evals/test.jsonl",
     }
+
+
+# -- edits that name their file ---------------------------------------------------------------
+
+
+def _pkg() -> SkillPackage:
+    return SkillPackage(
+        "skills/x",
+        {
+            "SKILL.md": b"---\nname: x\n---\n# X\n\nSee [forms](references/forms.md).\n",
+            "references/forms.md": b"# Forms\r\n\r\n- Old rule.\r\n",
+        },
+    )
+
+
+def test_an_edit_without_file_is_exactly_the_single_file_edit() -> None:
+    plain = Edit.from_dict({"op": "add", "content": "- New.", "rationale": "r"})
+    assert plain.file == "SKILL.md"
+    assert plain == Edit(op="add", content="- New.", rationale="r")
+    assert "file" not in plain.to_dict()
+    named = Edit.from_dict({"op": "add", "content": "- New.", "file": "./references/forms.md"})
+    assert named.file == "references/forms.md"
+    assert named.to_dict()["file"] == "references/forms.md"
+    assert named.id != plain.id
+    assert Edit.from_dict(named.to_dict()) == named
+
+
+def test_package_edits_apply_to_the_files_they_name() -> None:
+    edits = [
+        Edit("replace", target="- Old rule.", content="- New rule.", file="references/forms.md"),
+        Edit("add", content="- Skill rule.", file="SKILL.md"),
+        Edit("add", content="# Checklist\n\n- Check.", file="references/checklist.md"),
+    ]
+    result = apply_package_edits(_pkg(), edits)
+    assert result.applied == tuple(edits)
+    assert result.unmatched == ()
+    assert result.changed == ("SKILL.md", "references/checklist.md", "references/forms.md")
+    assert result.created == ("references/checklist.md",)
+    files = result.package.files
+    assert files["references/forms.md"] == b"# Forms\r\n\r\n- New rule.\r\n"  # CRLF kept
+    assert files["references/checklist.md"] == b"# Checklist\n\n- Check.\n"
+    assert b"- Skill rule." in files["SKILL.md"] and files["SKILL.md"].startswith(b"---\nname: x")
+    # The new file is not linked from SKILL.md: validate flags nothing (no broken link) and the
+    # chat target is not sent it until SKILL.md links it.
+    assert "references/checklist.md" not in render_chat(result.package, 10_000).included
+
+
+def test_package_edits_never_leave_the_package_nor_delete_a_file() -> None:
+    edits = [
+        Edit("add", content="x", file="../elsewhere.md"),
+        Edit("replace", target="a", content="b", file="references/missing.md"),
+        Edit("delete", target="# Forms\n\n- Old rule.", file="references/forms.md"),
+        Edit("replace", target="- Nowhere.", content="- B.", file="references/forms.md"),
+    ]
+    pkg = _pkg()
+    result = apply_package_edits(pkg, edits)
+    assert result.applied == () and result.changed == ()
+    assert result.package.files == pkg.files
+    assert [(u.reason, u.detail) for u in result.unmatched][:3] == [
+        ("missing", "The edit names '../elsewhere.md', which is outside the skill package."),
+        ("missing", "references/missing.md is not a file of the skill package."),
+        (
+            "format",
+            "references/forms.md: the edit would leave the file empty; "
+            "training never deletes a file.",
+        ),
+    ]
+    last = result.unmatched[3]
+    assert last.reason == "missing" and last.detail.startswith("references/forms.md: ")
+    assert sorted(result.unmatched_by_file()) == [
+        "../elsewhere.md",
+        "references/forms.md",
+        "references/missing.md",
+    ]
+
+
+def test_a_single_file_apply_reports_an_edit_naming_another_file() -> None:
+    doc = SkillDocument.parse(b"# X\n")
+    result = apply_edits(doc, [Edit("add", content="- A.", file="references/a.md")])
+    assert result.applied == ()
+    assert [(u.reason, u.detail) for u in result.unmatched] == [
+        ("missing", "The edit names references/a.md, not SKILL.md.")
+    ]
