@@ -15,6 +15,7 @@ from conftest import git
 from skillvc.cli import cli
 from skillvc.config import load_config
 from skillvc.edits import Edit, apply_edits
+from skillvc.errors import StateConflict
 from skillvc.evaluation import evaluate
 from skillvc.packages import (
     SkillPackage,
@@ -320,3 +321,50 @@ def test_a_single_file_apply_reports_an_edit_naming_another_file() -> None:
     assert [(u.reason, u.detail) for u in result.unmatched] == [
         ("missing", "The edit names references/a.md, not SKILL.md.")
     ]
+
+
+# -- one candidate = one commit of package files ----------------------------------------------
+
+
+def test_a_package_edit_set_is_one_commit_touching_only_package_files(package_repo: Path) -> None:
+    config = load_config(package_repo)
+    package = load_package(config)
+    assert package is not None
+    edits = [
+        Edit("add", content="- Gold customers get an exchange.", file="references/forms.md"),
+        Edit("add", content="# Checklist\n\n- Check the tier.", file="references/checklist.md"),
+        Edit("add", content="Also read [the checklist](references/checklist.md).", file="SKILL.md"),
+    ]
+    result = apply_package_edits(package, edits)
+    assert result.unmatched == ()
+    assert broken_links(result.package) == []
+    with SkillRepo(package_repo) as repo:
+        head = repo.head_sha()
+        sha = repo.commit_files(
+            {result.package.repo_path(n): result.package.files[n] for n in result.changed},
+            "Train: three edits",
+            {"Skillvc-Run": "r1"},
+            expected_parent=head,
+        )
+        assert repo.head_sha() == sha
+    touched = git(package_repo, "show", "--name-only", "--format=", sha).split()
+    assert touched == [
+        "skills/acme-returns/SKILL.md",
+        "skills/acme-returns/references/checklist.md",
+        "skills/acme-returns/references/forms.md",
+    ]
+    assert git(package_repo, "status", "--porcelain") == ""
+    assert load_package(load_config(package_repo)) == result.package
+    rendered = render_chat(result.package, 10_000)
+    assert rendered.included == ("references/forms.md", "references/checklist.md")
+
+
+def test_a_package_commit_refuses_a_moved_head_and_changes_nothing(package_repo: Path) -> None:
+    before = git(package_repo, "rev-parse", "HEAD")
+    git(package_repo, "commit", "-q", "--allow-empty", "-m", "someone else")
+    with SkillRepo(package_repo) as repo, pytest.raises(StateConflict):
+        repo.commit_files(
+            {"skills/acme-returns/references/new.md": b"x\n"}, "m", expected_parent=before
+        )
+    assert not (package_repo / "skills" / "acme-returns" / "references" / "new.md").exists()
+    assert git(package_repo, "status", "--porcelain") == ""
