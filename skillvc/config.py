@@ -42,6 +42,13 @@ class SkillConfig:
     path: str = "SKILL.md"
     max_bytes: int = 16000  # size budget: training refuses edits that grow the skill past it
     max_tokens: int = 5000  # cap on the skill sent to a model (estimated bytes/4; preflight.py)
+    # Skill packages (skillvc.packages): a directory path, ``package = true`` or ``include``
+    # makes the skill its directory's text files; the chat harness appends the files SKILL.md
+    # links to, up to ``reference_bytes``.
+    package: bool = False
+    include: list[str] | None = None  # default: *.md and *.txt at any depth
+    exclude: list[str] = field(default_factory=list)
+    reference_bytes: int = 16000
 
 
 @dataclass
@@ -217,7 +224,24 @@ class Config:
 
         self.require_named()  # never a default SKILL.md for a config that lists many
         where = f"[skills.{self.skill_name}] path" if self.skill_name else "[skill] path"
-        return inside_repo(self.root, self.skill.path, f"{where} in {CONFIG_FILE}")
+        path = inside_repo(self.root, self.skill.path, f"{where} in {CONFIG_FILE}")
+        return path / "SKILL.md" if self._names_directory(path) else path
+
+    def _names_directory(self, path: Path) -> bool:
+        return self.skill.path.endswith(("/", "\\")) or path.is_dir()
+
+    @property
+    def package_dir(self) -> str | None:
+        """The skill package's directory (posix, root-relative; "" = the root), or None for
+        a single-file skill: [skill] path names a directory, or sets package or include."""
+        from skillvc.paths import inside_repo
+
+        self.require_named()
+        raw = inside_repo(self.root, self.skill.path, "[skill] path")
+        if not (self._names_directory(raw) or self.skill.package or self.skill.include):
+            return None
+        parent = self.skill_path.parent.relative_to(self.root).as_posix()
+        return "" if parent == "." else parent
 
     @property
     def skill_relpath(self) -> str:

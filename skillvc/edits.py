@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import difflib
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -42,7 +43,8 @@ _ALIASES = {
     "after": "anchor",
     "reason": "rationale",
 }
-_FIELDS = ("op", "target", "content", "anchor", "rationale")
+_FIELDS = ("op", "target", "content", "anchor", "rationale", "file")
+SKILL_FILE = "SKILL.md"  # the file an edit names when it names none
 # How far (in lines) a diff's hunk may have moved from the line its header states. git apply
 # searches the whole file; a bound keeps a hunk whose numbers are far off from landing elsewhere.
 MAX_HUNK_OFFSET = 10
@@ -57,6 +59,9 @@ class Edit:
     content: str = ""
     anchor: str | None = None
     rationale: str = ""
+    # A skill package's file, relative to its directory (skillvc.packages); SKILL.md by default,
+    # and then left out of ``id`` and ``to_dict`` so single-file edits stay exactly as they were.
+    file: str = SKILL_FILE
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -68,12 +73,18 @@ class Edit:
 
     @property
     def id(self) -> str:
-        return content_id(
-            {"op": self.op, "target": self.target, "content": self.content, "anchor": self.anchor}
-        )
+        what = {
+            "op": self.op,
+            "target": self.target,
+            "content": self.content,
+            "anchor": self.anchor,
+        }
+        if self.file != SKILL_FILE:
+            what["file"] = self.file
+        return content_id(what)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "op": self.op,
             "target": self.target,
@@ -81,6 +92,9 @@ class Edit:
             "anchor": self.anchor,
             "rationale": self.rationale,
         }
+        if self.file != SKILL_FILE:
+            out["file"] = self.file
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Edit:
@@ -107,7 +121,15 @@ class Edit:
             content=values.get("content") or "",
             anchor=anchor if anchor and anchor.strip() else None,
             rationale=values.get("rationale") or "",
+            file=_file(values.get("file")),
         )
+
+
+def _file(raw: str | None) -> str:
+    """An edit's ``file`` normalised (``./references/a.md`` is ``references/a.md``)."""
+    if raw is None or not raw.strip():
+        return SKILL_FILE
+    return posixpath.normpath(raw.strip().replace("\\", "/"))
 
 
 @dataclass(frozen=True)
@@ -134,11 +156,16 @@ class ApplyResult:
 # -- applying ---------------------------------------------------------------------------------
 
 
-def apply_edits(doc: SkillDocument, edits: Sequence[Edit]) -> ApplyResult:
-    """Apply ``edits`` in order; edits that cannot be placed exactly once are reported."""
+def apply_edits(doc: SkillDocument, edits: Sequence[Edit], file: str = SKILL_FILE) -> ApplyResult:
+    """Apply ``edits`` in order; edits that cannot be placed exactly once are reported, and so
+    are edits naming another file than ``file`` (the document's)."""
     applied: list[Edit] = []
     unmatched: list[Unmatched] = []
     for edit in edits:
+        if edit.file != file:
+            detail = f"The edit names {edit.file}, not {file}."
+            unmatched.append(Unmatched(edit, "missing", detail))
+            continue
         outcome = _apply_one(doc, edit)
         if isinstance(outcome, Unmatched):
             unmatched.append(outcome)

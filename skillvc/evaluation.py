@@ -41,6 +41,7 @@ from skillvc.config import Config, ModelConfig
 from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
 from skillvc.executors import make_executor
 from skillvc.hashing import content_id
+from skillvc.packages import target_rendering
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
@@ -266,6 +267,7 @@ def _evaluate(
                 samples=config.train.samples,
                 progress=progress,
                 executor=make_executor(config.train),
+                render=target_rendering(config, ws.repo, version.rev)[0],
             )
             name = "the working tree" if version.rev is None else version.rev
             with progress.stage(f"eval {name} on {split}", len(items) * config.train.samples):

@@ -61,6 +61,11 @@ EVENT_TYPES: dict[str, EventType] = {
     for t in [
         EventType("run.started", 1, "config snapshot, models, dataset and template hashes"),
         EventType("run.resumed", 1, "a later process picked up an unfinished run"),
+        EventType(
+            "package.rendered",
+            1,
+            "a skill package's linked files sent to the chat target, and those cut",
+        ),
         EventType("baseline", 1, "the seed skill's val score, before the first step"),
         EventType("run.finished", 1, "baseline, best and test scores, calls, tokens, cost"),
         EventType("run.stopped", 1, "the run stopped early (budget, failures); resumable"),

@@ -54,6 +54,7 @@ from skillvc.formats import (
     is_skill_file,
     protected_changes,
 )
+from skillvc.packages import broken_links, load_package
 from skillvc.repo import SkillRepo
 from skillvc.resources import read_text
 from skillvc.skilldoc import SkillDocument
@@ -154,12 +155,20 @@ def validate(
                         [str(p) for p in found], cwd=Path(cwd), max_bytes=max_bytes
                     )
             paths = []
+            packages = []
             for config in load_config(repo.root).all_skills():  # every skill of a many config
                 skill = config.skill_path  # never outside the work tree
                 if not skill.is_file():
                     rel = skill.relative_to(repo.root).as_posix()
                     raise SkillFileMissing(f"The skill file {rel} does not exist.")
                 paths.append(str(skill))
+                package = load_package(config)
+                if package is not None:
+                    packages.append(package)
+        report = _validate_files(paths, cwd=Path(cwd), max_bytes=max_bytes)
+        for package in packages:  # a package's relative links resolve inside it
+            report.problems.extend(broken_links(package))
+        return report
     return _validate_files(paths, cwd=Path(cwd), max_bytes=max_bytes)
 
 

@@ -21,6 +21,7 @@ Invariants this module keeps:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -282,6 +283,15 @@ class SkillRepo:
             out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
         return bool(out)
 
+    def list_files(self, directory: str, rev: str = "HEAD") -> list[str]:
+        """The files under ``directory`` ("" = the root) in ``rev``, relative to it, sorted."""
+        args = ["-r", "-z", "--name-only", self.resolve(rev)]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        out = self._git.ls_tree(*args)
+        cut = len(directory) + 1 if directory else 0
+        return sorted(name[cut:] for name in out.split("\0") if name)
+
     def top_level_names(self, rev: str | None = None) -> set[str]:
         """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
         if rev is None:
@@ -337,18 +347,34 @@ class SkillRepo:
 
         Moves no ref and touches neither the working tree nor the real index.
         """
-        path = self._relpath(relpath)
+        return self.build_commit_files({relpath: content}, message, parent, trailers)
+
+    def build_commit_files(
+        self,
+        files: Mapping[str, bytes],
+        message: str,
+        parent: str | None,
+        trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
+    ) -> str:
+        """``build_commit`` for several files (a skill package's): ``parent``'s tree with each
+        path holding its content, in one commit."""
+        paths = {self._relpath(relpath): content for relpath, content in files.items()}
         parent_sha = self.resolve(parent) if parent is not None else None
         full_message = _with_trailers(message, trailers)
-        blob = self._git_stdin("hash-object", "-w", "--stdin", data=content)
+        blobs = {
+            path: self._git_stdin("hash-object", "-w", "--stdin", data=content)
+            for path, content in paths.items()
+        }
+        path = next(iter(blobs), "")
         with self._temp_index() as env:
             try:
                 if parent_sha is None:
                     self._git.read_tree("--empty", env=env)
                 else:
                     self._git.read_tree(parent_sha, env=env)
-                mode = self._tree_mode(path, env)
-                self._git.update_index("--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+                for path, blob in blobs.items():
+                    mode = self._tree_mode(path, env)
+                    self._git.update_index("--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
                 tree = self._git.write_tree(env=env)
             except git.GitCommandError as exc:
                 raise SkillvcError(
@@ -361,6 +387,58 @@ class SkillRepo:
         except git.GitCommandError:
             self.ensure_identity()  # the usual cause; raises a clear error with a hint
             raise
+
+    def commit_files(
+        self,
+        files: Mapping[str, bytes],
+        message: str,
+        trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
+        expected_parent: str | None = None,
+    ) -> str:
+        """``commit_file`` for several files of one skill package, as one commit: the branch
+        moves once, then every file is written; on failure the ref and every file written so
+        far are put back (new files removed)."""
+        paths = {self._relpath(relpath): content for relpath, content in files.items()}
+        for path in paths:
+            self.ensure_clean(path)
+        head = self.head_sha()
+        if expected_parent is not None:
+            expected = self.resolve(expected_parent)
+            if expected != head:
+                raise StateConflict(
+                    f"HEAD is at {_short(head)}, not at the expected parent {_short(expected)}."
+                )
+        new = self.build_commit_files(paths, message, head, trailers)
+        old = head if head is not None else "0" * len(new)
+        reflog = f"skillvc: {message.splitlines()[0] if message.strip() else ', '.join(paths)}"
+        try:
+            self._git.update_ref("-m", reflog, "HEAD", new, old)
+        except git.GitCommandError:
+            raise StateConflict(
+                f"HEAD moved away from {_short(head)} while committing {', '.join(paths)}; "
+                "nothing was changed."
+            ) from None
+        before = {
+            path: (self.root / path).read_bytes() if (self.root / path).exists() else None
+            for path in paths
+        }
+        try:
+            for path, content in paths.items():
+                (self.root / path).parent.mkdir(parents=True, exist_ok=True)
+                self.restore_file(path, content)
+        except BaseException:
+            first = True
+            for path, old_bytes in before.items():
+                # The ref is put back once; each file gets its old bytes (or goes, if new).
+                if first:
+                    self._undo_commit(new, old, self.root / path, old_bytes)
+                    first = False
+                else:
+                    self._undo_file(self.root / path, old_bytes)
+            with contextlib.suppress(git.GitCommandError):
+                self._git.reset("-q", "--", *(_literal(p) for p in paths))
+            raise
+        return new
 
     def commit_file(
         self,
@@ -611,6 +689,10 @@ class SkillRepo:
                 self._git.update_ref("-m", "skillvc: undo failed commit", "HEAD", old, new)
         except git.GitCommandError:
             pass  # someone else moved it since; theirs wins and there is nothing to restore
+        self._undo_file(target, old_bytes)
+
+    @staticmethod
+    def _undo_file(target: Path, old_bytes: bytes | None) -> None:
         try:
             if old_bytes is None:
                 target.unlink(missing_ok=True)

@@ -85,12 +85,15 @@ class SkillDocument:
     frontmatter_error: str | None
     regions: tuple[Region, ...]
     problems: tuple[str, ...]
+    # False for a package's reference files: frontmatter is SKILL.md's alone (skillvc.packages)
+    allow_frontmatter: bool = True
 
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def parse(cls, data: bytes | str) -> SkillDocument:
-        """Parse file bytes (or already decoded text); raise only for non-UTF-8 input."""
+    def parse(cls, data: bytes | str, *, frontmatter: bool = True) -> SkillDocument:
+        """Parse file bytes (or already decoded text); raise only for non-UTF-8 input.
+        ``frontmatter=False``: a leading ``---`` block is body text (a package's references)."""
         if isinstance(data, bytes):
             try:
                 raw = data.decode("utf-8")
@@ -111,11 +114,13 @@ class SkillDocument:
             raw = raw[1:]
         newline = "\r\n" if _uniformly_crlf(raw) else "\n"
         text = raw.replace("\r\n", "\n") if newline == "\r\n" else raw
-        return cls._build(text, bom, newline)
+        return cls._build(text, bom, newline, frontmatter)
 
     @classmethod
-    def _build(cls, text: str, bom: bool, newline: str) -> SkillDocument:
-        fm_end = _frontmatter_end(text)
+    def _build(
+        cls, text: str, bom: bool, newline: str, allow_frontmatter: bool = True
+    ) -> SkillDocument:
+        fm_end = _frontmatter_end(text) if allow_frontmatter else 0
         frontmatter, fm_error = _load_frontmatter(text[:fm_end]) if fm_end else (None, None)
         regions, problems = _scan_regions(text, fm_end)
         return cls(
@@ -127,11 +132,12 @@ class SkillDocument:
             frontmatter_error=fm_error,
             regions=regions,
             problems=problems,
+            allow_frontmatter=allow_frontmatter,
         )
 
     def with_text(self, text: str) -> SkillDocument:
         """Re-parse new "\\n"-text, keeping this document's BOM and newline style."""
-        return self._build(text, self.bom, self.newline)
+        return self._build(text, self.bom, self.newline, self.allow_frontmatter)
 
     # -- output -------------------------------------------------------------------------------
 

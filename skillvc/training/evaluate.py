@@ -83,6 +83,9 @@ class Evaluator:
     # None: calls run in ``pool`` as they always have. Otherwise uncached target calls go out
     # through it and come back in item order (see skillvc.executors); scoring stays here.
     executor: Executor | None = None
+    # A skill package's chat rendering (skill text -> system prompt; skillvc.packages), or None
+    # for a single-file skill, whose text is the system prompt as is.
+    render: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
         target = self.client.configs.get("target")
@@ -122,7 +125,9 @@ class Evaluator:
 
     def _one(self, skill: str, skill_hash: str, item: TaskItem, sample: int) -> Rollout:
         try:
-            reply = self.client.call("target", rollout_messages(skill, item), sample=sample)
+            reply = self.client.call(
+                "target", rollout_messages(skill, item, self.render), sample=sample
+            )
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
         return self._score(skill_hash, item, reply)
@@ -134,7 +139,8 @@ class Evaluator:
         in one ``map``, and the answers are recorded in item order."""
         assert self.executor is not None
         requests = [
-            self.client.request("target", rollout_messages(skill, it), sample=k) for it, k in jobs
+            self.client.request("target", rollout_messages(skill, it, self.render), sample=k)
+            for it, k in jobs
         ]
         replies: list[Reply | CallFailed | None] = []
         for req in requests:
@@ -193,9 +199,13 @@ class Evaluator:
         )
 
 
-def rollout_messages(skill: str, item: TaskItem) -> list[dict[str, str]]:
-    """The target's request for one item: the skill is the system prompt."""
-    return [{"role": "system", "content": skill}, {"role": "user", "content": item.input}]
+def rollout_messages(
+    skill: str, item: TaskItem, render: Callable[[str], str] | None = None
+) -> list[dict[str, str]]:
+    """The target's request for one item: the skill (a package: its rendering) is the system
+    prompt."""
+    system = skill if render is None else render(skill)
+    return [{"role": "system", "content": system}, {"role": "user", "content": item.input}]
 
 
 def _combine(samples: Sequence[Rollout]) -> Rollout:

@@ -40,6 +40,7 @@ from skillvc.events import Event
 from skillvc.executors import make_executor
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json, sha256_hex
+from skillvc.packages import target_rendering
 from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
@@ -198,6 +199,9 @@ class Trainer:
         self.state = RunState(
             doc=SkillDocument.parse(ctx.base_skill.encode("utf-8")), head=ctx.base_commit
         )
+        # A skill package: the chat target sees SKILL.md plus the files it links to, as
+        # committed in the run's base (skillvc.packages); None for a single-file skill.
+        self.render, self.rendering = target_rendering(config, self.repo, ctx.base_commit)
         # (items, split) the loop runs next with the current skill if the gate in progress
         # rejects: what a gate speculates on.
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
@@ -212,7 +216,7 @@ class Trainer:
         )
         with (
             ThreadPoolExecutor(max_workers=self.t.workers) as self.pool,
-            Prefetcher(self.client, self.t.workers, self.t.samples) as self.ahead,
+            Prefetcher(self.client, self.t.workers, self.t.samples, self.render) as self.ahead,
         ):
             self.evaluator = Evaluator(
                 self.client,
@@ -224,7 +228,10 @@ class Trainer:
                 samples=self.t.samples,
                 progress=self.progress,
                 executor=make_executor(self.t),
+                render=self.render,
             )
+            if self.rendering is not None:  # what the chat target is sent, and what was cut
+                self.log.note("package.rendered", self.rendering.to_dict())
             self.phase = "the baseline evaluation"
             if self.cannot_be_refused():
                 self.prefetch_start()  # in the baseline's wave

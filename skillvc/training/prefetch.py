@@ -57,8 +57,14 @@ class Batch:
 
 
 class Prefetcher:
-    def __init__(self, client: ModelClient, workers: int, samples: int = 1) -> None:
-        self.client, self.samples = client, samples
+    def __init__(
+        self,
+        client: ModelClient,
+        workers: int,
+        samples: int = 1,
+        render: Callable[[str], str] | None = None,
+    ) -> None:
+        self.client, self.samples, self.render = client, samples, render
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillvc-ahead")
         self.batches: list[Batch] = []
         self.sent: set[tuple[str, str, str]] = set()  # (skill hash, split, item id)
@@ -97,7 +103,7 @@ class Prefetcher:
         self.sent.update((tag, split, it.id) for it in todo)
         fork = self.client.fork()
         futures = [
-            self.pool.submit(self._warm, fork, rollout_messages(skill, it), k)
+            self.pool.submit(self._warm, fork, rollout_messages(skill, it, self.render), k)
             for it in todo
             for k in range(self.samples)
         ]

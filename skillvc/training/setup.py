@@ -31,6 +31,7 @@ from skillvc.errors import (
 )
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
+from skillvc.packages import target_rendering
 from skillvc.preflight import check_skill
 from skillvc.repo import SkillRepo, ensure_ready_to_train
 from skillvc.scorers import Scorer, get_scorer
@@ -174,6 +175,7 @@ def prepare_run(
         _require_utf8(raw, relpath)
         # What validate rejects, or a skill too large to send, never starts a run.
         check_skill(relpath, raw, max_tokens=config.skill.max_tokens)
+        target_rendering(config, repo, base_commit)  # a package's links resolve
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 

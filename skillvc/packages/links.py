@@ -1,0 +1,71 @@
+"""Relative Markdown links between a package's files, and the rule that they resolve inside it.
+
+A link is ``[text](target)`` or ``[text](target "title")``; a target with a scheme (``https:``,
+``mailto:``), an absolute path or only a ``#fragment`` is not a file link. ``#fragment`` and
+``?query`` are dropped; the rest is resolved against the linking file's directory. A link that
+leaves the package or names no package file is broken (rule ``package-link``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+
+from skillvc.formats import Problem
+from skillvc.packages.model import SKILL_FILE, SkillPackage
+
+RULE_LINK = "package-link"
+_LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _targets(text: str) -> Iterator[str]:
+    for match in _LINK.finditer(text):
+        target = match.group(1)
+        if _SCHEME.match(target) or target.startswith(("/", "#")):
+            continue
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if target:
+            yield target
+
+
+def resolve(source: str, target: str) -> str | None:
+    """``target`` linked from package file ``source`` as a package path (None: it leaves)."""
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return joined
+
+
+def linked_files(package: SkillPackage, source: str = SKILL_FILE) -> list[str]:
+    """The package files ``source`` links to, in order of first link, without repeats."""
+    text = package.texts().get(source, "")
+    out: list[str] = []
+    for target in _targets(text):
+        path = resolve(source, target)
+        if path is not None and path in package.files and path != source and path not in out:
+            out.append(path)
+    return out
+
+
+def broken_links(package: SkillPackage) -> list[Problem]:
+    """One problem per relative link (in any package file) that does not resolve inside it."""
+    problems = []
+    for source, text in sorted(package.texts().items()):
+        for target in _targets(text):
+            path = resolve(source, target)
+            if path is not None and path in package.files:
+                continue
+            if path is not None and _is_dir(package, path):
+                continue
+            where = package.repo_path(source)
+            why = "leaves the skill package" if path is None else "names no file of the package"
+            problems.append(Problem(where, RULE_LINK, f"{where}: the link to {target!r} {why}."))
+    return problems
+
+
+def _is_dir(package: SkillPackage, path: str) -> bool:
+    """A link to a package folder (``references/``) is fine when it holds package files."""
+    prefix = "" if path == "." else path.rstrip("/") + "/"
+    return any(name.startswith(prefix) for name in package.files)

@@ -1,0 +1,124 @@
+"""The package model: which files of a skill directory belong to the skill, and their bytes.
+
+Invariants:
+- A package is a directory holding ``SKILL.md``; its files are the ones matching ``include``
+  (default: Markdown and plain text, at any depth) and no ``exclude`` glob, as posix paths
+  relative to the directory, sorted. Anything else in the directory (scripts, binaries) is
+  carried along untouched and never read.
+- Each file is a ``SkillDocument`` that renders back byte for byte; only ``SKILL.md`` may have
+  frontmatter (in a reference file a leading ``---`` block is just text).
+- Reading at a revision reads the committed tree, never the working tree.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillvc.skilldoc import SkillDocument
+
+if TYPE_CHECKING:
+    from skillvc.config import Config
+    from skillvc.repo import SkillRepo
+
+SKILL_FILE = "SKILL.md"
+DEFAULT_INCLUDE = ("*.md", "*.txt")
+
+
+def matches(path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """True when ``path`` (posix, package-relative) is a package file under these globs.
+
+    A glob without a slash matches the file name at any depth; one with a slash matches the
+    whole relative path (``fnmatch``: ``*`` crosses slashes)."""
+
+    def hit(globs: Sequence[str]) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(path if "/" in g else name, g) for g in globs)
+
+    return path == SKILL_FILE or (hit(include) and not hit(exclude))
+
+
+@dataclass(frozen=True)
+class SkillPackage:
+    """One skill directory's text files: ``files`` maps package-relative paths to bytes."""
+
+    root: str  # the directory, posix and relative to the repository root ("" = the root)
+    files: Mapping[str, bytes]
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.files)
+
+    @property
+    def skill(self) -> bytes:
+        return self.files[SKILL_FILE]
+
+    def repo_path(self, name: str) -> str:
+        """``name`` as a path relative to the repository root."""
+        return f"{self.root}/{name}" if self.root else name
+
+    def document(self, name: str) -> SkillDocument:
+        """File ``name`` parsed; frontmatter is SKILL.md's alone."""
+        return SkillDocument.parse(self.files[name], frontmatter=name == SKILL_FILE)
+
+    def texts(self) -> dict[str, str]:
+        """Every file decoded (undecodable files are left out: validate reports them)."""
+        out = {}
+        for name, raw in self.files.items():
+            try:
+                out[name] = raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                continue
+        return out
+
+    @classmethod
+    def from_dir(
+        cls,
+        directory: Path,
+        root: str,
+        include: Sequence[str] = DEFAULT_INCLUDE,
+        exclude: Sequence[str] = (),
+    ) -> SkillPackage:
+        """The package in the working tree at ``directory`` (whose repo path is ``root``)."""
+        files = {}
+        for path in sorted(directory.rglob("*")):
+            if not path.is_file() or ".git" in path.relative_to(directory).parts:
+                continue
+            rel = path.relative_to(directory).as_posix()
+            if matches(rel, include, exclude):
+                files[rel] = path.read_bytes()
+        return cls(root, files)
+
+    @classmethod
+    def from_rev(
+        cls,
+        repo: SkillRepo,
+        root: str,
+        rev: str,
+        include: Sequence[str] = DEFAULT_INCLUDE,
+        exclude: Sequence[str] = (),
+    ) -> SkillPackage:
+        """The package as committed in ``rev``."""
+        files = {}
+        for rel in repo.list_files(root, rev):
+            if matches(rel, include, exclude):
+                files[rel] = repo.read_file(f"{root}/{rel}" if root else rel, rev)
+        return cls(root, files)
+
+
+def load_package(
+    config: Config, repo: SkillRepo | None = None, rev: str | None = None
+) -> SkillPackage | None:
+    """The configured skill's package (working tree, or ``rev`` of ``repo``), or None for a
+    single-file skill."""
+    directory = config.package_dir
+    if directory is None:
+        return None
+    include = tuple(config.skill.include or DEFAULT_INCLUDE)
+    exclude = tuple(config.skill.exclude)
+    if rev is not None and repo is not None:
+        return SkillPackage.from_rev(repo, directory, rev, include, exclude)
+    return SkillPackage.from_dir(config.root / directory, directory, include, exclude)
