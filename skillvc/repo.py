@@ -409,9 +409,11 @@ class SkillRepo:
                     f"HEAD is at {_short(head)}, not at the expected parent {_short(expected)}."
                 )
         new = self.build_commit_files(paths, message, head, trailers)
+        # An all-zero old value makes update-ref insist the branch does not exist yet.
         old = head if head is not None else "0" * len(new)
         reflog = f"skillvc: {message.splitlines()[0] if message.strip() else ', '.join(paths)}"
         try:
+            # HEAD, not the branch name: git follows the symref, or moves HEAD when detached.
             self._git.update_ref("-m", reflog, "HEAD", new, old)
         except git.GitCommandError:
             raise StateConflict(
@@ -453,34 +455,7 @@ class SkillRepo:
         Raises DirtySkillFile when the file has local changes and StateConflict when HEAD is
         not (or no longer) ``expected_parent``. Returns the new commit's sha.
         """
-        path = self._relpath(relpath)
-        self.ensure_clean(path)
-        head = self.head_sha()
-        if expected_parent is not None:
-            expected = self.resolve(expected_parent)
-            if expected != head:
-                raise StateConflict(
-                    f"HEAD is at {_short(head)}, not at the expected parent {_short(expected)}."
-                )
-        new = self.build_commit(path, content, message, head, trailers)
-        # An all-zero old value makes update-ref insist the branch does not exist yet.
-        old = head if head is not None else "0" * len(new)
-        reflog = f"skillvc: {message.splitlines()[0] if message.strip() else path}"
-        try:
-            # HEAD, not the branch name: git follows the symref, or moves HEAD when detached.
-            self._git.update_ref("-m", reflog, "HEAD", new, old)
-        except git.GitCommandError:
-            raise StateConflict(
-                f"HEAD moved away from {_short(head)} while committing {path}; nothing was changed."
-            ) from None
-        target = self.root / path
-        old_bytes = target.read_bytes() if target.exists() else None
-        try:
-            self.restore_file(path, content)
-        except BaseException:
-            self._undo_commit(new, old, target, old_bytes)
-            raise
-        return new
+        return self.commit_files({relpath: content}, message, trailers, expected_parent)
 
     def store_candidate(
         self,
