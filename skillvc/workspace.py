@@ -18,7 +18,7 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skillvc.config import CONFIG_FILE, Config, load_config
 from skillvc.errors import ConfigError, NotAGitRepo, NotInitialised, SkillFileMissing
@@ -188,6 +188,16 @@ def init_workspace(
     root = repo.root
     config_path = root / CONFIG_FILE
 
+    # What both rendered configs (one skill, or a table each) take from the options.
+    shared: dict[str, Any] = {
+        "target_model": target_model or DEFAULT_TARGET,
+        "optimizer_model": optimizer_model or DEFAULT_OPTIMIZER,
+        "train_file": train_file,
+        "val_file": val_file,
+        "test_file": test_file,
+        "scorer": scorer,
+        "seed": seed,
+    }
     if config_path.exists() and load_config(root).many:
         result = InitResult(root=root, skill_path="", git_initialised=git_initialised)
         result.notes.append(_add_skill(root, skill, result) if skill else _already(root))
@@ -203,17 +213,7 @@ def init_workspace(
         result.notes.append(f"{CONFIG_FILE} already exists; left as it is.")
     elif not skill and len(all_found := find_skills(root)) > 1:
         skills = skill_tables(root, all_found)
-        text = render_many_config(
-            skills=skills,
-            target_model=target_model or DEFAULT_TARGET,
-            optimizer_model=optimizer_model or DEFAULT_OPTIMIZER,
-            train_file=train_file,
-            val_file=val_file,
-            test_file=test_file,
-            scorer=scorer,
-            seed=seed,
-        )
-        _write_config(root, text)
+        _write_config(root, render_many_config(skills=skills, **shared))
         result = InitResult(
             root=root, skill_path="", git_initialised=git_initialised, config_written=True
         )
@@ -226,23 +226,8 @@ def init_workspace(
         for option, given in (("--train", train_file), ("--val", val_file), ("--test", test_file)):
             if given:  # refused now, not at the first eval of the config written with it
                 inside_repo(root, given, option)
-        text = render_config(
-            skill_path=skill_rel,
-            target_model=target_model or DEFAULT_TARGET,
-            optimizer_model=optimizer_model or DEFAULT_OPTIMIZER,
-            train_file=train_file,
-            val_file=val_file,
-            test_file=test_file,
-            scorer=scorer,
-            seed=seed,
-        )
-        config_path.write_text(text, encoding="utf-8")
-        try:
-            load_config(root)  # the file we wrote must parse; fail loudly here if not
-        except BaseException:
-            # Leave no broken skillvc.toml behind: a re-run would keep it "as it is".
-            config_path.unlink(missing_ok=True)
-            raise
+        shared |= {"train_file": train_file, "val_file": val_file, "test_file": test_file}
+        _write_config(root, render_config(skill_path=skill_rel, **shared))
         result = InitResult(
             root=root, skill_path=skill_rel, git_initialised=git_initialised, config_written=True
         )
