@@ -17,7 +17,6 @@ credentials never reach a run, and its transcripts and session files die with th
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -25,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillvc.backends import command
+from skillvc.config import ENV_REFERENCE
 from skillvc.errors import ConfigError
 
 # What a CLI needs to start and behave like it does in a terminal; nothing personal.
@@ -40,7 +41,6 @@ RESERVED = (
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
 )
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -69,26 +69,17 @@ def resolve_env(table: Mapping[str, str], role: str = "target") -> tuple[dict[st
 
     Returns (values, secrets): the values that came from a reference are treated as secrets
     (they are how a key gets in without being written into the config) and are scrubbed from
-    any output skillvc keeps. An unset reference is a ConfigError, before any agent runs.
+    any output skillvc keeps. An unset reference is a ConfigError, before any agent runs; the
+    substitution is the command harness's (``skillvc.backends.command.resolve_env``).
     """
-    values: dict[str, str] = {}
-    secrets: list[str] = []
-    for key, raw in table.items():
+    for key in table:
         if key in RESERVED:
             raise ConfigError(
                 f"[{role}.env] must not set {key}: each task gets its own scratch {key}.",
                 hint="Copy configuration files in with files = [...] instead.",
             )
-        refs = _REFERENCE.findall(raw)
-        for name in refs:
-            if name not in os.environ:
-                # The same sentence as the command harness's (skillvc.backends.command).
-                raise ConfigError(
-                    f'env {key} = "{raw}" in skillvc.toml reads ${{{name}}}, which is not set.',
-                    hint=f"Export {name} before running skillvc, or change [{role}] env.",
-                )
-        secrets.extend(os.environ[name] for name in refs)
-        values[key] = _REFERENCE.sub(lambda m: os.environ[m.group(1)], raw)
+    values = command.resolve_env(table)
+    secrets = [os.environ[name] for raw in table.values() for name in ENV_REFERENCE.findall(raw)]
     return values, secrets
 
 
