@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -30,9 +29,12 @@ from typing import Any
 
 from skillvc.backends import get_backend
 from skillvc.backends.base import Backend, CallRequest, TransientError
+from skillvc.calls import secret_values
 from skillvc.config import CONFIG_FILE, Config, ModelConfig, load_config
 from skillvc.errors import AuthenticationFailed, BackendError, SkillvcError, redact
 from skillvc.repo import SkillRepo
+from skillvc.secrets import scrub
+from skillvc.secrets import secret_values as known_secret_values
 
 OK, FAIL, SKIP = "ok", "fail", "skip"
 ROLES = ("target", "optimizer")
@@ -40,9 +42,6 @@ PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},
 PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 PROBE_TIMEOUT_S = 30.0  # a doctor that waits the run's full 120 s timeout feels hung
-# "user:password@" at the start of a URL's authority (with or without a scheme).
-_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?([^/@:]*):([^/@]+)@")
-MIN_SECRET_LENGTH = 12
 
 
 class DoctorFailed(BackendError):
@@ -118,7 +117,7 @@ def diagnose(path: str | Path = ".", skill: str | None = None) -> Report:
                 if (role, getattr(one, role)) not in seen:
                     seen.append((role, getattr(one, role)))
                     checks.extend(check_role(role, getattr(one, role)))
-    secrets = _key_values(config)
+    secrets = secret_values(config) if config is not None else sorted(known_secret_values())
     return Report([c.redacted(secrets) for c in checks])
 
 
@@ -247,7 +246,7 @@ def check_endpoint(role: str, config: ModelConfig, backend: Backend) -> Check:
         default = DEFAULT_URLS.get(config.model.split(":", 1)[0], "the provider's default address")
         return Check(name, OK, f"{config.model} via {default} (the default).")
     source = "base_url" if config.base_url else _base_url_variable(config)
-    shown = _without_password(url)
+    shown = scrub(url)  # a gateway URL with credentials: its password is a secret too
     if not url.startswith(("http://", "https://")):
         return Check(
             name,
@@ -256,12 +255,6 @@ def check_endpoint(role: str, config: ModelConfig, backend: Backend) -> Check:
             "Write the full URL, e.g. http://localhost:8000/v1 for a local server.",
         )
     return Check(name, OK, f"{config.model} via {shown} (from {source}).")
-
-
-def _without_password(url: str) -> str:
-    """``url`` with the password of ``https://user:secret@gateway/...`` replaced: a gateway
-    URL with credentials is a secret that no key variable holds, so redact() cannot know it."""
-    return _USERINFO.sub(lambda m: f"{m.group(1) or ''}{m.group(2)}:[redacted]@", url, count=1)
 
 
 def check_credentials(role: str, config: ModelConfig, backend: Backend) -> list[Check]:
@@ -398,15 +391,3 @@ def _is_openai(config: ModelConfig) -> bool:
 
 def _base_url_variable(config: ModelConfig) -> str:
     return "OPENAI_BASE_URL" if _is_openai(config) else "ANTHROPIC_BASE_URL"
-
-
-def _key_values(config: Config | None) -> list[str]:
-    """The values of every key variable the roles name, for redaction."""
-    names: set[str] = {"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
-    if config is not None:
-        names.update(m.api_key_env for m in (config.target, config.optimizer) if m.api_key_env)
-    values = [os.environ.get(n, "") for n in sorted(names)]
-    # Also the stripped form: a key pasted with a newline is still the same secret. Short
-    # values are placeholders for local servers ("local", "ollama"), not secrets; replacing
-    # them would garble every line that happens to contain the word.
-    return [v for v in {*values, *(v.strip() for v in values)} if len(v) >= MIN_SECRET_LENGTH]
