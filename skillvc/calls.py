@@ -152,7 +152,12 @@ class ModelClient:
         }
 
     def request(
-        self, role: str, messages: Sequence[Mapping[str, str]], *, sample: int = 0
+        self,
+        role: str,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        sample: int = 0,
+        files: Sequence[tuple[str, str]] = (),
     ) -> CallRequest:
         config = self.configs[role]
         params = model_params(config)
@@ -165,6 +170,7 @@ class ModelClient:
             messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
             params=params,
             sample=sample,
+            files=tuple((path, text) for path, text in files),
         )
 
     def call(
@@ -174,8 +180,9 @@ class ModelClient:
         *,
         sample: int = 0,
         step: int | None = None,
+        files: Sequence[tuple[str, str]] = (),
     ) -> Reply:
-        req = self.request(role, messages, sample=sample)
+        req = self.request(role, messages, sample=sample, files=files)
         reply = self.from_log(req)
         if reply is None:
             reply = self._call_backend(req, step)
@@ -350,6 +357,12 @@ class ModelClient:
                 "params": dict(req.params),
                 "sample": req.sample,
                 "prompt": self.store.put_blob(canonical_json([dict(m) for m in req.messages])),
+                # A skill package's installed files, only when the call had some.
+                **(
+                    {"files": self.store.put_blob(canonical_json(dict(req.files)))}
+                    if req.files
+                    else {}
+                ),
                 "response": self.store.put_blob(text),
                 "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens,

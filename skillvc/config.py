@@ -49,6 +49,9 @@ class SkillConfig:
     include: list[str] | None = None  # default: *.md and *.txt at any depth
     exclude: list[str] = field(default_factory=list)
     reference_bytes: int = 16000
+    # What the optimizer sees of a package's files besides SKILL.md, in characters
+    # (skillvc.packages.prompt: an equal share each, head and tail kept).
+    optimizer_chars: int = 24000
 
 
 @dataclass
@@ -519,6 +522,8 @@ _MODEL_RANGES: dict[str, tuple[float | None, float | None, bool, bool]] = {
 _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = {
     ("skill", "max_bytes"): (1, 10_000_000, False, False),
     ("skill", "max_tokens"): (1, 10_000_000, False, False),
+    ("skill", "reference_bytes"): (0, 10_000_000, False, False),
+    ("skill", "optimizer_chars"): (0, 10_000_000, False, False),
     ("train", "epochs"): (1, 1000, False, False),
     ("train", "batch_size"): (1, 100_000, False, False),
     ("train", "minibatch_size"): (1, 10_000, False, False),

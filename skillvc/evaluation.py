@@ -41,7 +41,7 @@ from skillvc.config import Config, ModelConfig
 from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
 from skillvc.executors import make_executor
 from skillvc.hashing import content_id
-from skillvc.packages import target_rendering
+from skillvc.packages.render import TargetView, target_view
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
@@ -217,7 +217,8 @@ def stderr_of_mean(values: Sequence[float]) -> float | None:
 class SkillVersion:
     rev: str | None  # as given; None for the working tree
     sha: str  # the resolved commit, or "worktree"
-    text: str
+    text: str  # the skill file's text, or a skill package's bundle (skillvc.packages)
+    view: TargetView | None = None  # a package: what the target gets of it
 
 
 def evaluate(
@@ -267,7 +268,7 @@ def _evaluate(
                 samples=config.train.samples,
                 progress=progress,
                 executor=make_executor(config.train),
-                render=target_rendering(config, ws.repo, version.rev)[0],
+                render=version.view,
             )
             name = "the working tree" if version.rev is None else version.rev
             with progress.stage(f"eval {name} on {split}", len(items) * config.train.samples):
@@ -368,6 +369,9 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
             f"The skill file {ws.skill_relpath} {where} is not UTF-8 text "
             f"(bad byte at offset {exc.start})."
         ) from None
+    view, package = target_view(ws.config, ws.repo, rev, where)
+    if package is not None:  # a skill package: its bundle is the version's identity
+        return SkillVersion(rev, sha, package.bundle(), view)
     return SkillVersion(rev, sha, text)
 
 

@@ -25,9 +25,13 @@ Invariants:
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from skillvc.errors import SkillDocumentError
 from skillvc.formats import RULE_MARKERS, RULE_YAML, check_bytes
+
+if TYPE_CHECKING:
+    from skillvc.packages.model import SkillPackage
 
 DEFAULT_MAX_TOKENS = 5_000  # the Agent Skills guidance for a SKILL.md body
 BYTES_PER_TOKEN = 4
@@ -83,4 +87,42 @@ def check_skill(path: str, data: bytes, *, max_tokens: int, where: str = "") -> 
             f"{shown} fails validation{others}: {detail}",
             hint=f"Run 'skillvc validate {shlex.quote(path)}' to list every problem, fix them "
             "and commit.",
+        )
+
+
+def check_package_files(package: SkillPackage, where: str = "") -> None:
+    """Refuse (SkillDocumentError, exit 5) a skill package that must not reach a model: a file
+    that is not UTF-8 text (its bundle could not hold it), unbalanced protected-region markers
+    in a reference file, or a relative link that does not resolve inside the package. SKILL.md
+    itself is ``check_skill``'s."""
+    from skillvc.packages.links import broken_links
+    from skillvc.packages.model import SKILL_FILE
+
+    at = f" {where}" if where else ""
+    for name in package.names:
+        data = package.files[name]
+        path = package.repo_path(name)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SkillDocumentError(
+                f"The skill package file {path}{at} is not UTF-8 text (bad byte "
+                f"0x{data[exc.start]:02x} at offset {exc.start}).",
+                hint="Save it as UTF-8, or leave it out of the package with [skill] exclude.",
+            ) from None
+        if name == SKILL_FILE:
+            continue
+        markers = [p for p in check_bytes(path, data) if p.rule == RULE_MARKERS]
+        if markers:
+            raise SkillDocumentError(
+                f"{markers[0].message[:-1]}{at}.",
+                hint="Run 'skillvc validate' to list every problem, fix them and commit.",
+            )
+    broken = broken_links(package)
+    if broken:
+        more = len(broken) - 1
+        others = f" (and {more} more broken link{'s' if more != 1 else ''})" if more else ""
+        raise SkillDocumentError(
+            f"{broken[0].message[:-1]}{at}{others}.",
+            hint="Fix the link or add the file it names, then run skillvc validate.",
         )

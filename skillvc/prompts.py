@@ -24,8 +24,36 @@ EDITS_FORMAT = (
 )
 
 
-# Placeholders only some runs fill (an opt-in's extra rule); empty otherwise.
-OPTIONAL = {"description_rule": ""}
+ANSWER_FORMAT = (
+    '{"edits": [{"op": "add|replace|delete", "target": "...", "content": "...", '
+    '"anchor": "...", "rationale": "why, citing the tasks"}]}'
+)
+# A skill package (skillvc.packages): every edit names its file.
+PACKAGE_EDITS_FORMAT = (
+    '{"edits": [{"file": "SKILL.md", "op": "add|replace|delete", "target": "...", '
+    '"content": "...", "anchor": "...", "rationale": "..."}]}'
+)
+PACKAGE_ANSWER_FORMAT = (
+    '{"edits": [{"file": "SKILL.md or a path from package_files", "op": "add|replace|delete", '
+    '"target": "...", "content": "...", "anchor": "...", "rationale": "why, citing the tasks"}]}'
+)
+PACKAGE_RULE = (
+    "\n- The skill is a package: SKILL.md (under skill) plus the files under package_files."
+    ' Every edit names its "file" (SKILL.md when left out); "target" and "anchor" are copied'
+    " from that file. Put detail where SKILL.md sends the reader for it. To create a reference"
+    ' file, "add" its content to a new path inside the package (e.g. references/topic.md) and,'
+    " in the same answer, add a Markdown link to it in SKILL.md: a file no link leads to is"
+    " never read. Files are never deleted."
+)
+
+# Placeholders only some runs fill (an opt-in's extra rule, a package's files); otherwise the
+# value here, which renders the prompt exactly as it was before the placeholder existed.
+OPTIONAL = {
+    "description_rule": "",
+    "package_rule": "",
+    "package_files": "",
+    "answer_format": ANSWER_FORMAT,
+}
 
 
 def template(name: str) -> str:

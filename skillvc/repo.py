@@ -165,12 +165,16 @@ class SkillRepo:
         self._git.add("-f", "--", _literal(path))
 
     def remove_stale_temp_files(self, relpath: str) -> list[Path]:
-        """Delete temp files a killed write of ``relpath`` left beside it; returns them.
+        """Delete temp files a killed write of ``relpath`` left beside it; returns them. For a
+        directory (a skill package): those of every file under it.
 
         Only call this while holding the writer lock: then no write is in progress.
         """
-        target = self.root / self._relpath(relpath)
-        stale = sorted(target.parent.glob(f".{target.name}.skillvc-*.tmp"))
+        target = self.root / self._relpath(relpath) if relpath else self.root
+        if target.is_dir():
+            stale = sorted(target.rglob(".*.skillvc-*.tmp"))
+        else:
+            stale = sorted(target.parent.glob(f".{target.name}.skillvc-*.tmp"))
         for path in stale:
             path.unlink(missing_ok=True)
         return stale
@@ -308,6 +312,21 @@ class SkillRepo:
             "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--", _literal(path)
         )
         return bool(out.strip("\0"))
+
+    def dirty_paths(self, directory: str) -> list[str]:
+        """Paths under ``directory`` ("" = the root) that ``is_dirty`` would report, sorted."""
+        args = ["--porcelain=v1", "-z", "--untracked-files=all", "--ignored"]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        records = [r for r in self._git.status(*args).split("\0") if r]
+        paths, skip = [], False
+        for record in records:
+            if skip:  # the original path of a rename or copy
+                skip = False
+                continue
+            skip = "R" in record[:2] or "C" in record[:2]
+            paths.append(record[3:])
+        return sorted(set(paths))
 
     def ensure_clean(self, relpath: str) -> None:
         """Raise DirtySkillFile when ``relpath`` has uncommitted changes."""
@@ -467,13 +486,24 @@ class SkillRepo:
         trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
     ) -> str:
         """Keep a commit under ``ref`` (which must be in refs/skillvc/) without moving a branch."""
+        return self.store_candidate_files(ref, {relpath: content}, message, parent, trailers)
+
+    def store_candidate_files(
+        self,
+        ref: str,
+        files: Mapping[str, bytes],
+        message: str,
+        parent: str,
+        trailers: Mapping[str, str] = {},  # noqa: B006 - read only, never mutated
+    ) -> str:
+        """``store_candidate`` for several files of one skill package, as one commit."""
         if not ref.startswith(SKILLVC_REF_PREFIX) or ref == SKILLVC_REF_PREFIX:
             raise ValueError(f"candidate ref {ref!r} must be under {SKILLVC_REF_PREFIX}")
         try:
             self._git.check_ref_format(ref)
         except git.GitCommandError:
             raise ValueError(f"{ref!r} is not a valid git ref name") from None
-        sha = self.build_commit(relpath, content, message, parent, trailers)
+        sha = self.build_commit_files(files, message, parent, trailers)
         self._git.update_ref("-m", "skillvc: store candidate", ref, sha)
         return sha
 

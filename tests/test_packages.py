@@ -134,7 +134,7 @@ def test_the_chat_rendering_appends_linked_files_under_headers_within_the_budget
     }
     package = SkillPackage("", files)
     whole = render_chat(package, budget=1000)
-    assert whole.text == (
+    assert whole.system == (
         files["SKILL.md"].decode()
         + "\n\n## Reference file: references/forms.md\n\nFORMS\n"
         + "\n\n## Reference file: big.md\n\n"
@@ -143,11 +143,11 @@ def test_the_chat_rendering_appends_linked_files_under_headers_within_the_budget
     assert whole.included == ("references/forms.md", "big.md")
     assert whole.cut == ()
     small = render_chat(package, budget=100)
-    assert "NEVER SENT" not in small.text and "B" * 200 not in small.text
+    assert "NEVER SENT" not in small.system and "B" * 200 not in small.system
     assert small.included == ("references/forms.md",)
     assert small.cut == ("big.md",)
     bare = render_chat(SkillPackage("", {"SKILL.md": b"No links.\n"}), budget=1000)
-    assert bare.text == "No links.\n"
+    assert bare.system == "No links.\n"
 
 
 def test_links_that_leave_the_package_or_name_no_file_are_broken() -> None:

@@ -24,13 +24,20 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from skillvc.agents import hermetic
 from skillvc.agents.presets import PRESETS, Preset, activated
 from skillvc.backends.base import CallRequest, CallResult
-from skillvc.backends.command import AgentFailed, communicate, skill_name, start_process
+from skillvc.backends.command import (
+    AgentFailed,
+    communicate,
+    install_skill,
+    skill_name,
+    start_process,
+)
 from skillvc.config import ModelConfig
 from skillvc.errors import ConfigError, redact
 from skillvc.hashing import sha256_hex
@@ -139,7 +146,7 @@ class AgentBackend:
         argv = [self.executable, *self.preset.argv, *self.config.args]
         start = time.perf_counter()
         code, stdout, stderr = self._run(
-            argv, request.user, self.config.task_timeout_s, request.system
+            argv, request.user, self.config.task_timeout_s, request.system, request.files
         )
         duration = time.perf_counter() - start
         trajectory = self.preset.parse(stdout)
@@ -174,7 +181,12 @@ class AgentBackend:
         )
 
     def _run(
-        self, argv: list[str], stdin: str, timeout: float, skill: str = ""
+        self,
+        argv: list[str],
+        stdin: str,
+        timeout: float,
+        skill: str = "",
+        files: Sequence[tuple[str, str]] = (),
     ) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of ``argv`` run in a fresh scratch world, removed after.
 
@@ -182,9 +194,7 @@ class AgentBackend:
         with hermetic.scratch() as s:
             if skill.strip():
                 rel = self.preset.install_path.replace("{name}", skill_name(skill))
-                path = s.work / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(skill, encoding="utf-8", newline="")
+                install_skill(s.work / rel, skill, files)  # a package: its files beside it
             hermetic.copy_in(self.files, s.home / self.preset.config_dir)
             env = hermetic.agent_env(s, self.preset.config_env, self.preset.config_dir, self.env)
             try:

@@ -29,19 +29,23 @@ class CallRequest:
     messages: tuple[Mapping[str, str], ...]  # [{"role": "system"|"user"|"assistant", "content"}]
     params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, seed, ...
     sample: int = 0  # index of a repeated sample of the same prompt
+    # A skill package's other files (package-relative path, text), which a harness that
+    # installs the skill writes beside SKILL.md (the system text); empty for every other call.
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
-        """The cache key: same (model, params, messages, sample) -> same answer from the log."""
-        return content_id(
-            {
-                "model": self.model,
-                "params": dict(self.params),
-                "messages": [dict(m) for m in self.messages],
-                "sample": self.sample,
-            },
-            length=32,
-        )
+        """The cache key: same (model, params, messages, sample, files) -> same answer from
+        the log. ``files`` counts only when there are some, so other keys are as they were."""
+        identity: dict[str, Any] = {
+            "model": self.model,
+            "params": dict(self.params),
+            "messages": [dict(m) for m in self.messages],
+            "sample": self.sample,
+        }
+        if self.files:
+            identity["files"] = [list(f) for f in self.files]
+        return content_id(identity, length=32)
 
     @property
     def system(self) -> str:

@@ -4,7 +4,8 @@ For each call:
 
 1. make a fresh scratch directory (the agent's working directory, removed afterwards);
 2. write the skill (``request.system``) to ``skill_install_path`` inside it, with ``{name}``
-   replaced by the skill's frontmatter ``name`` (else ``skill``); an empty skill installs
+   replaced by the skill's frontmatter ``name`` (else ``skill``), and a skill package's other
+   files (``request.files``) beside it, at their package paths; an empty skill installs
    nothing, which is the "no skill" baseline;
 3. run ``command`` (an argv list, never a shell) with the placeholders ``{skill_path}``,
    ``{skill_dir}``, ``{workdir}`` and, when ``input_mode = "arg"``, ``{input}`` replaced; the
@@ -124,6 +125,24 @@ def skill_name(skill_text: str) -> str:
     return "skill"
 
 
+def install_skill(skill_path: Path, skill: str, files: Sequence[tuple[str, str]] = ()) -> None:
+    """Write the skill to ``skill_path`` and a package's other files beside it, bytes as given.
+
+    A package path that is absolute or climbs out of the skill's directory is refused: the
+    package may come from a pull request (``skillvc check``), and nothing of it is written
+    outside the scratch directory."""
+    skill_path.parent.mkdir(parents=True, exist_ok=True)
+    skill_path.write_text(skill, encoding="utf-8", newline="")
+    base = skill_path.parent
+    for rel, text in files:
+        parts = PurePosixPath(rel).parts
+        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
+            raise AgentFailed(f"The skill package file {rel!r} would be installed outside it.")
+        dest = base.joinpath(*parts)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8", newline="")
+
+
 class CommandBackend:
     def __init__(self, config: ModelConfig) -> None:
         if not config.command or not all(isinstance(a, str) for a in config.command):
@@ -164,10 +183,7 @@ class CommandBackend:
             rel = self.config.skill_install_path.replace("{name}", skill_name(request.system))
             skill_path = workdir / rel
             if request.system.strip():
-                skill_path.parent.mkdir(parents=True, exist_ok=True)
-                skill_path.write_text(
-                    request.system, encoding="utf-8", newline=""
-                )  # bytes as given
+                install_skill(skill_path, request.system, request.files)
             values = {
                 "input": request.user,
                 "skill_dir": str(skill_path.parent),

@@ -2,21 +2,41 @@
 
 from skillvc.packages.edits import PackageApplyResult, apply_package_edits
 from skillvc.packages.links import RULE_LINK, broken_links, linked_files
-from skillvc.packages.model import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, load_package
-from skillvc.packages.render import ChatRendering, chat_renderer, render_chat, target_rendering
+from skillvc.packages.model import (
+    BUNDLE_FORMAT,
+    DEFAULT_INCLUDE,
+    SKILL_FILE,
+    SkillPackage,
+    bundle_files,
+    load_package,
+    skill_file_text,
+)
+from skillvc.packages.render import (
+    TargetInput,
+    TargetView,
+    chat_rendering,
+    package_view,
+    render_chat,
+    target_view,
+)
 
 __all__ = [
+    "BUNDLE_FORMAT",
     "DEFAULT_INCLUDE",
     "RULE_LINK",
     "SKILL_FILE",
-    "ChatRendering",
     "PackageApplyResult",
     "SkillPackage",
+    "TargetInput",
+    "TargetView",
     "apply_package_edits",
     "broken_links",
-    "chat_renderer",
+    "bundle_files",
+    "chat_rendering",
     "linked_files",
     "load_package",
+    "package_view",
     "render_chat",
-    "target_rendering",
+    "skill_file_text",
+    "target_view",
 ]

@@ -30,6 +30,12 @@ class PackageApplyResult:
     unmatched: tuple[Unmatched, ...]
     changed: tuple[str, ...]  # files whose bytes changed (new ones included), sorted
     created: tuple[str, ...]  # files that did not exist before, sorted
+    order: tuple[int, ...] = ()  # the position in the edit list of each applied edit
+
+    @property
+    def document(self) -> SkillDocument:
+        """SKILL.md of the result."""
+        return self.package.document(SKILL_FILE)
 
     def unmatched_by_file(self) -> dict[str, list[Unmatched]]:
         out: dict[str, list[Unmatched]] = {}

@@ -49,6 +49,24 @@ def linked_files(package: SkillPackage, source: str = SKILL_FILE) -> list[str]:
     return out
 
 
+def reachable_files(package: SkillPackage) -> set[str]:
+    """The package files a reader of SKILL.md can reach by following relative links (SKILL.md
+    included): what an agent is ever pointed to."""
+    seen, todo = {SKILL_FILE}, [SKILL_FILE]
+    while todo:
+        for name in linked_files(package, todo.pop()):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def orphan_files(package: SkillPackage) -> list[str]:
+    """Package files no chain of relative links from SKILL.md reaches, sorted."""
+    reachable = reachable_files(package)
+    return [name for name in package.names if name not in reachable]
+
+
 def broken_links(package: SkillPackage) -> list[Problem]:
     """One problem per relative link (in any package file) that does not resolve inside it."""
     problems = []

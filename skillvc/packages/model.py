@@ -8,16 +8,22 @@ Invariants:
 - Each file is a ``SkillDocument`` that renders back byte for byte; only ``SKILL.md`` may have
   frontmatter (in a reference file a leading ``---`` block is just text).
 - Reading at a revision reads the committed tree, never the working tree.
+- A package's *bundle* is its identity as one text: canonical JSON of ``{"files": {path: text},
+  "format": BUNDLE_FORMAT}`` (UTF-8 decoded without stripping a BOM, so ``from_bundle`` gives
+  back the same bytes). The training loop, the call cache and the event log use it wherever a
+  single-file skill uses its text, so two versions differ exactly when some file differs.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillvc.hashing import canonical_json
 from skillvc.skilldoc import SkillDocument
 
 if TYPE_CHECKING:
@@ -26,6 +32,8 @@ if TYPE_CHECKING:
 
 SKILL_FILE = "SKILL.md"
 DEFAULT_INCLUDE = ("*.md", "*.txt")
+BUNDLE_FORMAT = "skillvc-package/1"
+_BUNDLE_START = '{"files":{'  # canonical JSON sorts "files" before "format"
 
 
 def matches(path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
@@ -73,6 +81,24 @@ class SkillPackage:
             except UnicodeDecodeError:
                 continue
         return out
+
+    def bundle(self) -> str:
+        """The package as one canonical text (see the module docstring); every file must be
+        UTF-8 (``skillvc.preflight.check_package`` refuses a package where one is not)."""
+        files = {name: raw.decode("utf-8") for name, raw in sorted(self.files.items())}
+        return canonical_json({"files": files, "format": BUNDLE_FORMAT})
+
+    @classmethod
+    def from_bundle(cls, root: str, text: str) -> SkillPackage:
+        """The package a bundle holds (``root`` is where it lives in the repository)."""
+        files = bundle_files(text)
+        if files is None:
+            raise ValueError("not a skill package bundle")
+        return cls(root, {name: body.encode("utf-8") for name, body in files.items()})
+
+    def with_file(self, name: str, raw: bytes) -> SkillPackage:
+        """This package with file ``name`` holding ``raw`` (added when new)."""
+        return SkillPackage(self.root, {**self.files, name: raw})
 
     @classmethod
     def from_dir(
@@ -122,3 +148,29 @@ def load_package(
     if rev is not None and repo is not None:
         return SkillPackage.from_rev(repo, directory, rev, include, exclude)
     return SkillPackage.from_dir(config.root / directory, directory, include, exclude)
+
+
+def bundle_files(text: str) -> dict[str, str] | None:
+    """The files of a package bundle, or None when ``text`` is not one (a single-file skill's
+    text). Only ``SkillPackage.bundle`` output is recognised: canonical JSON with the format
+    tag, a ``SKILL.md`` and nothing else."""
+    if not text.startswith(_BUNDLE_START):
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or set(value) != {"files", "format"}:
+        return None
+    files = value["files"]
+    if value["format"] != BUNDLE_FORMAT or not isinstance(files, dict) or SKILL_FILE not in files:
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        return None
+    return files
+
+
+def skill_file_text(skill: str) -> str:
+    """SKILL.md's text of a skill version: the text itself, or a bundle's SKILL.md."""
+    files = bundle_files(skill)
+    return skill if files is None else files[SKILL_FILE]

@@ -1,49 +1,66 @@
-"""What the chat harness sends: SKILL.md as the system prompt, then the files it links to.
+"""What the target receives of a skill package: a chat prompt, or the files an agent installs.
 
 Invariants:
-- With no linked files the rendering is SKILL.md's text unchanged, so a package without
-  references (and every single-file skill, which never comes here) sends exactly what it did.
-- Linked files follow in order of first link, each whole under a header line
-  ``## Reference file: <package path>``; a file that would take the appended text past
-  ``budget`` bytes (UTF-8) is left out whole, and is named in ``cut``, never half-sent.
+- Chat harness: with no linked files the system prompt is SKILL.md's text unchanged, so a
+  package without references sends exactly what a single-file skill does. Linked files follow
+  in order of first link, each whole under a header line ``## Reference file: <package path>``;
+  a file that would take the appended text past ``budget`` bytes (UTF-8), or the whole prompt
+  past ``cap`` bytes (the token cap, ``[skill] max_tokens`` x 4), is left out whole and named
+  in ``cut``, never half-sent. So the cap holds for what the model receives as long as SKILL.md
+  alone is under it (``skillvc.preflight.check_skill`` refuses it otherwise).
+- Installing harnesses (``command``, ``claude-code``, ``codex``): SKILL.md is the system text as
+  always and every other package file travels in ``TargetInput.files`` (package-relative path,
+  text), which the harness writes beside the installed SKILL.md. The files are part of the
+  call's cache key, so a changed reference file is a new call.
+- A view takes a skill version's bundle (``SkillPackage.bundle``) and depends on nothing else:
+  the same version always gets the same input, so training and ``skillvc eval`` share calls.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skillvc.packages.links import linked_files
 from skillvc.packages.model import SKILL_FILE, SkillPackage
+from skillvc.preflight import BYTES_PER_TOKEN
 
 if TYPE_CHECKING:
     from skillvc.config import Config
     from skillvc.repo import SkillRepo
 
 HEADER = "## Reference file: {path}"
+# Harnesses that install the skill as files for an agent (they get the whole package).
+INSTALLING_HARNESSES = ("command", "claude-code", "codex")
 
 
 @dataclass(frozen=True)
-class ChatRendering:
-    text: str  # the system prompt
-    included: tuple[str, ...]  # linked files sent, in order
-    cut: tuple[str, ...]  # linked files left out for the budget
+class TargetInput:
+    """One skill version as the target gets it."""
+
+    system: str  # the system prompt (chat), or SKILL.md's text (an installing harness)
+    files: tuple[tuple[str, str], ...] = ()  # other package files to install, sorted by path
+    included: tuple[str, ...] = field(default=(), compare=False)  # chat: linked files sent
+    cut: tuple[str, ...] = field(default=(), compare=False)  # chat: linked files left out
 
     def to_dict(self) -> dict[str, list[str]]:
+        """What ``package.rendered`` records of a chat rendering."""
         return {"included": list(self.included), "cut": list(self.cut)}
 
 
-def render_chat(package: SkillPackage, budget: int, skill_text: str | None = None) -> ChatRendering:
-    """The chat system prompt of ``package``; ``skill_text`` stands in for SKILL.md's text
-    (a candidate being evaluated), and its links decide which files follow."""
+# The renderer the evaluator and prefetcher take: skill text (a bundle) -> target input.
+TargetView = Callable[[str], TargetInput]
+ChatRendering = TargetInput  # the chat form (kept for the name callers know)
+
+
+def render_chat(package: SkillPackage, budget: int, cap: int | None = None) -> TargetInput:
+    """The chat system prompt of ``package`` (see the module invariants)."""
     texts = package.texts()
-    if skill_text is not None:
-        texts[SKILL_FILE] = skill_text
-        files: Mapping[str, bytes] = {**package.files, SKILL_FILE: skill_text.encode("utf-8")}
-        package = SkillPackage(package.root, files)
     skill = texts.get(SKILL_FILE, "")
+    if cap is not None:
+        budget = min(budget, max(0, cap - len(skill.encode("utf-8"))))
     parts, included, cut, used = [skill], [], [], 0
     for name in linked_files(package):
         if name not in texts:
@@ -56,40 +73,53 @@ def render_chat(package: SkillPackage, budget: int, skill_text: str | None = Non
         parts.append(block)
         included.append(name)
         used += size
-    return ChatRendering("".join(parts), tuple(included), tuple(cut))
+    return TargetInput("".join(parts), (), tuple(included), tuple(cut))
 
 
-def chat_renderer(package: SkillPackage, budget: int) -> Callable[[str], str]:
-    """``skill text -> system prompt`` for the evaluator (memoised: one rendering per text)."""
+def install_files(package: SkillPackage) -> TargetInput:
+    """SKILL.md as the text to install and every other file to write beside it."""
+    texts = package.texts()
+    others = tuple((name, texts[name]) for name in package.names if name != SKILL_FILE)
+    return TargetInput(texts.get(SKILL_FILE, ""), others)
+
+
+def package_view(root: str, harness: str, budget: int, cap: int | None = None) -> TargetView:
+    """``bundle -> TargetInput`` for one harness (memoised: one rendering per version)."""
 
     @functools.lru_cache(maxsize=64)
-    def render(skill_text: str) -> str:
-        return render_chat(package, budget, skill_text).text
+    def view(bundle: str) -> TargetInput:
+        package = SkillPackage.from_bundle(root, bundle)
+        if harness in INSTALLING_HARNESSES:
+            return install_files(package)
+        return render_chat(package, budget, cap)
 
-    return render
+    return view
 
 
-def target_rendering(
-    config: Config, repo: SkillRepo | None = None, rev: str | None = None
-) -> tuple[Callable[[str], str] | None, ChatRendering | None]:
-    """What the evaluator needs for the configured skill: the chat renderer and the rendering
-    of the skill as it stands (both None for a single-file skill or a non-chat harness).
-    A package with a broken relative link never reaches a model (SkillDocumentError)."""
-    from skillvc.errors import SkillDocumentError
-    from skillvc.packages.links import broken_links
+def config_view(config: Config, root: str) -> TargetView:
+    """The view of the configured target for a package at ``root``."""
+    cap = config.skill.max_tokens * BYTES_PER_TOKEN
+    return package_view(root, config.target.harness, config.skill.reference_bytes, cap)
+
+
+def target_view(
+    config: Config, repo: SkillRepo | None = None, rev: str | None = None, where: str = ""
+) -> tuple[TargetView | None, SkillPackage | None]:
+    """The configured skill's view and its package at ``rev`` (working tree when None):
+    (None, None) for a single-file skill, whose text is sent as it is. A package with a broken
+    relative link or a file that is not UTF-8 never reaches a model (SkillDocumentError)."""
     from skillvc.packages.model import load_package
+    from skillvc.preflight import check_package_files
 
-    if config.target.harness != "chat":
-        return None, None
     package = load_package(config, repo, rev)
     if package is None:
         return None, None
-    broken = broken_links(package)
-    if broken:
-        raise SkillDocumentError(
-            f"{broken[0].message[:-1]}"
-            + (f" (and {len(broken) - 1} more broken links)." if len(broken) > 1 else "."),
-            hint="Fix the link or add the file it names, then run skillvc validate.",
-        )
-    budget = config.skill.reference_bytes
-    return chat_renderer(package, budget), render_chat(package, budget)
+    check_package_files(package, where)
+    return config_view(config, package.root), package
+
+
+def chat_rendering(config: Config, package: SkillPackage) -> TargetInput | None:
+    """What the chat target is sent of ``package`` (None for an installing harness)."""
+    if config.target.harness in INSTALLING_HARNESSES:
+        return None
+    return config_view(config, package.root)(package.bundle())

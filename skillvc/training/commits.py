@@ -1,6 +1,7 @@
 """Commits of the training loop, kept consistent with the event log across crashes.
 
-Protocol for every commit (accepted step, slow update, rejected candidate):
+A commit changes only the skill file, or only files of one skill package (those the candidate
+changed). Protocol for every commit (accepted step, slow update, rejected candidate):
 1. ``commit.intent`` is logged (run-sequenced, so a replay finds it again);
 2. if ``commit.done`` for that gate exists, the commit was made: reuse its sha;
 3. otherwise look for a commit carrying ``Skillvc-Event: <run>/<seq of the intent>`` on the
@@ -14,10 +15,11 @@ depend on thread timing).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skillvc.packages.model import SkillPackage
 from skillvc.repo import SkillRepo
 from skillvc.training.runlog import RunLog
 
@@ -43,12 +45,14 @@ def _bare(text: str | None) -> str:
 
 def describe_edit(edit: dict[str, Any]) -> str:
     op = edit["op"]
+    # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
+    into = f" in {edit['file']}" if edit.get("file") else ""
     if op == "add":
         where = f" after {_q(edit.get('anchor'), 40)}" if edit.get("anchor") else ""
-        return f"add{where}: {_q(edit.get('content'), 200)}"
+        return f"add{into}{where}: {_q(edit.get('content'), 200)}"
     if op == "replace":
-        return f"replace {_q(edit.get('target'), 80)} with {_q(edit.get('content'), 120)}"
-    return f"delete {_q(edit.get('target'), 120)}"
+        return f"replace{into} {_q(edit.get('target'), 80)} with {_q(edit.get('content'), 120)}"
+    return f"delete{into} {_q(edit.get('target'), 120)}"
 
 
 def subject(kind: str, edits: Sequence[dict[str, Any]], step: int | None, epoch: int) -> str:
@@ -62,7 +66,8 @@ def subject(kind: str, edits: Sequence[dict[str, Any]], step: int | None, epoch:
         what = f"{_q(_bare(head.get('target')), 30)} -> {_q(_bare(head.get('content')), 30)}"
     else:
         what = _q(_bare(head.get("content") or head.get("target")), 50)
-    return f"skillvc: {head['op']} {what}{more} [step {step}]"
+    into = f" in {head['file']}" if head.get("file") else ""
+    return f"skillvc: {head['op']}{into} {what}{more} [step {step}]"
 
 
 @dataclass(frozen=True)
@@ -154,8 +159,8 @@ def commit(
     log: RunLog,
     *,
     gate_id: int,
-    relpath: str,
-    content: bytes,
+    files: Mapping[str, bytes],
+    version: str,
     text: str,
     accepted: bool,
     parent: str,
@@ -166,11 +171,15 @@ def commit(
 ) -> str:
     """Write (or find again) the commit of one gate decision; returns its sha.
 
-    A rejected candidate is kept under refs/skillvc/rejected/[<skill>/]<run>/<step> (the skill's
-    name only in a repository with many skills: single-skill repositories keep their layout).
-    ``fresh``: the run was never interrupted, so no commit of this decision can exist yet and
-    the search for one (git calls between the gate and the next step) is skipped. ``branch``:
-    the ref accepted commits move, when the caller knows it (else git is asked).
+    ``files`` maps repository paths to the bytes the commit gives them (the skill file, or the
+    files of a skill package the candidate changed); ``version`` is the candidate's identity
+    text (the skill's text, or the package's bundle), which the intent records so a resume can
+    finish the write. A rejected candidate is kept under
+    refs/skillvc/rejected/[<skill>/]<run>/<step> (the skill's name only in a repository with
+    many skills: single-skill repositories keep their layout). ``fresh``: the run was never
+    interrupted, so no commit of this decision can exist yet and the search for one (git
+    calls between the gate and the next step) is skipped. ``branch``: the ref accepted commits
+    move, when the caller knows it (else git is asked).
     """
     where = f"{skill}/{log.run_id}" if skill else log.run_id
     ref = None if accepted else f"refs/skillvc/rejected/{where}/{step_label}"
@@ -181,7 +190,7 @@ def commit(
             "accepted": accepted,
             "parent": parent,
             "ref": ref,
-            "content": log.store.put_blob(content.decode("utf-8")),
+            "content": log.store.put_blob(version),
         },
     )
     done = log.store.find("commit.done", f"gate:{gate_id}")
@@ -196,11 +205,12 @@ def commit(
     )
     if sha is None:
         if accepted:
-            sha = repo.commit_file(relpath, content, text, trailers, expected_parent=parent)
+            sha = repo.commit_files(files, text, trailers, expected_parent=parent)
         else:
-            sha = repo.store_candidate(ref or "", relpath, content, text, parent, trailers)
+            sha = repo.store_candidate_files(ref or "", files, text, parent, trailers)
     elif accepted:
-        repo.restore_file(relpath, content)
+        for path, content in files.items():
+            repo.restore_file(path, content)
     log.emit(
         "commit.done",
         {
@@ -219,11 +229,14 @@ def branch_ref(repo: SkillRepo) -> str:
     return f"refs/heads/{branch}" if branch else "HEAD"
 
 
-def reconcile_pending(repo: SkillRepo, log: RunLog, relpath: str) -> None:
-    """Finish an accepted commit whose branch move happened but whose file write did not.
+def reconcile_pending(
+    repo: SkillRepo, log: RunLog, relpath: str, package_root: str | None = None
+) -> None:
+    """Finish an accepted commit whose branch move happened but whose file writes did not.
 
     Called before the dirty-file check on resume: the half-finished state a SIGKILL can leave
-    (HEAD has the commit, the working file still has the old text) is ours to complete.
+    (HEAD has the commit, the working files still have the old text) is ours to complete. For
+    a skill package (``package_root``) every file of the recorded bundle is put in place.
     """
     intents = log.store.events(
         run_id=log.run_id, types=["commit.intent"], newest_first=True, limit=1
@@ -235,5 +248,16 @@ def reconcile_pending(repo: SkillRepo, log: RunLog, relpath: str) -> None:
         return
     marker = f"{log.run_id}/{intent.seq}"
     if repo.head_sha() and repo.find_trailer("Skillvc-Event", marker, max_count=5):
-        content = log.store.get_blob(intent.payload["content"]).encode("utf-8")
-        repo.restore_file(relpath, content)
+        for path, content in version_files(
+            log.store.get_blob(intent.payload["content"]), relpath, package_root
+        ).items():
+            repo.restore_file(path, content)
+
+
+def version_files(version: str, relpath: str, package_root: str | None) -> dict[str, bytes]:
+    """The repository files a skill version consists of: the skill file, or every file of a
+    package bundle under its root."""
+    if package_root is None:
+        return {relpath: version.encode("utf-8")}
+    package = SkillPackage.from_bundle(package_root, version)
+    return {package.repo_path(name): raw for name, raw in package.files.items()}

@@ -25,6 +25,7 @@ from skillvc.calls import CallFailed, ModelClient, Reply
 from skillvc.errors import AuthenticationFailed
 from skillvc.executors import Call, CallFailure, Executor, run_call
 from skillvc.hashing import sha256_hex
+from skillvc.packages.render import TargetInput, TargetView
 from skillvc.progress import Progress
 from skillvc.scorers import Scorer, metric_value, score_item
 from skillvc.tasks import TaskItem
@@ -83,9 +84,9 @@ class Evaluator:
     # None: calls run in ``pool`` as they always have. Otherwise uncached target calls go out
     # through it and come back in item order (see skillvc.executors); scoring stays here.
     executor: Executor | None = None
-    # A skill package's chat rendering (skill text -> system prompt; skillvc.packages), or None
+    # A skill package's view (bundle -> what the target gets; skillvc.packages.render), or None
     # for a single-file skill, whose text is the system prompt as is.
-    render: Callable[[str], str] | None = None
+    render: TargetView | None = None
 
     def __post_init__(self) -> None:
         target = self.client.configs.get("target")
@@ -125,9 +126,8 @@ class Evaluator:
 
     def _one(self, skill: str, skill_hash: str, item: TaskItem, sample: int) -> Rollout:
         try:
-            reply = self.client.call(
-                "target", rollout_messages(skill, item, self.render), sample=sample
-            )
+            messages, files = rollout_request(skill, item, self.render)
+            reply = self.client.call("target", messages, sample=sample, files=files)
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
         return self._score(skill_hash, item, reply)
@@ -138,10 +138,10 @@ class Evaluator:
         """``run``'s jobs through the executor: the log answers what it can, the rest goes out
         in one ``map``, and the answers are recorded in item order."""
         assert self.executor is not None
-        requests = [
-            self.client.request("target", rollout_messages(skill, it, self.render), sample=k)
-            for it, k in jobs
-        ]
+        requests = []
+        for it, k in jobs:
+            messages, files = rollout_request(skill, it, self.render)
+            requests.append(self.client.request("target", messages, sample=k, files=files))
         replies: list[Reply | CallFailed | None] = []
         for req in requests:
             try:
@@ -199,13 +199,18 @@ class Evaluator:
         )
 
 
-def rollout_messages(
-    skill: str, item: TaskItem, render: Callable[[str], str] | None = None
-) -> list[dict[str, str]]:
-    """The target's request for one item: the skill (a package: its rendering) is the system
-    prompt."""
-    system = skill if render is None else render(skill)
-    return [{"role": "system", "content": system}, {"role": "user", "content": item.input}]
+def rollout_request(
+    skill: str, item: TaskItem, view: TargetView | None = None
+) -> tuple[list[dict[str, str]], tuple[tuple[str, str], ...]]:
+    """The target's request for one item, as (messages, files): the skill is the system prompt
+    and there are no files; a package goes through its ``view`` (skillvc.packages.render): a
+    chat rendering, or SKILL.md with the other files to install beside it."""
+    target = TargetInput(skill) if view is None else view(skill)
+    messages = [
+        {"role": "system", "content": target.system},
+        {"role": "user", "content": item.input},
+    ]
+    return messages, target.files
 
 
 def _combine(samples: Sequence[Rollout]) -> Rollout:

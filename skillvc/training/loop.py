@@ -8,8 +8,12 @@ Invariants:
 - Deterministic: for the same recorded answers the loop emits the same events in the same
   order. Resume re-runs it from the top with every recorded call answered from the log, so an
   interrupted run ends exactly like an uninterrupted one and pays no model call twice.
-- The skill file changes only through ``commits.commit`` (one commit per accepted candidate),
-  never half-written; the run refuses to start when the user has uncommitted changes to it.
+- The skill file (or a skill package's files) changes only through ``commits.commit`` (one
+  commit per accepted candidate), never half-written; the run refuses to start when the user
+  has uncommitted changes to it.
+- A skill package is trained as one unit: its version is its bundle (``skillvc.packages``), an
+  edit names its file, and a candidate is one commit touching only files of the package. A
+  single-file skill goes through exactly the code paths and events it always did.
 - An unfinished run is resumed with the settings it started with; only the budget may change.
 - Calls may be sent ahead of the stage that uses them (``training/prefetch.py``: the next
   rollouts while a gate runs, the baseline test beside the baseline val, ...), but each stage
@@ -40,7 +44,10 @@ from skillvc.events import Event
 from skillvc.executors import make_executor
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json, sha256_hex
-from skillvc.packages import target_rendering
+from skillvc.packages import SKILL_FILE, SkillPackage, skill_file_text
+from skillvc.packages.edits import PackageApplyResult
+from skillvc.packages.prompt import readable
+from skillvc.packages.render import chat_rendering, config_view
 from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
@@ -56,6 +63,7 @@ from skillvc.training.optimize import (
     Reflection,
     aggregate,
     apply_selected,
+    apply_selected_package,
     ask_json,
     minibatches,
     reflect,
@@ -196,12 +204,17 @@ class Trainer:
         self.total_steps = self.t.epochs * math.ceil(len(ctx.train) / self.t.batch_size)
         sample = random.Random(f"{self.t.seed}:slow-update")
         self.slow_items = sample.sample(ctx.train, min(self.t.batch_size, len(ctx.train)))
+        # A skill package: the seed is the bundle run.started recorded; the target gets what
+        # its view renders of each version (skillvc.packages.render). None for a single file.
+        root = config.package_dir
+        package = None if root is None else SkillPackage.from_bundle(root, ctx.base_skill)
         self.state = RunState(
-            doc=SkillDocument.parse(ctx.base_skill.encode("utf-8")), head=ctx.base_commit
+            doc=SkillDocument.parse(skill_file_text(ctx.base_skill).encode("utf-8")),
+            head=ctx.base_commit,
+            package=package,
         )
-        # A skill package: the chat target sees SKILL.md plus the files it links to, as
-        # committed in the run's base (skillvc.packages); None for a single-file skill.
-        self.render, self.rendering = target_rendering(config, self.repo, ctx.base_commit)
+        self.render = None if root is None else config_view(config, root)
+        self.rendering = None if package is None else chat_rendering(config, package)
         # (items, split) the loop runs next with the current skill if the gate in progress
         # rejects: what a gate speculates on.
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
@@ -288,6 +301,7 @@ class Trainer:
                 [e.to_dict() for e in result.applied],
                 [_unmatched(u) for u in result.unmatched],
                 before,
+                package=result.package if isinstance(result, PackageApplyResult) else None,
             )
         else:
             reason = "no edit could be applied" if chosen else "no edits proposed"
@@ -317,6 +331,8 @@ class Trainer:
                 step=s.step,
                 describe=self.t.train_description,
                 done=self.progress.advance,
+                package=s.package,
+                package_chars=self.config.skill.optimizer_chars,
             )
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
@@ -363,14 +379,18 @@ class Trainer:
         )
         return chosen
 
-    def apply(self, chosen: Sequence[Merged]) -> ApplyResult:
-        result = apply_selected(
-            self.state.doc,
-            [m.edit for m in chosen],
-            self.relpath,
-            max_bytes=self.config.skill.max_bytes,
-            describe=self.t.train_description,
-        )
+    def apply(self, chosen: Sequence[Merged]) -> ApplyResult | PackageApplyResult:
+        edits = [m.edit for m in chosen]
+        max_bytes, describe = self.config.skill.max_bytes, self.t.train_description
+        result: ApplyResult | PackageApplyResult
+        if self.state.package is None:
+            result = apply_selected(
+                self.state.doc, edits, self.relpath, max_bytes=max_bytes, describe=describe
+            )
+        else:
+            result = apply_selected_package(
+                self.state.package, edits, max_bytes=max_bytes, describe=describe
+            )
         for miss in result.unmatched:
             self.log.emit(
                 "edit.unmatched",
@@ -414,10 +434,26 @@ class Trainer:
         before: Usage,
         *,
         gated: bool = True,
+        package: SkillPackage | None = None,
     ) -> str:
-        """Gate a candidate, then commit it (accepted) or keep it under a rejected ref."""
+        """Gate a candidate, then commit it (accepted) or keep it under a rejected ref.
+
+        ``candidate`` is the skill file; for a skill package, ``package`` is the whole
+        candidate (its SKILL.md is ``candidate``)."""
         s = self.state
-        candidate_text = candidate.render().decode("utf-8")
+        if s.package is not None and package is None:  # a slow update: only SKILL.md changed
+            package = s.package.with_file(SKILL_FILE, candidate.render())
+        if package is None:
+            candidate_text = candidate.render().decode("utf-8")
+            files = {self.relpath: candidate.render()}
+        else:
+            assert s.package is not None
+            candidate_text = package.bundle()
+            files = {
+                package.repo_path(name): raw
+                for name, raw in package.files.items()
+                if s.package.files.get(name) != raw
+            }
         self.phase = (
             f"the gate of step {s.step}"
             if kind == "step"
@@ -456,14 +492,16 @@ class Trainer:
                 "current": self.store.put_blob(s.skill),
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
+                # A skill package: the files the candidate changes (repository paths).
+                **({"files": sorted(files)} if package is not None else {}),
             },
         )
         sha = commits.commit(
             self.repo,
             self.log,
             gate_id=gate_event.id,
-            relpath=self.relpath,
-            content=candidate.render(),
+            files=files,
+            version=candidate_text,
             text=commits.message(self.evidence(kind, epoch, lr, edits, result, before)),
             accepted=decision != "rejected",
             parent=s.head,
@@ -476,7 +514,7 @@ class Trainer:
             s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
         else:
             self.waste(speculation, gate_event)
-            s.accept(candidate, sha, edits, slow=kind != "step")
+            s.accept(candidate, sha, edits, slow=kind != "step", package=package)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             with self.stage(
@@ -522,8 +560,8 @@ class Trainer:
             "slow_update",
             n_cases=str(len(cases)),
             max_lines="12",
-            previous_skill=epoch_start_skill,
-            current_skill=s.skill,
+            previous_skill=self.shown(epoch_start_skill),
+            current_skill=self.shown(s.skill),
             cases=cases,
             previous_guidance=previous or "(none yet)",
         )
@@ -552,6 +590,14 @@ class Trainer:
             "slow_update", epoch, None, candidate, [], [], before, gated=self.t.slow_update_gate
         )
         self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: {verdict}")
+
+    def shown(self, skill: str) -> str:
+        """A skill version as an optimizer prompt shows it whole: the skill's text, or a
+        package's files one after another (``skillvc.packages.prompt.readable``)."""
+        if self.state.package is None:
+            return skill
+        package = SkillPackage.from_bundle(self.state.package.root, skill)
+        return readable(package, self.config.skill.optimizer_chars)
 
     def meta_messages(self) -> list[dict[str, str]]:
         s = self.state
@@ -826,7 +872,7 @@ class Trainer:
             n_val=len(self.ctx.val),
             n_test=len(self.ctx.test),
             n_slow=len(self.slow_items),
-            skill_tokens=estimate_tokens(self.ctx.base_skill.encode("utf-8")),
+            skill_tokens=estimate_tokens(self.target_text(self.ctx.base_skill).encode("utf-8")),
         )
         self.log.emit("run.projected", projection.to_dict())
         self.progress.note(
@@ -838,6 +884,13 @@ class Trainer:
         except ProjectionTooHigh as exc:
             self.log.note("run.stopped", {"reason": "projection", "message": exc.message})
             raise
+
+    def target_text(self, skill: str) -> str:
+        """All the text the target gets of a skill version (a package: its rendering)."""
+        if self.render is None:
+            return skill
+        given = self.render(skill)
+        return given.system + "".join(text for _, text in given.files)
 
     def check_failures(self, errors: int, total: int, role: str) -> None:
         """Stop the run when too many calls of ``role`` failed: an outage of the optimizer
@@ -900,13 +953,16 @@ class Trainer:
 def _unmatched(miss: Unmatched) -> dict[str, Any]:
     """How an unmatched edit is shown in a gate event (and so in the log and report)."""
     edit = miss.edit
-    return {
+    shown = {
         "id": edit.id,
         "op": edit.op,
         "text": (edit.content or edit.target)[:120],
         "reason": miss.reason,
         "detail": miss.detail,
     }
+    if edit.file != SKILL_FILE:  # a skill package's other file (single files: as before)
+        shown["file"] = edit.file
+    return shown
 
 
 def _fmt(value: float | None) -> str:

@@ -11,6 +11,8 @@ All three are deterministic for the same inputs, which resume-by-replay relies o
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,6 +24,10 @@ from skillvc.agents.trajectory import Trajectory, render
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
 from skillvc.formats import new_problems
+from skillvc.packages import SKILL_FILE, SkillPackage, apply_package_edits, broken_links
+from skillvc.packages.edits import PackageApplyResult
+from skillvc.packages.links import reachable_files
+from skillvc.packages.prompt import optimizer_files
 from skillvc.skilldoc import SkillDocument
 from skillvc.tasks import TaskItem
 from skillvc.training.evaluate import Rollout
@@ -116,9 +122,15 @@ def _parse_edits(payload: Any) -> list[Edit]:
 
 
 def ask_json(
-    client: ModelClient, messages: list[dict[str, str]], key: str, step: int | None
+    client: ModelClient,
+    messages: list[dict[str, str]],
+    key: str,
+    step: int | None,
+    *,
+    edits_format: str = prompts.EDITS_FORMAT,
 ) -> tuple[Any, int, str | None]:
-    """Call the optimizer for a JSON object with ``key``; one repair call on a bad answer.
+    """Call the optimizer for a JSON object with ``key``; one repair call on a bad answer
+    (which is shown ``edits_format`` when ``key`` is "edits").
 
     Returns (object or None, calls made, error sentence or None).
     """
@@ -127,7 +139,7 @@ def ask_json(
         return prompts.parse_json_object(reply.text, key), 1, None
     except prompts.ParseError as exc:
         error = str(exc)
-    fmt = prompts.EDITS_FORMAT if key == "edits" else f'{{"{key}": "..."}}'
+    fmt = edits_format if key == "edits" else f'{{"{key}": "..."}}'
     repair = prompts.render("repair", error=error, previous=reply.text[:8000], format=fmt)
     fixed = client.call("optimizer", repair, step=step)
     try:
@@ -151,9 +163,25 @@ def reflect(
     step: int,
     describe: bool = False,
     done: Callable[[], None] = lambda: None,
+    package: SkillPackage | None = None,
+    package_chars: int = 0,
 ) -> Reflection:
-    """One optimizer call per minibatch (``done`` is called as each one finishes)."""
+    """One optimizer call per minibatch (``done`` is called as each one finishes).
+
+    ``skill`` is the skill file's text; with a skill ``package`` (whose SKILL.md it is) the
+    prompt also lists the package's other files within ``package_chars`` characters
+    (``skillvc.packages.prompt``) and asks every edit to name its file."""
     batches = minibatches(items, rollouts, metric, minibatch_size, client.store.get_blob)
+    package_values: dict[str, str] = {}
+    edits_format = prompts.EDITS_FORMAT
+    if package is not None:
+        listing = json.dumps(optimizer_files(package, package_chars), indent=1, ensure_ascii=False)
+        package_values = {
+            "package_rule": prompts.PACKAGE_RULE,
+            "package_files": f"\n<package_files>\n{listing}\n</package_files>\n",
+            "answer_format": prompts.PACKAGE_ANSWER_FORMAT,
+        }
+        edits_format = prompts.PACKAGE_EDITS_FORMAT
     notes = {
         "failures": "these answers scored below full marks",
         "successes": "these answers scored full marks; keep what made them work",
@@ -172,6 +200,7 @@ def reflect(
             rejected=list(rejected),
             meta=meta or "(none yet)",
             description_rule=DESCRIPTION_RULE if describe else "",
+            **package_values,
         )
 
     def one(
@@ -187,7 +216,9 @@ def reflect(
     ) -> tuple[list[Edit], int, str | None, bool]:
         messages = reflect_prompt(batch)
         try:
-            payload, calls, error = ask_json(client, messages, "edits", step)
+            payload, calls, error = ask_json(
+                client, messages, "edits", step, edits_format=edits_format
+            )
         except CallFailed as exc:
             return [], 1, exc.message, True
         if payload is None:
@@ -225,11 +256,11 @@ def aggregate(proposals: Sequence[Proposal]) -> list[Merged]:
     for order, p in enumerate(proposals):
         entry = by_id.setdefault(p.edit.id, [p.edit, 0, order, []])
         entry[1] += 1
-    # Conflicts: several different edits that change the same target text.
-    by_target: dict[str, list[str]] = {}
+    # Conflicts: several different edits that change the same target text of the same file.
+    by_target: dict[tuple[str, str], list[str]] = {}
     for edit_id, (edit, _, _, _) in by_id.items():
         if edit.op in ("replace", "delete"):
-            by_target.setdefault(edit.target.strip(), []).append(edit_id)
+            by_target.setdefault((edit.file, edit.target.strip()), []).append(edit_id)
     for ids in by_target.values():
         if len(ids) < 2:
             continue
@@ -264,31 +295,172 @@ def apply_selected(
     applied: list[Edit] = []
     unmatched: list[Unmatched] = []
     for edit in edits:
-        if describe and targets_description(current, edit):
-            try:
-                described = with_description(current, edit.content)
-            except DescriptionRefused as exc:
-                unmatched.append(Unmatched(edit, "format", str(exc)))
-                continue
-            result = ApplyResult(described, (edit,), ())
-        else:
-            result = apply_edits(current, [edit])
-        unmatched.extend(result.unmatched)
-        if not result.changed:
-            continue
-        if _visible_lines(result.document) == _visible_lines(current):
-            # Only blank lines or trailing spaces changed: nothing a reader sees, yet the gate
-            # would pay a val pass for it, and noise could even "accept" it as a commit.
-            unmatched.append(Unmatched(edit, "no-op", "The edit changes only whitespace."))
-            continue
-        problems = new_problems(path, doc, result.document, max_bytes=max_bytes)
-        if problems:
-            detail = " ".join(p.message for p in problems)
-            unmatched.append(Unmatched(edit, "format", detail))
-            continue
-        current = result.document
-        applied.append(edit)
+        outcome = _skill_edit(doc, current, edit, path, max_bytes=max_bytes, describe=describe)
+        if isinstance(outcome, SkillDocument):
+            current = outcome
+            applied.append(edit)
+        elif outcome is not None:
+            unmatched.append(outcome)
     return ApplyResult(document=current, applied=tuple(applied), unmatched=tuple(unmatched))
+
+
+def _skill_edit(
+    seed: SkillDocument,
+    current: SkillDocument,
+    edit: Edit,
+    path: str,
+    *,
+    max_bytes: int,
+    describe: bool,
+) -> SkillDocument | Unmatched | None:
+    """One selected edit to the skill file: the new document, why it was refused, or None
+    when it changed nothing (``apply_edits`` reports that as unmatched itself)."""
+    if describe and targets_description(current, edit):
+        try:
+            return with_description(current, edit.content)
+        except DescriptionRefused as exc:
+            return Unmatched(edit, "format", str(exc))
+    result = apply_edits(current, [edit])
+    if result.unmatched:
+        return result.unmatched[0]
+    if not result.changed:
+        return None
+    if _visible_lines(result.document) == _visible_lines(current):
+        # Only blank lines or trailing spaces changed: nothing a reader sees, yet the gate
+        # would pay a val pass for it, and noise could even "accept" it as a commit.
+        return Unmatched(edit, "no-op", "The edit changes only whitespace.")
+    problems = new_problems(path, seed, result.document, max_bytes=max_bytes)
+    if problems:
+        return Unmatched(edit, "format", " ".join(p.message for p in problems))
+    return result.document
+
+
+def apply_selected_package(
+    package: SkillPackage,
+    edits: Sequence[Edit],
+    *,
+    max_bytes: int,
+    describe: bool = False,
+) -> PackageApplyResult:
+    """``apply_selected`` for a skill package: each edit applies to the file it names.
+
+    SKILL.md's edits follow ``apply_selected``'s rules. A reference file's edit follows
+    ``skillvc.packages.edits`` (an add to a new path creates the file; nothing is deleted),
+    must change something a reader sees and may not break the file's rules (protected
+    markers, ``max_bytes``, which every file of the package gets on its own). Then the whole
+    candidate must keep the package's link rules: an edit whose file ends up with a broken
+    relative link, or that creates a file no link from SKILL.md leads to (directly or through
+    other linked files: an agent would never be pointed to it), is refused as unmatched
+    ("format") and the rest is applied again without it, until the candidate holds.
+    """
+    refused: dict[int, Unmatched] = {}
+    while True:
+        result = _apply_package_once(
+            package, edits, refused, max_bytes=max_bytes, describe=describe
+        )
+        blame = _link_problem(package, result)
+        if blame is None:
+            return result
+        refused[blame[0]] = blame[1]
+
+
+def _apply_package_once(
+    package: SkillPackage,
+    edits: Sequence[Edit],
+    refused: dict[int, Unmatched],
+    *,
+    max_bytes: int,
+    describe: bool,
+) -> PackageApplyResult:
+    current = package
+    applied: list[Edit] = []
+    unmatched: list[Unmatched] = []
+    order: list[int] = []  # index in ``edits`` of each applied edit
+    for index, edit in enumerate(edits):
+        if index in refused:
+            unmatched.append(refused[index])
+            continue
+        name = package_name(package, edit.file)
+        outcome: SkillPackage | Unmatched | None
+        if name == SKILL_FILE:
+            seed, now = package.document(SKILL_FILE), current.document(SKILL_FILE)
+            path = package.repo_path(SKILL_FILE)
+            doc = _skill_edit(seed, now, edit, path, max_bytes=max_bytes, describe=describe)
+            outcome = (
+                current.with_file(SKILL_FILE, doc.render())
+                if isinstance(doc, SkillDocument)
+                else doc
+            )
+        else:
+            outcome = _reference_edit(package, current, edit, name, max_bytes=max_bytes)
+        if isinstance(outcome, SkillPackage):
+            current = outcome
+            applied.append(edit)
+            order.append(index)
+        elif outcome is not None:
+            unmatched.append(outcome)
+    changed = tuple(sorted(n for n in current.files if package.files.get(n) != current.files[n]))
+    created = tuple(sorted(n for n in current.files if n not in package.files))
+    return PackageApplyResult(
+        current, tuple(applied), tuple(unmatched), changed, created, tuple(order)
+    )
+
+
+def package_name(package: SkillPackage, file: str) -> str:
+    """An edit's ``file`` as a package path: a path given from the repository root (the
+    package's own directory in front) is taken as the package file it names."""
+    prefix = f"{package.root}/" if package.root else ""
+    if prefix and file.startswith(prefix) and file[len(prefix) :] in package.files:
+        return file[len(prefix) :]
+    return file
+
+
+def _reference_edit(
+    seed: SkillPackage, current: SkillPackage, edit: Edit, name: str, *, max_bytes: int
+) -> SkillPackage | Unmatched | None:
+    """One selected edit to a file other than SKILL.md (see ``apply_selected_package``)."""
+    one = apply_package_edits(current, [dataclasses.replace(edit, file=name)])
+    if one.unmatched:
+        return dataclasses.replace(one.unmatched[0], edit=edit)
+    if not one.changed:
+        return None
+    path = current.repo_path(name)
+    after = one.package.document(name)
+    if name in current.files:
+        before = current.document(name)
+        if _visible_lines(after) == _visible_lines(before):
+            return Unmatched(edit, "no-op", "The edit changes only whitespace.")
+    base = (
+        seed.document(name) if name in seed.files else SkillDocument.parse(b"", frontmatter=False)
+    )
+    problems = new_problems(path, base, after, max_bytes=max_bytes)
+    if problems:
+        return Unmatched(edit, "format", " ".join(p.message for p in problems))
+    return one.package
+
+
+def _link_problem(seed: SkillPackage, result: PackageApplyResult) -> tuple[int, Unmatched] | None:
+    """The last applied edit to blame for a link rule the candidate breaks, or None."""
+    candidate = result.package
+    before = {(p.path, p.message) for p in broken_links(seed)}
+    broken = {p.path for p in broken_links(candidate) if (p.path, p.message) not in before}
+    reachable = reachable_files(candidate)
+    orphans = [n for n in result.created if n not in reachable]
+    for edit, index in reversed(list(zip(result.applied, result.order, strict=True))):
+        name = package_name(seed, edit.file)
+        if candidate.repo_path(name) in broken:
+            detail = (
+                f"{name}: the edit leaves a relative link that names no file of the package "
+                "(a new file needs its own add edit)."
+            )
+            return index, Unmatched(edit, "format", detail)
+        if name in orphans:
+            detail = (
+                f"{name}: no link from SKILL.md leads to this new file, so no agent would read "
+                f"it; add a Markdown link to {name} in SKILL.md in the same answer."
+            )
+            return index, Unmatched(edit, "format", detail)
+    return None
 
 
 def _visible_lines(doc: SkillDocument) -> list[str]:

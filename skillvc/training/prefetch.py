@@ -34,8 +34,9 @@ from typing import Any
 
 from skillvc.calls import ModelClient
 from skillvc.hashing import sha256_hex
+from skillvc.packages.render import TargetView
 from skillvc.tasks import TaskItem
-from skillvc.training.evaluate import rollout_messages
+from skillvc.training.evaluate import rollout_request
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Prefetcher:
         client: ModelClient,
         workers: int,
         samples: int = 1,
-        render: Callable[[str], str] | None = None,
+        render: TargetView | None = None,
     ) -> None:
         self.client, self.samples, self.render = client, samples, render
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillvc-ahead")
@@ -103,7 +104,7 @@ class Prefetcher:
         self.sent.update((tag, split, it.id) for it in todo)
         fork = self.client.fork()
         futures = [
-            self.pool.submit(self._warm, fork, rollout_messages(skill, it, self.render), k)
+            self.pool.submit(self._warm, fork, *rollout_request(skill, it, self.render), k)
             for it in todo
             for k in range(self.samples)
         ]
@@ -148,8 +149,14 @@ class Prefetcher:
             b.done()
         self.pool.shutdown(wait=True)
 
-    def _warm(self, client: ModelClient, messages: list[dict[str, str]], sample: int) -> None:
-        self._quietly(lambda c: c.call("target", messages, sample=sample), client)
+    def _warm(
+        self,
+        client: ModelClient,
+        messages: list[dict[str, str]],
+        files: tuple[tuple[str, str], ...],
+        sample: int,
+    ) -> None:
+        self._quietly(lambda c: c.call("target", messages, sample=sample, files=files), client)
 
     def _quietly(self, fn: Callable[[ModelClient], object], client: ModelClient) -> None:
         if self.failed.is_set():

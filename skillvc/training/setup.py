@@ -31,7 +31,7 @@ from skillvc.errors import (
 )
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
-from skillvc.packages import target_rendering
+from skillvc.packages.render import target_view
 from skillvc.preflight import check_skill
 from skillvc.repo import SkillRepo, ensure_ready_to_train
 from skillvc.scorers import Scorer, get_scorer
@@ -153,14 +153,17 @@ def prepare_run(
     repo.ensure_identity()
     # The caller holds the writer lock: temp files beside the skill are leftovers of a killed
     # write, and the last commit intent may need finishing.
-    repo.remove_stale_temp_files(relpath)
+    package_dir = config.package_dir
+    repo.remove_stale_temp_files(relpath if package_dir is None else package_dir)
     if unfinished is not None:
         run_id = str(unfinished.run_id)
         log = RunLog(store, run_id)
-        commits.reconcile_pending(repo, log, relpath)
+        commits.reconcile_pending(repo, log, relpath, package_dir)
     if config.train.branch and repo.current_branch() != config.train.branch:
         repo.switch_branch(config.train.branch)
     repo.ensure_clean(relpath)
+    if package_dir is not None:  # and every file of the package (training writes them too)
+        _ensure_package_clean(repo, config, package_dir)
     if unfinished is not None:
         _check_branch_position(repo, log, unfinished)
 
@@ -175,7 +178,10 @@ def prepare_run(
         _require_utf8(raw, relpath)
         # What validate rejects, or a skill too large to send, never starts a run.
         check_skill(relpath, raw, max_tokens=config.skill.max_tokens)
-        target_rendering(config, repo, base_commit)  # a package's links resolve
+        # A skill package: every file UTF-8, its links resolve; its bundle is the seed skill.
+        _, package = target_view(config, repo, base_commit)
+        if package is not None:
+            raw = package.bundle().encode("utf-8")
         run_id = new_run_id(store, config, base_commit, raw, taskset)
         log = RunLog(store, run_id)
 
@@ -366,6 +372,19 @@ def _check_budget_prices(config: Config) -> None:
                 hint=f'Add [prices."{model}"] input = ... output = ... (USD per 1M tokens) '
                 "to skillvc.toml.",
             )
+
+
+def _ensure_package_clean(repo: SkillRepo, config: Config, package_dir: str) -> None:
+    """Refuse to train when a file of the skill package has uncommitted changes, or an
+    uncommitted file would belong to it: a commit of the package must never clobber them."""
+    from skillvc.packages.model import DEFAULT_INCLUDE, matches
+
+    include = tuple(config.skill.include or DEFAULT_INCLUDE)
+    prefix = f"{package_dir}/" if package_dir else ""
+    for path in repo.dirty_paths(package_dir):
+        rel = path[len(prefix) :] if path.startswith(prefix) else path
+        if matches(rel, include, config.skill.exclude):
+            repo.ensure_clean(path)  # the same message as for the skill file
 
 
 def _require_utf8(raw: bytes, relpath: str) -> None:

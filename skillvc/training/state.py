@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillvc.packages.model import SKILL_FILE, SkillPackage
 from skillvc.skilldoc import SkillDocument
 
 Edits = list[dict[str, Any]]
@@ -16,8 +17,11 @@ Edits = list[dict[str, Any]]
 
 @dataclass
 class RunState:
-    doc: SkillDocument  # the current skill
+    doc: SkillDocument  # the current skill (a package's SKILL.md)
     head: str  # the commit that holds it
+    # A skill package: every file of the current version (SKILL.md's bytes are ``doc``'s);
+    # None for a single-file skill.
+    package: SkillPackage | None = None
     current_val: float | None = None  # its val score
     step: int = 0
     buffer: Edits = field(default_factory=list)  # rejected edits shown to reflections
@@ -32,10 +36,24 @@ class RunState:
 
     @property
     def skill(self) -> str:
-        return self.doc.render().decode("utf-8")
+        """The current version's identity text: the skill's text, or a package's bundle."""
+        if self.package is None:
+            return self.doc.render().decode("utf-8")
+        return self.package.bundle()
 
-    def accept(self, doc: SkillDocument, sha: str, edits: Edits, *, slow: bool = False) -> None:
+    def accept(
+        self,
+        doc: SkillDocument,
+        sha: str,
+        edits: Edits,
+        *,
+        slow: bool = False,
+        package: SkillPackage | None = None,
+    ) -> None:
         self.doc, self.head = doc, sha
+        if package is not None:
+            assert package.files[SKILL_FILE] == doc.render()
+            self.package = package
         if slow:
             self.slow_accepted += 1
         else:
