@@ -591,3 +591,21 @@ def test_with_many_skills_a_diff_inside_a_package_applies_to_that_skill(
     assert code == 0, out
     assert changed_in(package_repo, "HEAD") == [FORMS]
     assert edit_events(package_repo)[0]["edit"]["file"] == "references/forms.md"
+
+
+def test_a_hunk_in_a_protected_region_of_a_reference_file_is_refused(package_repo: Path) -> None:
+    forms = package_repo / FORMS
+    forms.write_text(
+        forms.read_text() + "\n<!-- skillvc:protected notes -->\nOld.\n"
+        "<!-- /skillvc:protected notes -->\n"
+    )
+    git(package_repo, "commit", "-qam", "a protected region in the forms")
+    forms.write_text(forms.read_text().replace("\nOld.\n", "\nNew.\n"))
+    diff = worktree_diff(package_repo)
+    code, out = refused(package_repo, SKILL_HUNK + diff)
+    assert code == 5
+    assert out == (
+        f"Error: The patch does not apply to {FORMS}: protected (The target occurs only in or "
+        "across a protected region.).\n"
+        f"{PATCH_HINT}\n"
+    )

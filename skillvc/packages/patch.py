@@ -185,9 +185,10 @@ def _check(ws: Workspace, package: SkillPackage, result: PackageApplyResult) -> 
     if result.unmatched:
         miss = result.unmatched[0]
         path = package.repo_path(miss.edit.file)
+        detail = miss.detail.removeprefix(f"{miss.edit.file}: ")  # the path is named already
         more = f" and {len(result.unmatched) - 1} more" if len(result.unmatched) > 1 else ""
         raise PatchError(
-            f"The patch does not apply to {shown(path)}: {miss.reason} ({miss.detail}){more}."
+            f"The patch does not apply to {shown(path)}: {miss.reason} ({detail}){more}."
         )
     if not result.changed:
         raise PatchError(f"The patch changes nothing in the skill package {_where(package)}.")
