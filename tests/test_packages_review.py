@@ -139,6 +139,9 @@ def trained(package_repo: Path, forms_sim: None) -> Path:
     """A real run whose optimizer writes into references/forms.md: step 1 is accepted with an
     edit in forms.md and one in SKILL.md (one commit), step 2 is rejected (forms.md only)."""
     train(package_repo, "formsim:support")
+    shape = [(g["decision"], g["files"]) for g in _gates()]
+    # The tests below read this history; a simulator that decides otherwise needs new ones.
+    assert shape == [("accepted", [SKILL, FORMS]), ("rejected", [FORMS])], shape
     return package_repo
 
 
