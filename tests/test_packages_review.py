@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -136,45 +139,88 @@ def changed_in(repo: Path, rev: str) -> list[str]:
 
 @pytest.fixture
 def trained(package_repo: Path, forms_sim: None) -> Path:
-    """A real run whose optimizer writes into references/forms.md: step 1 is accepted with an
-    edit in forms.md and one in SKILL.md (one commit), step 2 is rejected (forms.md only)."""
+    """Two real runs whose optimizer writes into references/forms.md. The first demands 99%
+    confidence, so the gate refuses its gains: rejected candidates under refs/skillvc/. The
+    second accepts them: commits of forms.md, and of SKILL.md with it."""
+    toml = package_repo / "skillvc.toml"
+    toml.write_text(toml.read_text() + "gate_confidence = 0.99\n")
     train(package_repo, "formsim:support")
-    shape = [(g["decision"], g["files"]) for g in _gates()]
+    toml.write_text(toml.read_text().replace("gate_confidence = 0.99\n", ""))
+    git(package_repo, "commit", "-qam", "the usual gate")
+    train(package_repo)  # formsim:support still
     # The tests below read this history; a simulator that decides otherwise needs new ones.
-    assert shape == [("accepted", [SKILL, FORMS]), ("rejected", [FORMS])], shape
+    assert _two_files("accepted") and _two_files("rejected"), run_json("log")
     return package_repo
 
 
-def _gates(kind: str = "step") -> list[dict[str, Any]]:
-    return [e for e in reversed(run_json("log", "-p")) if e["kind"] == kind]
+def _gates() -> list[dict[str, Any]]:
+    """Every gate decision with its diff, oldest first."""
+    return list(reversed(run_json("log", "-p")))
+
+
+def _two_files(decision: str) -> dict[str, Any] | None:
+    """The first step candidate with this decision that changed SKILL.md and forms.md."""
+    return next(
+        (
+            g
+            for g in _gates()
+            if g["kind"] == "step" and g["decision"] == decision and g["files"] == [SKILL, FORMS]
+        ),
+        None,
+    )
+
+
+def makes(repo: Path, patch: str, commit: str) -> bool:
+    """Whether ``patch``, applied by real git to the tree of ``commit``'s parent, gives exactly
+    ``commit``'s tree (in a scratch index: the working tree is not touched)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch, "index"))}
+        diff = Path(scratch, "change.diff")
+        diff.write_text(patch)
+
+        def call(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False
+            )
+
+        call("read-tree", f"{commit}~1")
+        if call("apply", "--cached", str(diff)).returncode != 0:
+            return False
+        tree = call("write-tree").stdout.strip()
+    return tree == git(repo, "rev-parse", f"{commit}^{{tree}}")
 
 
 def test_log_p_shows_every_file_a_package_candidate_changes(trained: Path) -> None:
-    accepted, rejected = _gates()
-    assert accepted["decision"] == "accepted" and rejected["decision"] == "rejected"
-    # The accepted candidate: one commit, changing exactly the files its gate lists.
-    assert accepted["files"] == [SKILL, FORMS] == changed_in(trained, accepted["commit"])
-    assert [e.get("file") for e in accepted["edits"]] == ["references/forms.md", None]
-    patch = accepted["patch"]
-    assert patch.startswith(f"--- a/{SKILL}\n+++ b/{SKILL}\n@@ ")
-    assert f"\n--- a/{FORMS}\n+++ b/{FORMS}\n@@ " in patch
-    assert '{"files"' not in patch  # the bundle is never shown as text
-    # The very change the commit made: real git takes it back from the working tree.
-    assert git(trained, "rev-parse", "HEAD") == accepted["commit"]
-    assert git_applies(trained, patch, "-R")
-    # The rejected candidate changed forms.md only; its ref holds exactly that change.
-    assert rejected["files"] == [FORMS] == changed_in(trained, rejected["ref"])
-    assert rejected["patch"].startswith(f"--- a/{FORMS}\n+++ b/{FORMS}\n@@ ")
-    assert git_applies(trained, rejected["patch"])
-    code, text = run("log", "-p", "-n", "3")
+    gates = [g for g in _gates() if g["patch"]]
+    assert {FORMS, SKILL} <= {f for g in gates for f in g["files"]}
+    for gate in gates:
+        # One commit per candidate (on the branch or its rejected ref), changing exactly the
+        # files its gate lists, and the diff is that very change: git rebuilds the commit.
+        commit = gate["commit"]
+        assert gate["files"] == changed_in(trained, commit)
+        assert makes(trained, gate["patch"], commit), gate["patch"]
+        assert gate["patch"].startswith(f"--- a/{gate['files'][0]}\n+++ b/{gate['files'][0]}\n")
+        assert '{"files"' not in gate["patch"]  # the bundle is never shown as text
+        for path in gate["files"]:
+            assert f"--- a/{path}\n+++ b/{path}\n@@ " in gate["patch"]
+    rejected = _two_files("rejected")
+    assert rejected is not None
+    assert rejected["ref"].startswith("refs/skillvc/rejected/")
+    assert git(trained, "rev-parse", rejected["ref"]) == rejected["commit"]
+    assert {e.get("file") or "SKILL.md" for e in rejected["edits"]} == {
+        "SKILL.md",
+        "references/forms.md",
+    }
+    code, text = run("log", "-p", "--run", rejected["run"])
     assert code == 0
     assert f"    files: {SKILL}, {FORMS}\n" in text
-    assert '    add in references/forms.md: "- Missing parts: ship the' in text
+    assert '    add in references/forms.md: "' in text
     assert f"    --- a/{FORMS}\n    +++ b/{FORMS}\n" in text
 
 
 def test_show_names_the_files_of_a_gate_a_commit_and_an_edit(trained: Path) -> None:
-    accepted = _gates()[0]
+    accepted = _two_files("accepted")
+    assert accepted is not None
     by_gate = run_json("show", str(accepted["id"]))["entry"]
     by_commit = run_json("show", accepted["commit"][:10])["entry"]
     assert by_gate == by_commit
@@ -182,77 +228,86 @@ def test_show_names_the_files_of_a_gate_a_commit_and_an_edit(trained: Path) -> N
     code, text = run("show", accepted["commit"][:10])
     assert code == 0
     assert f"files: {SKILL}, {FORMS}" in text and f"--- a/{FORMS}" in text
-    assert 'add in references/forms.md: "- Missing parts' in text
-    forms_edit = accepted["edits"][0]
+    assert '    add in references/forms.md: "' in text
+    forms_edit = next(e for e in accepted["edits"] if e.get("file"))
     shown = run_json("show", forms_edit["id"])
     assert shown["event"]["payload"]["edit"]["file"] == "references/forms.md"
-    assert shown["gates"] == [accepted["id"]]
+    assert accepted["id"] in shown["gates"]
 
 
 def test_report_shows_each_candidates_files_and_diff(trained: Path) -> None:
-    accepted, rejected = _gates()
-    report = run_json("report")
-    steps = {s["id"]: s for s in report["steps"]}
-    # --json keeps its keys and adds the files (a single-file skill's steps have none).
-    assert set(steps[accepted["id"]]) == set(LOG_KEYS) | {"patch", "files"}
-    assert steps[accepted["id"]]["patch"] == accepted["patch"]
-    assert steps[rejected["id"]]["files"] == [FORMS]
-    code, md = run("report")
+    accepted, rejected = _two_files("accepted"), _two_files("rejected")
+    assert accepted is not None and rejected is not None
+    for gate, other in ((accepted, rejected), (rejected, accepted)):
+        report = run_json("report", "--run", gate["run"])
+        step = next(s for s in report["steps"] if s["id"] == gate["id"])
+        # --json keeps its keys and adds the files (a single-file skill's steps have none).
+        assert set(step) == set(LOG_KEYS) | {"patch", "files"}
+        assert (step["files"], step["patch"]) == (gate["files"], gate["patch"])
+        assert other["id"] not in {s["id"] for s in report["steps"]}
+    forms_edit = next(e for e in accepted["edits"] if e.get("file"))
+    code, md = run("report", "--run", accepted["run"])
     assert code == 0
-    assert f"<details><summary>Diff of {SKILL}, {FORMS}</summary>" in md
-    assert "- **add** in `references/forms.md`: “- Missing parts: ship the missing part" in md
-    assert f"Files: `{FORMS}`\n\n```diff\n--- a/{FORMS}\n+++ b/{FORMS}\n" in md
-    assert "- **add** after `## Policies`: “- Be empathetic" in md  # SKILL.md's: no file
-    code, page = run("report", "--html", "-")
+    # The accepted step's section: an edit line each, naming the file of forms.md's edits.
+    section = re.split(r"\n#+ ", md.split(f"#### Step {accepted['step']} — ")[1])[0]
+    edit_lines = [line for line in section.splitlines() if line.startswith("- **")]
+    assert len(edit_lines) == len(accepted["edits"])
+    assert [" in `references/forms.md`" in line for line in edit_lines] == [
+        bool(e.get("file")) for e in accepted["edits"]
+    ]
+    assert f"- **add** in `references/forms.md`: “{forms_edit['content']}”" in section
+    assert f"<details><summary>Diff of {SKILL}, {FORMS}</summary>" in section
+    assert f"```diff\n--- a/{SKILL}\n+++ b/{SKILL}\n" in section
+    assert f"\n--- a/{FORMS}\n" in section
+    code, md = run("report", "--run", rejected["run"])
     assert code == 0
-    assert "<b>add</b> in <code>references/forms.md</code>: “- Missing parts" in page
+    assert f"Files: `{SKILL}`, `{FORMS}`\n\n```diff\n--- a/{SKILL}\n" in md
+    code, page = run("report", "--run", accepted["run"], "--html", "-")
+    assert code == 0
+    assert "<b>add</b> in <code>references/forms.md</code>: “" in page
     assert f'<span class="file">--- a/{FORMS}</span>' in page
     assert f"Files: <code>{SKILL}</code>, <code>{FORMS}</code>" in page
 
 
 def test_blame_a_reference_file_gives_the_training_commits_evidence(trained: Path) -> None:
-    accepted = _gates()[0]
+    accepted = {g["commit"]: g for g in _gates() if g["decision"] in ("accepted", "forced")}
     lines = run_json("blame", "references/forms.md")
     assert run_json("blame", FORMS) == lines  # from the repository root, the same file
-    assert [x["text"] for x in lines] == FORMS_TEXT.splitlines() + [
-        "",
-        "- Missing parts: ship the missing part instead of refunding.",
-    ]
+    assert [x["text"] for x in lines] == (trained / FORMS).read_text().splitlines()
     seed = git(trained, "rev-list", "--max-parents=0", "HEAD")
-    assert {x["commit"] for x in lines[:3]} == {seed} and all(x["human"] for x in lines[:3])
-    gain = accepted["val_after"] - accepted["val_before"]
-    for line in lines[3:]:
-        assert (line["commit"], line["run"], line["step"]) == (
-            accepted["commit"],
-            accepted["run"],
-            accepted["step"],
-        )
-        assert line["val_gain"] == pytest.approx(gain) and gain > 0
-    # SKILL.md's line of the same commit carries the same evidence; blame alone is SKILL.md.
-    skill = run_json("blame")
+    assert [x["commit"] for x in lines[:3]] == [seed] * 3 and all(x["human"] for x in lines[:3])
+    assert len(lines) > 3
+    for line in lines[3:]:  # every line training wrote carries its commit's gate evidence
+        gate = accepted[line["commit"]]
+        assert (line["run"], line["step"], line["human"]) == (gate["run"], gate["step"], False)
+        assert line["val_gain"] == pytest.approx(gate["val_after"] - gate["val_before"])
+    # SKILL.md's lines of the commit that changed both files carry the same evidence.
+    two = _two_files("accepted")
+    assert two is not None
+    skill = run_json("blame")  # blame alone is SKILL.md
     assert [x["text"] for x in skill] == (trained / SKILL).read_text().splitlines()
-    tone = next(x for x in skill if x["text"] == "- Be empathetic and keep a friendly tone.")
-    assert (tone["commit"], tone["step"]) == (accepted["commit"], accepted["step"])
+    ours = [x for x in skill if x["commit"] == two["commit"]]
+    assert ours and all((x["run"], x["step"]) == (two["run"], two["step"]) for x in ours)
+    assert two["commit"] in {x["commit"] for x in lines}
     code, text = run("blame", "references/forms.md")
     assert code == 0
-    step = f"{accepted['run']} step {accepted['step']} {gain:+.3f}"
-    assert f"{accepted['commit'][:8]} {step:<32.32}    5| - Missing parts:" in text
+    line = next(x for x in lines if x["commit"] == two["commit"])
+    who = f"{two['run']} step {two['step']} {line['val_gain']:+.3f}"
+    assert f"{two['commit'][:8]} {who:<32.32} {line['line']:>4}| {line['text']}\n" in text
 
 
 def test_diff_covers_every_file_with_scores_by_bundle(trained: Path) -> None:
-    accepted = _gates()[0]
-    data = run_json("diff", "HEAD~1", "HEAD")
+    two = _two_files("accepted")
+    assert two is not None
+    data = run_json("diff", f"{two['commit']}~1", two["commit"])
     assert data["path"] == DIR and data["files"] == [SKILL, FORMS]
-    assert data["patch"] == accepted["patch"]
+    assert data["patch"] == two["patch"]
     # Known scores match a package version by its bundle (the gate's before and after).
-    assert data["scores"] == {
-        "a": {"val": accepted["val_before"]},
-        "b": {"val": accepted["val_after"]},
-    }
-    code, text = run("diff", "HEAD~1", "HEAD")
+    assert data["scores"] == {"a": {"val": two["val_before"]}, "b": {"val": two["val_after"]}}
+    code, text = run("diff", f"{two['commit']}~1", two["commit"])
     assert code == 0
-    assert text.startswith(f"A: HEAD~1  (val {accepted['val_before']:.3f})\nB: HEAD  (val ")
-    assert text.endswith(accepted["patch"])
+    assert text.startswith(f"A: {two['commit']}~1  (val {two['val_before']:.3f})\nB: ")
+    assert text.endswith(two["patch"])
     # No argument: HEAD against the working tree of the package, new files included.
     (trained / DIR / "references" / "zz.md").write_text("New notes.\n")
     skill = trained / SKILL
