@@ -322,7 +322,8 @@ class Trainer:
             reflection = reflect(
                 self.client,
                 self.pool,
-                skill=s.skill,
+                # SKILL.md's text: a package's other files go in their own section.
+                skill=skill_file_text(s.skill),
                 items=batch,
                 rollouts=rollouts,
                 metric=self.t.gate_metric,
