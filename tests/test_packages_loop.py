@@ -244,13 +244,13 @@ def items(codes: list[str]) -> str:
 
 
 def make_package_repo(
-    tmp_path: Path, server: LoopbackServer, mp: pytest.MonkeyPatch, *, table: bytes = TABLE
+    tmp_path: Path, server: LoopbackServer, mp: pytest.MonkeyPatch, *, skill_keys: str = ""
 ) -> Path:
     repo = tmp_path / "repo"
     folder = repo / "skills" / "codes"
     (folder / "references").mkdir(parents=True)
     (folder / "SKILL.md").write_bytes(SKILL)
-    (folder / "references" / "codes.md").write_bytes(table)
+    (folder / "references" / "codes.md").write_bytes(TABLE)
     (folder / "notes.md").write_bytes(NOTES)
     (folder / "fill.sh").write_text("echo carried along\n")
     evals = repo / "evals"
@@ -263,7 +263,7 @@ def make_package_repo(
         )
     )
     (repo / "skillvc.toml").write_text(
-        '[skill]\npath = "skills/codes"\n\n'
+        f'[skill]\npath = "skills/codes"\n{skill_keys}\n'
         '[tasks]\ntrain = "evals/train.jsonl"\nval = "evals/val.jsonl"\nscorer = "exact"\n\n'
         '[target]\nmodel = "openai:gpt-4o-mini"\n\n[optimizer]\nmodel = "openai:gpt-4o-mini"\n\n'
         "[train]\nepochs = 2\nbatch_size = 5\nminibatch_size = 5\nworkers = 2\nseed = 1\n"
@@ -481,3 +481,30 @@ def test_a_kill_between_the_branch_move_and_the_file_writes_resumes_to_the_same_
             "SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events WHERE type = 'model.call'"
         )[0]
     assert calls["n"] == calls["k"]  # no call recorded twice
+
+
+def test_linked_files_over_the_budget_are_not_sent_and_the_run_says_so(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    world = code_world(lambda failed, _: facts_for(failed, "references/codes.md")[:2])
+    loopback.responder = world
+    repo = make_package_repo(tmp_path, loopback, monkeypatch, skill_keys="reference_bytes = 10")
+    result = CliRunner().invoke(cli, ["train", "--json"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "not sent to the chat target (over [skill] reference_bytes or the token cap): "
+        "references/codes.md" in result.stderr
+    )
+    summary = json.loads(result.stdout)
+    assert summary["accepted"] == 0  # facts in a file the target never gets cannot help
+    with open_store(repo / ".skillvc/events.db") as store:
+        (rendered,) = [e.payload for e in store.events(types=["package.rendered"])]
+        gates = [e.payload for e in store.events(types=["gate"])]
+    assert rendered == {"included": [], "cut": ["references/codes.md"]}
+    assert gates and all(g["rendered"]["cut"] == ["references/codes.md"] for g in gates)
+    systems = [
+        m[0]["content"]
+        for m in (chat_messages(r.json) for r in loopback.requests)
+        if not is_optimizer_prompt(m)
+    ]
+    assert systems and all(s == SKILL.decode() for s in systems)
