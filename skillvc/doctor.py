@@ -173,7 +173,30 @@ def check_skill(config: Config) -> Check:
             problems[0].message,
             "Run 'skillvc validate' for every problem and fix the file.",
         )
-    return Check("skill", OK, f"{config.skill.path} passes its format rules.")
+    return _check_package(config) or Check(
+        "skill", OK, f"{config.skill.path} passes its format rules."
+    )
+
+
+def _check_package(config: Config) -> Check | None:
+    """A skill package's files as training will need them (None for a single-file skill)."""
+    from skillvc.packages import load_package
+    from skillvc.preflight import check_package_files
+
+    package = load_package(config)
+    if package is None:
+        return None
+    try:
+        check_package_files(package, "in the working tree")
+    except SkillvcError as exc:
+        return Check("skill", FAIL, exc.message, exc.hint)
+    n = len(package.files)
+    return Check(
+        "skill",
+        OK,
+        f"{config.skill.path} is a skill package of {n} file{'s' if n != 1 else ''} that "
+        "passes its format rules and whose links resolve.",
+    )
 
 
 def check_tasks(config: Config) -> Check:
