@@ -486,12 +486,14 @@ def skill_path_for(root: Path, skill_rel: str, others: Sequence[str] = ()) -> Sk
         return SkillPathChoice(skill_rel, [], None)
     if directory == ".":
         links = directory_links(root)
+        if not links:
+            return SkillPathChoice(skill_rel, [], None)
         note = (
             f"{skill_rel} links other files ({listing(links, 3)}), but it is at the top of the "
             "repository, so it is trained as one file; move it into its own directory to "
             "train it as a skill package."
         )
-        return SkillPathChoice(skill_rel, [], note if links else None)
+        return SkillPathChoice(skill_rel, [], note)
     links = directory_links(root / directory)
     if not links:
         return SkillPathChoice(skill_rel, [], None)
