@@ -131,7 +131,8 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
             "commit it. Name one with --skill NAME when training:"
         )
     elif result.config_written:
-        click.echo(f"Wrote skillvc.toml (training {result.skill_path}); commit it.")
+        what = f"the skill package {result.skill_path}" if result.package else result.skill_path
+        click.echo(f"Wrote skillvc.toml (training {what}); commit it.")
     if result.state_created:
         click.echo("Created .skillvc/ (the event log, local state).")
     if result.gitignore_updated:

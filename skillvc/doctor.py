@@ -162,7 +162,9 @@ def check_skill(config: Config) -> Check:
             f"{config.skill.path} does not exist.",
             "Point [skill] path in skillvc.toml at the skill file.",
         )
-    problems = check_bytes(config.skill.path, path.read_bytes(), max_bytes=config.skill.max_bytes)
+    # The file's own path decides its format rules (a package's [skill] path is its directory).
+    rel = path.relative_to(config.root).as_posix()
+    problems = check_bytes(rel, path.read_bytes(), max_bytes=config.skill.max_bytes)
     # The size budget blocks only growth (training refuses candidates that grow past it), so a
     # skill already over it can still be trained.
     problems = [p for p in problems if p.rule != RULE_SIZE]

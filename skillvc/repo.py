@@ -296,6 +296,15 @@ class SkillRepo:
         cut = len(directory) + 1 if directory else 0
         return sorted(name[cut:] for name in out.split("\0") if name)
 
+    def index_files(self, directory: str) -> list[str]:
+        """The files under ``directory`` ("" = the root) in the index (what a commit would
+        record; ``GIT_INDEX_FILE`` honoured), relative to it, sorted."""
+        args = ["-z"]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        cut = len(directory) + 1 if directory else 0
+        return sorted(name[cut:] for name in self._git.ls_files(*args).split("\0") if name)
+
     def top_level_names(self, rev: str | None = None) -> set[str]:
         """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
         if rev is None:
