@@ -405,8 +405,10 @@ def test_a_skill_package_is_checked_file_by_file(repo: Path) -> None:
     with (folder / "SKILL.md").open("a", encoding="utf-8") as fh:
         fh.write("\nSee [the forms](references/forms.md) and [rates](references/rates.md).\n")
     configure(repo, SIM)
-    text = (repo / "skillvc.toml").read_text().replace(
-        'path = "skills/acme-returns/SKILL.md"', 'path = "skills/acme-returns"'
+    text = (
+        (repo / "skillvc.toml")
+        .read_text()
+        .replace('path = "skills/acme-returns/SKILL.md"', 'path = "skills/acme-returns"')
     )
     (repo / "skillvc.toml").write_text(text, encoding="utf-8")
     result = doctor()
