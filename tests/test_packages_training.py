@@ -388,6 +388,23 @@ def test_rejected_candidates_touch_only_package_files(trained: tuple[Path, Any])
     assert any("/references/" in f for ref in refs for f in _changed(repo, ref))
 
 
+def test_log_p_shows_a_package_candidate_as_diffs_of_its_files(
+    trained: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: the gate's blobs of a package are bundles, and `log -p` (and the report)
+    # diffed their JSON as if it were SKILL.md; the edits did not say which file they edit.
+    repo, _ = trained
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(cli, ["log", "--rejected", "-p"])
+    assert result.exit_code == 0, result.output
+    assert '{"files"' not in result.output and "skillvc-package/1" not in result.output
+    assert f"    --- a/{PACKAGE}/references/" in result.output
+    assert re.search(r"    (add|replace|delete) in references/\S+\.md", result.output)
+    report = CliRunner().invoke(cli, ["report"])
+    assert report.exit_code == 0 and '{"files"' not in report.output
+    assert f"+++ b/{PACKAGE}/references/" in report.output
+
+
 def test_demo_package_runs_and_says_what_it_shows(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["demo", "--package", "--dir", str(tmp_path / "d"), "-q"])
     assert result.exit_code == 0, result.output
