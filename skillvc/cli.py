@@ -541,22 +541,19 @@ def demo(directory: str | None, quiet: bool, package: bool) -> None:
 
 def _package_lines(ws: Any, run_id: str) -> list[str]:
     """Each accepted commit of the package demo's run with the files it changes, then the
-    reference files training edited and those it created (and whether SKILL.md links them)."""
-    from skillvc.demo import accepted_commits, created_references
+    reference files training changed and those it created (and whether SKILL.md links them)."""
+    from skillvc.demo import package_changes
 
-    root = ws.config.package_dir or ""
-    commits = accepted_commits(ws.repo, run_id, root)
+    changes = package_changes(ws.repo, run_id, ws.config.package_dir or "")
     lines: list[str] = []
-    for commit in commits:
+    for commit in changes.commits:
         lines.append(f"{commit.sha[:7]} {commit.subject}")
         lines.extend(f"    {status}  {path}" for status, path in commit.files)
-    prefix = f"{root}/" if root else ""
-    names = {p[len(prefix) :] for c in commits for _, p in c.files}
-    edited = sorted(names - {"SKILL.md"})
-    lines.append(f"Reference files changed by accepted commits: {', '.join(edited) or 'none'}")
-    for path, linked in created_references(ws.repo, commits, root):
+    changed = ", ".join(changes.changed) or "none"
+    lines.append(f"Reference files changed by accepted commits: {changed}")
+    for name, linked in changes.created:
         how = "linked from SKILL.md" if linked else "NOT linked from SKILL.md"
-        lines.append(f"Created by training: {path[len(prefix) :]}, {how}")
+        lines.append(f"Created by training: {name}, {how}")
     return lines
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from skillvc.errors import StateConflict
 from skillvc.packages.links import reachable_files
-from skillvc.packages.model import SkillPackage
+from skillvc.packages.model import SKILL_FILE, SkillPackage
 from skillvc.repo import SkillRepo
 from skillvc.resources import read_bytes
 from skillvc.training.loop import Progress, RunSummary, train
@@ -84,6 +84,15 @@ class AcceptedCommit:
     files: tuple[tuple[str, str], ...]  # (git status letter, repository path), by path
 
 
+@dataclass(frozen=True)
+class PackageChanges:
+    """What a run did to a skill package's files (paths relative to the package)."""
+
+    commits: list[AcceptedCommit]  # oldest first
+    changed: list[str]  # files other than SKILL.md that accepted commits changed, sorted
+    created: list[tuple[str, bool]]  # files they created, and whether SKILL.md links them
+
+
 def accepted_commits(repo: SkillRepo, run_id: str, skill_path: str) -> list[AcceptedCommit]:
     """The commits run ``run_id`` made on the current branch (each changes the skill at
     ``skill_path``, a file or a package directory), oldest first."""
@@ -94,13 +103,17 @@ def accepted_commits(repo: SkillRepo, run_id: str, skill_path: str) -> list[Acce
     return out
 
 
-def created_references(
-    repo: SkillRepo, commits: list[AcceptedCommit], package_dir: str
-) -> list[tuple[str, bool]]:
-    """Files of the package that ``commits`` created, each with whether SKILL.md links to it
-    (directly or through linked files) at the branch's head."""
+def package_changes(repo: SkillRepo, run_id: str, package_dir: str) -> PackageChanges:
+    """The accepted commits of run ``run_id`` on the package at ``package_dir``, the reference
+    files they changed, and those they created with whether a chain of links from SKILL.md
+    reaches them at the branch's head (training refuses a new file no link leads to)."""
+    commits = accepted_commits(repo, run_id, package_dir)
     prefix = f"{package_dir}/" if package_dir else ""
-    created = sorted({path for c in commits for status, path in c.files if status == "A"})
-    package = SkillPackage.from_rev(repo, package_dir, "HEAD")
-    reachable = reachable_files(package)
-    return [(path, path[len(prefix) :] in reachable) for path in created]
+    names = {p[len(prefix) :] for c in commits for _, p in c.files}
+    added = {p[len(prefix) :] for c in commits for status, p in c.files if status == "A"}
+    reachable = reachable_files(SkillPackage.from_rev(repo, package_dir, "HEAD"))
+    return PackageChanges(
+        commits,
+        sorted(names - {SKILL_FILE}),
+        [(name, name in reachable) for name in sorted(added)],
+    )

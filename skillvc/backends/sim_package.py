@@ -18,6 +18,11 @@ under ``<package_files>``):
 - it skips edits the rejected buffer advises against (the support world's rule on evidence,
   per file) and edits its meta notes mark ``AVOID in <file>: <text>``.
 
+Known edge: a new file's content is the rules one answer's tickets call for (one creation per
+file and answer), so two answers that call for different rules of a topic with several (damage,
+returns) propose two different creations; the loop then applies the second as an add to the
+first's file. The bundled demo points those topics to files from the start.
+
 Invariant: every edit applies to the package as the prompt shows it. Targets and anchors are
 whole lines copied from the file the edit names, found there once and outside frontmatter and
 protected regions; an add never repeats a rule its file already states; an edit names a file
