@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,13 +144,28 @@ _OF_SKILL = (
 def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> str:
     """The unified diff current -> candidate of a gate, from the skill blobs it references."""
     from skillvc.edits import unified_diff
+    from skillvc.packages.model import SKILL_FILE, bundle_files
     from skillvc.skilldoc import SkillDocument
 
     p = entry.gate.payload
     if not p.get("current") or not p.get("candidate"):
         return ""
-    before = SkillDocument.parse(store.get_blob(p["current"]))
-    after = SkillDocument.parse(store.get_blob(p["candidate"]))
+    current, candidate = store.get_blob(p["current"]), store.get_blob(p["candidate"])
+    old_files, new_files = bundle_files(current), bundle_files(candidate)
+    if old_files is not None and new_files is not None:
+        # A skill package's versions are bundles: one diff per file that changed (``path`` is
+        # its SKILL.md or its directory), never the bundles' JSON.
+        root = posixpath.dirname(path) if posixpath.basename(path) == SKILL_FILE else path
+        return "".join(
+            unified_diff(
+                SkillDocument.parse(old_files.get(name, ""), frontmatter=name == SKILL_FILE),
+                SkillDocument.parse(new_files.get(name, ""), frontmatter=name == SKILL_FILE),
+                path=posixpath.join(root, name),
+            )
+            for name in sorted(set(old_files) | set(new_files))
+        )
+    before = SkillDocument.parse(current)
+    after = SkillDocument.parse(candidate)
     return unified_diff(before, after, path=path)
 
 

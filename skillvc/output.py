@@ -115,13 +115,16 @@ def _q(text: str | None, width: int) -> str:
 
 def format_edit(edit: dict[str, Any]) -> list[str]:
     op = edit.get("op", "?")
+    # A skill package's edit names its file (an edit to SKILL.md, or of a one-file skill, has
+    # no "file" key and reads as it always did).
+    file = f" in {edit['file']}" if edit.get("file") else ""
     if op == "add":
         where = f" after {_q(edit.get('anchor'), 30)}" if edit.get("anchor") else ""
-        head = f"add{where}: {_q(edit.get('content'), 70)}"
+        head = f"add{file}{where}: {_q(edit.get('content'), 70)}"
     elif op == "replace":
-        head = f"replace {_q(edit.get('target'), 30)} -> {_q(edit.get('content'), 40)}"
+        head = f"replace{file} {_q(edit.get('target'), 30)} -> {_q(edit.get('content'), 40)}"
     else:
-        head = f"delete {_q(edit.get('target'), 70)}"
+        head = f"delete{file} {_q(edit.get('target'), 70)}"
     lines = [f"    {head}  [{str(edit.get('id', ''))[:8]}]"]
     if edit.get("rationale"):
         lines.append(f"      why: {_short(edit['rationale'], 90)}")

@@ -592,6 +592,16 @@ class SkillRepo:
             args.insert(0, f"--max-count={max_count}")
         return self._log([*args, "--", _literal(path)])
 
+    def changed_files(self, rev: str) -> list[tuple[str, str]]:
+        """(status letter, path) of every file commit ``rev`` changes against its first parent
+        (against nothing for a root commit), sorted by path."""
+        out = self._git.diff_tree(
+            "-r", "-z", "--root", "--no-commit-id", "--name-status", self.resolve(rev)
+        )
+        parts = [p for p in out.split("\x00") if p]
+        # No rename detection (diff-tree's default): every record is a status and one path.
+        return sorted(zip(parts[0::2], parts[1::2], strict=True), key=lambda sp: sp[1])
+
     def diff(self, a: str, b: str, relpath: str) -> str:
         """Unified diff of ``relpath`` between revisions ``a`` and ``b`` ("" when equal)."""
         path = self._relpath(relpath)
