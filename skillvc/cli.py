@@ -131,7 +131,8 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
             "commit it. Name one with --skill NAME when training:"
         )
     elif result.config_written:
-        click.echo(f"Wrote skillvc.toml (training {result.skill_path}); commit it.")
+        what = f"the skill package {result.skill_path}" if result.package else result.skill_path
+        click.echo(f"Wrote skillvc.toml (training {what}); commit it.")
     if result.state_created:
         click.echo("Created .skillvc/ (the event log, local state).")
     if result.gitignore_updated:
@@ -484,14 +485,21 @@ def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str 
     help="Where to create the demo repo [a new temporary directory].",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-def demo(directory: str | None, quiet: bool) -> None:
+@click.option(
+    "--package",
+    is_flag=True,
+    help="Train a skill package (SKILL.md and reference files) with sim:support-package.",
+)
+def demo(directory: str | None, quiet: bool, package: bool) -> None:
     """Train a bundled example skill offline with the simulator, then show the result.
 
-    Needs no network and no API key. Example: skillvc demo --dir /tmp/acme
+    Needs no network and no API key. With --package the skill is a directory whose SKILL.md
+    links reference files, and training edits (and creates) them.
+    Example: skillvc demo --dir /tmp/acme
     """
     import tempfile
 
-    from skillvc.demo import run_demo
+    from skillvc.demo import PACKAGE_INTRO, run_demo
     from skillvc.history import log_entries
     from skillvc.output import format_log_entry, format_runs
     from skillvc.runs import list_runs
@@ -500,7 +508,9 @@ def demo(directory: str | None, quiet: bool) -> None:
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="skillvc-demo-"))
     me = _own_command()
     click.echo(f"Creating the demo skills repo in {root}", err=True)
-    summary = run_demo(root, progress=_progress(quiet))
+    if package:
+        click.echo(PACKAGE_INTRO)
+    summary = run_demo(root, progress=_progress(quiet), package=package)
     ws = open_workspace(root)
     click.echo("\n".join(_summary_lines(summary)))
     with ws.store() as store:
@@ -508,6 +518,9 @@ def demo(directory: str | None, quiet: bool) -> None:
         click.echo(format_runs(list_runs(store)))
     click.echo("\n== Accepted edits are commits (git log --oneline) ==")
     click.echo(ws.repo.git_repo.git.log("--oneline", "--decorate=short"))
+    if package:
+        click.echo("\n== The package files each accepted commit changes ==")
+        click.echo("\n".join(_package_lines(ws, summary.run_id)))
     with ws.store() as store:
         rejected = [e.to_dict() for e in log_entries(store, decision="rejected", limit=3)]
     click.echo("\n== Rejected candidates (skillvc log --rejected -n 3) ==")
@@ -517,6 +530,7 @@ def demo(directory: str | None, quiet: bool) -> None:
         (f"{me} runs", "the runs table"),
         (f"{me} log --rejected -p", "what was tried and refused, with diffs"),
         ("git log -p skills/", "accepted edits with their evidence"),
+        *([(f"{me} validate", "every link in the package resolves")] if package else []),
         (f"{me} report", "the run as a pull-request description"),
         (f"{me} train --new --no-buffer", "an ablation: watch rejected edits repeat"),
     ]
@@ -524,6 +538,24 @@ def demo(directory: str | None, quiet: bool) -> None:
     click.echo("\nTry next:")
     for cmd, why in steps:
         click.echo(f"  {cmd:<{width}}  # {why}" if why else f"  {cmd}")
+
+
+def _package_lines(ws: Any, run_id: str) -> list[str]:
+    """Each accepted commit of the package demo's run with the files it changes, then the
+    reference files training changed and those it created (and whether SKILL.md links them)."""
+    from skillvc.demo import package_changes
+
+    changes = package_changes(ws.repo, run_id, ws.config.package_dir or "")
+    lines: list[str] = []
+    for commit in changes.commits:
+        lines.append(f"{commit.sha[:7]} {commit.subject}")
+        lines.extend(f"    {status}  {path}" for status, path in commit.files)
+    changed = ", ".join(changes.changed) or "none"
+    lines.append(f"Reference files changed by accepted commits: {changed}")
+    for name, linked in changes.created:
+        how = "linked from SKILL.md" if linked else "NOT linked from SKILL.md"
+        lines.append(f"Created by training: {name}, {how}")
+    return lines
 
 
 def _own_command() -> str:

@@ -162,7 +162,9 @@ def check_skill(config: Config) -> Check:
             f"{config.skill.path} does not exist.",
             "Point [skill] path in skillvc.toml at the skill file.",
         )
-    problems = check_bytes(config.skill.path, path.read_bytes(), max_bytes=config.skill.max_bytes)
+    # The file's own path decides its format rules (a package's [skill] path is its directory).
+    rel = path.relative_to(config.root).as_posix()
+    problems = check_bytes(rel, path.read_bytes(), max_bytes=config.skill.max_bytes)
     # The size budget blocks only growth (training refuses candidates that grow past it), so a
     # skill already over it can still be trained.
     problems = [p for p in problems if p.rule != RULE_SIZE]
@@ -173,7 +175,30 @@ def check_skill(config: Config) -> Check:
             problems[0].message,
             "Run 'skillvc validate' for every problem and fix the file.",
         )
-    return Check("skill", OK, f"{config.skill.path} passes its format rules.")
+    return _check_package(config) or Check(
+        "skill", OK, f"{config.skill.path} passes its format rules."
+    )
+
+
+def _check_package(config: Config) -> Check | None:
+    """A skill package's files as training will need them (None for a single-file skill)."""
+    from skillvc.packages import load_package
+    from skillvc.preflight import check_package_files
+
+    package = load_package(config)
+    if package is None:
+        return None
+    try:
+        check_package_files(package, "in the working tree")
+    except SkillvcError as exc:
+        return Check("skill", FAIL, exc.message, exc.hint)
+    n = len(package.files)
+    return Check(
+        "skill",
+        OK,
+        f"{config.skill.path} is a skill package of {n} file{'s' if n != 1 else ''} that "
+        "passes its format rules and whose links resolve.",
+    )
 
 
 def check_tasks(config: Config) -> Check:

@@ -22,6 +22,14 @@ Formats (see ``detect_format``):
 * ``copilot`` — GitHub Copilot ``*.instructions.md``: ``applyTo`` a non-empty string glob.
 * ``markdown`` — anything else: only the common checks.
 
+A skill package's reference files (``references/forms.md``: every package file but SKILL.md)
+are checked by ``check_reference``: UTF-8, protected-region markers and the size budget, never
+frontmatter (a leading ``---`` block in a reference file is text, ``skillvc.packages.model``).
+``reference_warnings`` holds them to the spec's size guidance for SKILL.md's body: the spec
+gives no number for a reference file, only that it be focused because an agent loads it on
+demand (https://agentskills.io/specification, "references/"), and an agent reads one whole
+just as it reads the body on activation, so the body's figures are the natural bound.
+
 Common checks for every format: the frontmatter, when there is one, is a valid YAML mapping;
 protected-region markers are well formed; the file fits a size budget (16,000 bytes unless
 told otherwise). The budget is skillvc's own, not a format rule: it only blocks growth
@@ -76,6 +84,7 @@ RULE_SKILL_COMPATIBILITY = "skill-compatibility"
 RULE_SKILL_METADATA = "skill-metadata"
 RULE_SKILL_ALLOWED_TOOLS = "skill-allowed-tools"
 RULE_SKILL_SIZE_GUIDANCE = "skill-size-guidance"  # a warning, never an error
+RULE_REFERENCE_SIZE_GUIDANCE = "reference-size-guidance"  # a warning, never an error
 RULE_CURSOR_DESCRIPTION = "cursor-description"
 RULE_CURSOR_GLOBS = "cursor-globs"
 RULE_CURSOR_ALWAYS_APPLY = "cursor-always-apply"
@@ -147,21 +156,64 @@ def check_warnings(path: str, doc: SkillDocument) -> list[Problem]:
     """Advice that never fails a check: a SKILL.md body above the spec's size guidance."""
     if detect_format(path) != AGENT_SKILL:
         return []
-    body = doc.text[doc.frontmatter_end :]
-    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
-    tokens = len(body) // CHARS_PER_TOKEN
-    if lines <= SKILL_BODY_LINES_GUIDANCE and tokens <= SKILL_BODY_TOKENS_GUIDANCE:
+    size = _guidance_size(doc.text[doc.frontmatter_end :])
+    if size is None:
         return []
-    shown = f"{lines:,} line{'s' if lines != 1 else ''}"
     return [
         Problem(
             path,
             RULE_SKILL_SIZE_GUIDANCE,
-            f"{path}: the body is {shown} and about {tokens:,} tokens; the Agent Skills "
+            f"{path}: the body is {size}; the Agent Skills "
             f"spec recommends under {SKILL_BODY_LINES_GUIDANCE} lines and "
             f"{SKILL_BODY_TOKENS_GUIDANCE:,} tokens (move detail to files it references).",
         )
     ]
+
+
+def check_reference(path: str, data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Problem]:
+    """Problems of a skill package's reference file (see the module docstring): bytes that
+    are not UTF-8, malformed protected-region markers, the size budget."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [
+            Problem(
+                path,
+                RULE_ENCODING,
+                f"{path}: the file is not UTF-8 text (bad byte 0x{data[exc.start]:02x} at "
+                f"offset {exc.start}); save it as UTF-8, or leave it out of the skill package "
+                "with [skill] exclude.",
+            )
+        ]
+    doc = SkillDocument.parse(data, frontmatter=False)
+    return [*_marker_problems(path, doc), *_size_problems(path, doc, max_bytes)]
+
+
+def reference_warnings(path: str, doc: SkillDocument) -> list[Problem]:
+    """Advice that never fails a check: a reference file above the body's size guidance."""
+    size = _guidance_size(doc.text)
+    if size is None:
+        return []
+    return [
+        Problem(
+            path,
+            RULE_REFERENCE_SIZE_GUIDANCE,
+            f"{path}: the reference file is {size}; an agent reads it whole, so keep it "
+            f"under the {SKILL_BODY_LINES_GUIDANCE} lines and {SKILL_BODY_TOKENS_GUIDANCE:,} "
+            "tokens the Agent Skills spec recommends for SKILL.md's body (split it by topic "
+            "and link each part where it is needed).",
+        )
+    ]
+
+
+def _guidance_size(text: str) -> str | None:
+    """``text``'s size in the spec's terms ("612 lines and about 5,120 tokens"), or None when
+    it is within the guidance."""
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    tokens = len(text) // CHARS_PER_TOKEN
+    if lines <= SKILL_BODY_LINES_GUIDANCE and tokens <= SKILL_BODY_TOKENS_GUIDANCE:
+        return None
+    return f"{lines:,} line{'s' if lines != 1 else ''} and about {tokens:,} tokens"
 
 
 def check_bytes(path: str, data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Problem]:
@@ -193,6 +245,35 @@ def new_problems(
     return fresh
 
 
+def split_size(problems: list[Problem], *, grew: bool) -> tuple[list[Problem], list[Problem]]:
+    """(errors, warnings) of one file's problems: the size budget fails a file only when the
+    change being checked makes it larger (``grew``); otherwise it is advice."""
+    errors = [p for p in problems if p.rule != RULE_SIZE or grew]
+    return errors, [p for p in problems if p.rule == RULE_SIZE and not grew]
+
+
+def protected_problems(
+    path: str, before: bytes, after: bytes, *, frontmatter: bool = True
+) -> list[Problem]:
+    """A problem per protected region of ``path`` that differs between the two versions
+    (``frontmatter=False`` for a package's reference file); none when either is not UTF-8
+    (that is reported as an encoding problem)."""
+    try:
+        old = SkillDocument.parse(before, frontmatter=frontmatter)
+        new = SkillDocument.parse(after, frontmatter=frontmatter)
+    except SkillDocumentError:
+        return []
+    return [
+        Problem(
+            path,
+            RULE_PROTECTED,
+            f"{path}: protected region {name!r} differs from HEAD; protected regions are "
+            "written by skillvc's slow update, not by hand.",
+        )
+        for name in protected_changes(old, new)
+    ]
+
+
 def protected_changes(before: SkillDocument, after: SkillDocument) -> list[str]:
     """Names of protected regions whose content changed, appeared or vanished, in order.
 
@@ -217,8 +298,16 @@ def _common(path: str, doc: SkillDocument, max_bytes: int) -> Iterator[Problem]:
             RULE_YAML,
             f"{path}: the frontmatter opened by '---' on line 1 is never closed by a '---' line.",
         )
+    yield from _marker_problems(path, doc)
+    yield from _size_problems(path, doc, max_bytes)
+
+
+def _marker_problems(path: str, doc: SkillDocument) -> Iterator[Problem]:
     for marker_problem in doc.problems:
         yield Problem(path, RULE_MARKERS, f"{path}: {_sentence(marker_problem)}")
+
+
+def _size_problems(path: str, doc: SkillDocument, max_bytes: int) -> Iterator[Problem]:
     size = len(doc.render())
     if size > max_bytes:
         yield Problem(

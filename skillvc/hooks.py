@@ -30,6 +30,10 @@ Invariants:
   working tree, and compares protected regions with HEAD. skillvc's own commits (accepted
   edits, slow updates carrying ``Skillvc-*`` trailers) are made with plumbing
   (``commit-tree`` + ``update-ref``) that runs no hooks, so they are never blocked here.
+* A configured skill package is checked whole whenever a commit (or the paths given) touches
+  a file of its directory, a deletion included: every file as the index holds it (links
+  need them all), each changed file compared with its own HEAD version for growth past the
+  size budget and for protected regions. An unstaged or untracked file never counts.
 """
 
 from __future__ import annotations
@@ -42,19 +46,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillvc.config import load_config
-from skillvc.errors import BadData, NotFound, SkillFileMissing, StateConflict
+from skillvc.config import Config, load_config
+from skillvc.errors import BadData, NotFound, SkillFileMissing, SkillvcError, StateConflict
 from skillvc.formats import (
     DEFAULT_MAX_BYTES,
     RULE_PROTECTED,
-    RULE_SIZE,
     Problem,
     check_bytes,
     check_warnings,
     is_skill_file,
-    protected_changes,
+    protected_problems,
+    split_size,
 )
-from skillvc.packages import broken_links, load_package
+from skillvc.packages import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, load_package
+from skillvc.packages.checks import Findings, PackageLimits, check_package
+from skillvc.packages.model import matches
 from skillvc.repo import SkillRepo
 from skillvc.resources import read_text
 from skillvc.skilldoc import SkillDocument
@@ -86,8 +92,8 @@ class HookManagerPresent(StateConflict):
 @dataclass
 class ValidationReport:
     """The files checked (repo-relative when inside a repository), what is wrong, and advice
-    (``warnings``: the spec's size guidance, a size budget exceeded without growth) that
-    never fails the check."""
+    (``warnings``: the spec's size guidance, a size budget exceeded without growth, a skill
+    package's unlinked, nested, clipped or unsent files) that never fails the check."""
 
     files: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
@@ -139,7 +145,8 @@ def validate(
     """Check skill documents: ``paths`` (files or directories), the staged ones, or, when
     neither is given, the configured skill (without a skillvc.toml: every skill file in the
     repository). ``staged`` with ``paths`` checks the index's version of those paths (what
-    the pre-commit framework passes)."""
+    the pre-commit framework passes). A configured skill package is checked whole
+    (``skillvc.packages.checks``) whenever one of its files is among those checked."""
     if staged:
         with SkillRepo(cwd) as repo:
             only = _index_paths(repo, paths, Path(cwd)) if paths else None
@@ -154,20 +161,22 @@ def validate(
                     return _validate_files(
                         [str(p) for p in found], cwd=Path(cwd), max_bytes=max_bytes
                     )
-            paths = []
-            packages = []
+            report = ValidationReport()
             for config in load_config(repo.root).all_skills():  # every skill of a many config
                 skill = config.skill_path  # never outside the work tree
                 if not skill.is_file():
                     rel = skill.relative_to(repo.root).as_posix()
                     raise SkillFileMissing(f"The skill file {rel} does not exist.")
-                paths.append(str(skill))
                 package = load_package(config)
-                if package is not None:
-                    packages.append(package)
-        report = _validate_files(paths, cwd=Path(cwd), max_bytes=max_bytes)
-        for package in packages:  # a package's relative links resolve inside it
-            report.problems.extend(broken_links(package))
+                if package is None:
+                    rel = skill.relative_to(repo.root).as_posix()
+                    report.files.append(rel)
+                    # No earlier version to compare with, so the size budget cannot have been
+                    # grown past: it is advice here, like the spec's size guidance.
+                    _add(report, rel, skill.read_bytes(), max_bytes=max_bytes, grew=False)
+                else:
+                    limits = PackageLimits.of(config, max_bytes)
+                    _add_findings(report, check_package(package, limits))
         return report
     return _validate_files(paths, cwd=Path(cwd), max_bytes=max_bytes)
 
@@ -175,9 +184,22 @@ def validate(
 def _validate_files(paths: Sequence[str], *, cwd: Path, max_bytes: int) -> ValidationReport:
     repo = SkillRepo.find(cwd)
     try:
+        root = repo.root if repo else None
+        packages = _packages(root, max_bytes, missing_ok=True) if root else []
         report = ValidationReport()
-        for path in _expand(paths, cwd):
-            shown = _display(path, cwd, repo.root if repo else None)
+        done: set[str] = set()
+        for path in _expand(paths, cwd, packages=[p.root for p in packages], root=root):
+            shown = _display(path, cwd, root)
+            owner = _owner(packages, shown) if root else None
+            if owner is not None:  # a package file: checked with its whole package, once
+                if owner.root not in done:
+                    done.add(owner.root)
+                    package = load_package(owner.config)
+                    if package is None or SKILL_FILE not in package.files:
+                        skill = _join(owner.root, SKILL_FILE)
+                        raise SkillFileMissing(f"The skill file {skill} does not exist.")
+                    _add_findings(report, check_package(package, owner.limits))
+                continue
             report.files.append(shown)
             # No earlier version to compare with, so the size budget cannot have been grown
             # past: it is advice here, like the spec's size guidance.
@@ -188,12 +210,81 @@ def _validate_files(paths: Sequence[str], *, cwd: Path, max_bytes: int) -> Valid
             repo.close()
 
 
-def _expand(paths: Sequence[str], cwd: Path) -> list[Path]:
-    """Files as given, and the skill files (SKILL.md, *.mdc, *.instructions.md) under dirs."""
+@dataclass(frozen=True)
+class _Package:
+    """A configured skill package: its directory, which files it holds, its settings."""
+
+    config: Config
+    root: str  # posix, repo-relative ("" = the repository's top)
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    limits: PackageLimits
+
+    def member(self, rel: str) -> bool:
+        """True when repo path ``rel`` is a file of this package."""
+        prefix = f"{self.root}/" if self.root else ""
+        return rel.startswith(prefix) and matches(rel[len(prefix) :], self.include, self.exclude)
+
+    def owns(self, rel: str) -> bool:
+        """True when checking repo path ``rel`` means checking this package: a package file,
+        or another file of its directory (a script, an asset: carried along, never read as a
+        skill document; not a Cursor or Copilot file, which keep their own rules)."""
+        inside = bool(self.root) and rel.startswith(f"{self.root}/") and not is_skill_file(rel)
+        return self.member(rel) or inside
+
+
+def _packages(root: Path, max_bytes: int, *, missing_ok: bool = False) -> list[_Package]:
+    """Every configured skill package (none without a skillvc.toml). ``missing_ok``: a
+    skillvc.toml that does not load counts as none (``validate PATHS`` works without one)."""
+    try:
+        configs = load_config(root).all_skills()
+    except NotFound:
+        return []
+    except SkillvcError:
+        if missing_ok:
+            return []
+        raise
+    out = []
+    for config in configs:
+        try:
+            directory = config.package_dir
+        except SkillvcError:  # a path outside the work tree: reported where it is used
+            continue
+        if directory is not None:
+            include = tuple(config.skill.include or DEFAULT_INCLUDE)
+            limits = PackageLimits.of(config, max_bytes)
+            out.append(_Package(config, directory, include, tuple(config.skill.exclude), limits))
+    return out
+
+
+def _owner(packages: Sequence[_Package], rel: str) -> _Package | None:
+    return next((p for p in packages if p.owns(rel)), None)
+
+
+def _add_findings(report: ValidationReport, findings: Findings) -> None:
+    report.files += findings.files
+    report.problems += findings.problems
+    report.warnings += findings.warnings
+
+
+def _expand(
+    paths: Sequence[str],
+    cwd: Path,
+    *,
+    packages: Sequence[str] = (),
+    root: Path | None = None,
+) -> list[Path]:
+    """Files as given, and the skill files (SKILL.md, *.mdc, *.instructions.md) under dirs;
+    a directory inside one of ``packages`` (their repo-relative roots) stands for that
+    package's SKILL.md, so ``validate skills/pdf/references`` checks the package."""
     found: list[Path] = []
     for raw in paths:
         path = cwd / raw
         if path.is_dir():
+            inside = _package_root_of(path, packages, root)
+            if inside is not None and root is not None:
+                found.append(root / inside / SKILL_FILE)
+                continue
             found.extend(
                 sorted(
                     p
@@ -210,6 +301,20 @@ def _expand(paths: Sequence[str], cwd: Path) -> list[Path]:
                 f"{raw} does not exist.", hint="Give the path of a skill file or a directory."
             )
     return found
+
+
+def _package_root_of(path: Path, packages: Sequence[str], root: Path | None) -> str | None:
+    """The package whose directory strictly contains directory ``path``, or None."""
+    if root is None:
+        return None
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+    for package in packages:
+        if package and rel.startswith(f"{package}/"):
+            return package
+    return None
 
 
 def _display(path: Path, cwd: Path, root: Path | None) -> str:
@@ -229,7 +334,21 @@ def _validate_staged(
 ) -> ValidationReport:
     report = ValidationReport()
     configured = _configured_skills(repo)
-    for path in staged_files(repo) if only is None else only:
+    packages = _packages(repo.root, max_bytes)
+    changed = staged_files(repo)
+    done: set[str] = set()
+    # A deleted package file changes the package too (a link to it breaks); only when the
+    # hook picks the files itself, not for the paths a hook manager passes.
+    triggers = changed if only is None else only
+    for path in [*triggers, *(_staged_deletions(repo) if only is None else [])]:
+        owner = _owner(packages, path)
+        if owner is not None:  # a package file: the whole package is checked, as staged
+            if owner.root not in done:
+                done.add(owner.root)
+                _add_staged_package(report, repo, owner, set(changed), allow_protected)
+            continue
+        if path not in triggers:
+            continue  # a deletion outside packages: nothing to check
         if only is None and not (is_skill_file(path) or path in configured):
             continue
         data = _staged_blob(repo, path)
@@ -240,13 +359,42 @@ def _validate_staged(
     return report
 
 
+def _add_staged_package(
+    report: ValidationReport,
+    repo: SkillRepo,
+    package: _Package,
+    changed: set[str],
+    allow_protected: bool,
+) -> None:
+    """Check ``package`` as the index holds it, comparing the files the commit changes with
+    HEAD. A package whose SKILL.md leaves the index is being removed: nothing to check."""
+    names = [n for n in repo.index_files(package.root) if package.member(_join(package.root, n))]
+    if SKILL_FILE not in names:
+        return
+    staged = SkillPackage(
+        package.root, {n: _staged_blob(repo, _join(package.root, n)) for n in names}
+    )
+    before: dict[str, bytes | None] = {}
+    for name in names:
+        path = _join(package.root, name)
+        if path in changed:
+            try:
+                before[name] = repo.read_file(path, "HEAD")
+            except NotFound:
+                before[name] = None  # new in this commit
+    findings = check_package(staged, package.limits, before=before, protected=not allow_protected)
+    _add_findings(report, findings)
+
+
+def _join(root: str, name: str) -> str:
+    return f"{root}/{name}" if root else name
+
+
 def _add(report: ValidationReport, path: str, data: bytes, *, max_bytes: int, grew: bool) -> None:
     """Problems and warnings of one file; the size budget fails it only when ``grew``."""
-    for problem in check_bytes(path, data, max_bytes=max_bytes):
-        if problem.rule == RULE_SIZE and not grew:
-            report.warnings.append(problem)
-        else:
-            report.problems.append(problem)
+    errors, advice = split_size(check_bytes(path, data, max_bytes=max_bytes), grew=grew)
+    report.problems += errors
+    report.warnings += advice
     with contextlib.suppress(BadData):  # not UTF-8: check_bytes reported it
         report.warnings.extend(check_warnings(path, SkillDocument.parse(data)))
 
@@ -289,6 +437,14 @@ def staged_files(repo: SkillRepo) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
+def _staged_deletions(repo: SkillRepo) -> list[str]:
+    """Repo-relative paths the index deletes (none before the first commit)."""
+    if repo.head_sha() is None:
+        return []
+    out = repo.git_repo.git.diff("--cached", "--name-only", "-z", "--no-renames", "--diff-filter=D")
+    return [p for p in out.split("\0") if p]
+
+
 def _staged_blob(repo: SkillRepo, path: str) -> bytes:
     blob: bytes = repo.git_repo.git.cat_file(
         "blob", f":{path}", stdout_as_string=False, strip_newline_in_stdout=False
@@ -297,30 +453,26 @@ def _staged_blob(repo: SkillRepo, path: str) -> bytes:
 
 
 def _configured_skills(repo: SkillRepo) -> set[str]:
-    """The skill paths of skillvc.toml (every skill's), or none in a repository without one."""
+    """The skill files of skillvc.toml (every skill's), or none in a repository without one."""
     try:
-        return {Path(c.skill.path).as_posix() for c in load_config(repo.root).all_skills()}
+        configs = load_config(repo.root).all_skills()
     except NotFound:
         return set()
+    out = set()
+    for config in configs:
+        try:  # a directory path names its SKILL.md
+            out.add(config.skill_relpath)
+        except SkillvcError:  # outside the work tree: never read, matched as written
+            out.add(Path(config.skill.path).as_posix())
+    return out
 
 
 def _protected_problems(repo: SkillRepo, path: str, staged: bytes) -> list[Problem]:
     try:
-        before = SkillDocument.parse(repo.read_file(path, "HEAD"))
-        after = SkillDocument.parse(staged)
+        before = repo.read_file(path, "HEAD")
     except NotFound:
         return []  # a new file: nothing was protected yet
-    except BadData:
-        return []  # not UTF-8; check_bytes reports it
-    return [
-        Problem(
-            path,
-            RULE_PROTECTED,
-            f"{path}: protected region {name!r} differs from HEAD; protected regions are "
-            "written by skillvc's slow update, not by hand.",
-        )
-        for name in protected_changes(before, after)
-    ]
+    return protected_problems(path, before, staged)
 
 
 # -- install / uninstall ------------------------------------------------------------------------

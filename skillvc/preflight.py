@@ -94,9 +94,10 @@ def check_package_files(package: SkillPackage, where: str = "") -> None:
     """Refuse (SkillDocumentError, exit 5) a skill package that must not reach a model: a file
     that is not UTF-8 text (its bundle could not hold it), unbalanced protected-region markers
     in a reference file, or a relative link that does not resolve inside the package. SKILL.md
-    itself is ``check_skill``'s."""
-    from skillvc.packages.links import broken_links
-    from skillvc.packages.model import SKILL_FILE
+    itself is ``check_skill``'s. The conditions are ``skillvc.packages.checks.package_problems``,
+    the errors ``skillvc validate`` reports for a package, so the two never disagree."""
+    from skillvc.packages.checks import package_problems
+    from skillvc.packages.links import RULE_LINK
 
     at = f" {where}" if where else ""
     for name in package.names:
@@ -110,15 +111,14 @@ def check_package_files(package: SkillPackage, where: str = "") -> None:
                 f"0x{data[exc.start]:02x} at offset {exc.start}).",
                 hint="Save it as UTF-8, or leave it out of the package with [skill] exclude.",
             ) from None
-        if name == SKILL_FILE:
-            continue
-        markers = [p for p in check_bytes(path, data) if p.rule == RULE_MARKERS]
-        if markers:
-            raise SkillDocumentError(
-                f"{markers[0].message[:-1]}{at}.",
-                hint="Run 'skillvc validate' to list every problem, fix them and commit.",
-            )
-    broken = broken_links(package)
+    problems = package_problems(package)  # every file decodes: markers and links remain
+    markers = [p for p in problems if p.rule == RULE_MARKERS]
+    if markers:
+        raise SkillDocumentError(
+            f"{markers[0].message[:-1]}{at}.",
+            hint="Run 'skillvc validate' to list every problem, fix them and commit.",
+        )
+    broken = [p for p in problems if p.rule == RULE_LINK]
     if broken:
         more = len(broken) - 1
         others = f" (and {more} more broken link{'s' if more != 1 else ''})" if more else ""

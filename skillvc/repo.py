@@ -296,6 +296,15 @@ class SkillRepo:
         cut = len(directory) + 1 if directory else 0
         return sorted(name[cut:] for name in out.split("\0") if name)
 
+    def index_files(self, directory: str) -> list[str]:
+        """The files under ``directory`` ("" = the root) in the index (what a commit would
+        record; ``GIT_INDEX_FILE`` honoured), relative to it, sorted."""
+        args = ["-z"]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        cut = len(directory) + 1 if directory else 0
+        return sorted(name[cut:] for name in self._git.ls_files(*args).split("\0") if name)
+
     def top_level_names(self, rev: str | None = None) -> set[str]:
         """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
         if rev is None:
@@ -582,6 +591,16 @@ class SkillRepo:
         if max_count is not None:
             args.insert(0, f"--max-count={max_count}")
         return self._log([*args, "--", _literal(path)])
+
+    def changed_files(self, rev: str) -> list[tuple[str, str]]:
+        """(status letter, path) of every file commit ``rev`` changes against its first parent
+        (against nothing for a root commit), sorted by path."""
+        out = self._git.diff_tree(
+            "-r", "-z", "--root", "--no-commit-id", "--name-status", self.resolve(rev)
+        )
+        parts = [p for p in out.split("\x00") if p]
+        # No rename detection (diff-tree's default): every record is a status and one path.
+        return sorted(zip(parts[0::2], parts[1::2], strict=True), key=lambda sp: sp[1])
 
     def diff(self, a: str, b: str, relpath: str) -> str:
         """Unified diff of ``relpath`` between revisions ``a`` and ``b`` ("" when equal)."""

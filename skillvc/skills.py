@@ -39,17 +39,26 @@ def find_skill_name(config: Config, given: str, cwd: Path | None = None) -> str 
         return given
     skills = config.all_skills()
     wanted = _relpaths(config.root, given, cwd)
-    for name, skill in zip(names, skills, strict=True):
-        if _norm(skill.skill.path) in wanted:
+    files = [_skill_file(skill) for skill in skills]
+    for name, skill, file in zip(names, skills, files, strict=True):
+        if _norm(skill.skill.path) in wanted or file in wanted:  # a package's SKILL.md too
             return name
-    for name, skill in zip(names, skills, strict=True):
+    for name, skill, file in zip(names, skills, files, strict=True):
         try:
             named = frontmatter_name(skill.skill_path)
         except SkillvcError:  # a path outside the work tree is never read
             named = None
-        if given in (named, Path(skill.skill.path).parent.name):
+        if given in (named, Path(file or skill.skill.path).parent.name):
             return name
     return None
+
+
+def _skill_file(config: Config) -> str | None:
+    """The skill's SKILL.md (a package directory's too), or None outside the work tree."""
+    try:
+        return config.skill_relpath
+    except SkillvcError:
+        return None
 
 
 def frontmatter_name(path: Path) -> str | None:

@@ -248,7 +248,9 @@ def check_change(
         config = parse_config(base_text, root)
         if skill is not None:
             config = config.for_skill(skill)
-        skill_rel = posixpath.normpath(Path(config.skill.path).as_posix())
+        skill_rel = _skill_file_at(
+            repo, posixpath.normpath(Path(config.skill.path).as_posix()), base
+        )
         if not repo.has_file(skill_rel, base):
             # A pull request that adds the skill has nothing to regress from.
             return _replace(
@@ -415,9 +417,18 @@ def _head_skill(files: HeadFiles, skill_rel: str, head_config: Config | None) ->
         return skill_rel
     if head_config is not None:
         moved = safe_relpath(head_config.skill.path)
+        if moved is not None and files.read(moved) is None:  # a package directory: SKILL.md
+            moved = posixpath.join(moved, "SKILL.md")
         if moved is not None and moved != skill_rel and files.read(moved) is not None:
             return moved
     return None
+
+
+def _skill_file_at(repo: SkillRepo, skill_rel: str, rev: str) -> str:
+    """``[skill] path`` as the file the check compares: a skill package's directory stands
+    for its SKILL.md (the check scores SKILL.md, as for ``package = true``)."""
+    inner = posixpath.join(skill_rel, "SKILL.md")
+    return inner if _read_at(repo, inner, rev) is not None else skill_rel
 
 
 def _decode(raw: bytes, what: str) -> str:

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,6 +122,7 @@ class InitResult:
     notes: list[str] = field(default_factory=list)
     skills: list[tuple[str, str]] = field(default_factory=list)  # (name, path) of a many config
     skill_added: str | None = None  # the table `init --skill` added to a many-skill config
+    package: bool = False  # skill_path is a skill package's directory (SKILL.md links files)
 
     @property
     def changed(self) -> bool:
@@ -204,7 +206,8 @@ def init_workspace(
     elif config_path.exists():
         config = load_config(root)
         skill_rel = config.skill.path
-        if skill and _given_relpath(root, skill) != Path(skill_rel).as_posix():
+        given = _given_relpath(root, skill) if skill else None
+        if given is not None and given not in (Path(skill_rel).as_posix(), _skill_file(config)):
             raise ConfigError(
                 f"{CONFIG_FILE} already trains {skill_rel}, not {skill}.",
                 hint=f"Edit [skill] path in {CONFIG_FILE} to change it.",
@@ -219,6 +222,7 @@ def init_workspace(
         )
         result.skills = [(s.name, s.path) for s in skills]
         result.notes.extend(s.line() for s in skills)
+        result.notes.extend(s.note for s in skills if s.note and not s.links)
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
         if not (train_file or val_file or test_file):
@@ -227,10 +231,19 @@ def init_workspace(
             if given:  # refused now, not at the first eval of the config written with it
                 inside_repo(root, given, option)
         shared |= {"train_file": train_file, "val_file": val_file, "test_file": test_file}
-        _write_config(root, render_config(skill_path=skill_rel, **shared))
-        result = InitResult(
-            root=root, skill_path=skill_rel, git_initialised=git_initialised, config_written=True
+        choice = skill_path_for(root, skill_rel)
+        _write_config(
+            root, render_config(skill_path=choice.path, package=bool(choice.links), **shared)
         )
+        result = InitResult(
+            root=root,
+            skill_path=choice.path,
+            git_initialised=git_initialised,
+            config_written=True,
+            package=bool(choice.links),
+        )
+        if choice.note:
+            result.notes.append(choice.note)
         if train_file or val_file:
             found = ", ".join(f for f in (train_file, val_file, test_file) if f)
             result.notes.append(f"Task files: {found} (see [tasks] in {CONFIG_FILE}).")
@@ -305,6 +318,16 @@ def _skillopt_notes(root: Path) -> list[str]:
     return notes
 
 
+def _skill_file(config: Config) -> str | None:
+    """The configured skill's SKILL.md path (a package's too), or None when it cannot be read."""
+    from skillvc.errors import SkillvcError
+
+    try:
+        return config.skill_relpath
+    except SkillvcError:
+        return None
+
+
 def _given_relpath(root: Path, skill: str) -> str:
     """``--skill`` as a path relative to the root, however the user wrote it (when it exists)."""
     try:
@@ -346,14 +369,16 @@ def render_config(
     test_file: str | None = None,
     scorer: str = "exact",
     seed: int = 42,
+    package: bool = False,
 ) -> str:
-    """The commented ``skillvc.toml`` written by ``init`` (templates/skillvc.toml)."""
+    """The commented ``skillvc.toml`` written by ``init`` (templates/skillvc.toml);
+    ``package``: ``skill_path`` is a skill package's directory."""
     lines = []
     for split, value in (("train", train_file), ("val", val_file), ("test", test_file)):
         lines.append(
             f'{split} = "{_toml(value)}"' if value else f'# {split} = "evals/{split}.jsonl"'
         )
-    return string.Template(read_text("templates", "skillvc.toml")).substitute(
+    text = string.Template(read_text("templates", "skillvc.toml")).substitute(
         skill_path=_toml(skill_path),
         target_model=_toml(target_model),
         optimizer_model=_toml(optimizer_model),
@@ -361,6 +386,14 @@ def render_config(
         scorer=_toml(scorer),
         seed=int(seed),
     )
+    return text.replace(_FILE_COMMENT, _PACKAGE_COMMENT, 1) if package else text
+
+
+_FILE_COMMENT = "# The Markdown skill document being trained (relative to the repository root).\n"
+_PACKAGE_COMMENT = (
+    "# The skill package being trained: SKILL.md and the *.md and *.txt files of its directory\n"
+    "# (relative to the repository root; include = [...] and exclude = [...] change the files).\n"
+)
 
 
 def _toml(value: str) -> str:
@@ -380,14 +413,20 @@ class SkillTable:
     """One ``[skills.<name>]`` table ``init`` writes: the skill and the task files found for it."""
 
     name: str
-    path: str
+    path: str  # the SKILL.md path, or a skill package's directory (``links`` not empty)
     train: str | None = None
     val: str | None = None
     test: str | None = None
+    links: list[str] = field(default_factory=list)  # the files SKILL.md links (a package)
+    note: str | None = None  # why a SKILL.md that links files stays one file
 
     def line(self) -> str:
         found = ", ".join(f for f in (self.train, self.val, self.test) if f)
         tasks = f"tasks {found}" if found else "no task files found: set its [skills.*.tasks]"
+        if self.links:
+            from skillvc.config import listing
+
+            tasks = f"a skill package, SKILL.md links {listing(self.links, 3)}; {tasks}"
         return f"  {self.name}: {self.path} ({tasks})"
 
     def toml(self) -> str:
@@ -418,8 +457,58 @@ def skill_tables(root: Path, paths: list[str]) -> list[SkillTable]:
             unique, n = f"{name}-{n}", n + 1
         taken.add(unique)
         train, val, test = skill_task_files(root, rel, unique)
-        tables.append(SkillTable(unique, rel, train, val, test))
+        others = [p for p in paths if p != rel]
+        choice = skill_path_for(root, rel, others)
+        tables.append(SkillTable(unique, choice.path, train, val, test, choice.links, choice.note))
     return tables
+
+
+@dataclass(frozen=True)
+class SkillPathChoice:
+    """What ``init`` writes as a skill's path, and why."""
+
+    path: str  # the skill package's directory (``links`` not empty) or the SKILL.md path
+    links: list[str]  # the files of its directory SKILL.md links to (empty: one file)
+    note: str | None  # the sentence init prints about it (None: nothing to say)
+
+
+def skill_path_for(root: Path, skill_rel: str, others: Sequence[str] = ()) -> SkillPathChoice:
+    """A SKILL.md that links files of its directory (``references/forms.md``) is a skill
+    package: init writes the directory. Otherwise, and for a SKILL.md at the top of the
+    repository or in a directory that holds ``others`` (other skills), it writes the SKILL.md
+    path: as a package those would take in every text file of the repository, or of the
+    other skills. A SKILL.md that links nothing gets exactly the config it always did."""
+    from skillvc.config import listing
+    from skillvc.packages.links import directory_links
+
+    directory = Path(skill_rel).parent.as_posix()
+    if Path(skill_rel).name != "SKILL.md":
+        return SkillPathChoice(skill_rel, [], None)
+    if directory == ".":
+        links = directory_links(root)
+        if not links:
+            return SkillPathChoice(skill_rel, [], None)
+        note = (
+            f"{skill_rel} links other files ({listing(links, 3)}), but it is at the top of the "
+            "repository, so it is trained as one file; move it into its own directory to "
+            "train it as a skill package."
+        )
+        return SkillPathChoice(skill_rel, [], note)
+    links = directory_links(root / directory)
+    if not links:
+        return SkillPathChoice(skill_rel, [], None)
+    if any(other.startswith(f"{directory}/") for other in others):
+        note = (
+            f"{skill_rel} links files of its directory, but {directory} holds other skills "
+            "too, so it is trained as one file."
+        )
+        return SkillPathChoice(skill_rel, [], note)
+    note = (
+        f"{skill_rel} links files of its directory ({listing(links, 3)}), so the skill is "
+        f'a package: path = "{directory}" trains SKILL.md with the *.md and *.txt files of '
+        "its directory."
+    )
+    return SkillPathChoice(directory, links, note)
 
 
 def skill_task_files(root: Path, skill_rel: str, name: str) -> tuple[str | None, ...]:
@@ -501,4 +590,7 @@ def _add_skill(root: Path, skill: str, result: InitResult) -> str:
         raise
     result.skill_added = table.name
     names = [*config.skill_names, table.name]
-    return f"Added skill {table.name} ({rel}) to {CONFIG_FILE}; it now lists {listing(names)}."
+    added = (
+        f"Added skill {table.name} ({table.path}) to {CONFIG_FILE}; it now lists {listing(names)}."
+    )
+    return f"{added} {table.note}" if table.note else added

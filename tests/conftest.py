@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,47 @@ def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def copy_repo(seed: Path, dest: Path) -> Path:
     shutil.copytree(seed, dest)
     return dest
+
+
+# -- the real pre-commit framework, offline (see tests/test_pre_commit_framework.py) -----------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def skillvc_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A committed copy of the files pre-commit installs skillvc from; (path, commit)."""
+    copy = tmp_path_factory.mktemp("skillvc-src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("skillvc", "hooks", "templates"):
+        shutil.copytree(ROOT / name, copy / name, ignore=ignore)
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        shutil.copy2(ROOT / name, copy / name)
+    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
+    git(copy, "init", "-q", "-b", "main")
+    git(copy, "add", ".")
+    git(copy, *identity, "commit", "-q", "-m", "skillvc")
+    return copy, git(copy, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One per test process: pre-commit builds skillvc's environment once and reuses it."""
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+@pytest.fixture
+def env(pre_commit_home: Path) -> dict[str, str]:
+    paths = sysconfig.get_paths()
+    site = os.pathsep.join(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+    return {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(pre_commit_home),
+        "PYTHONPATH": site,
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        # pip reads this variable inverted: "0" means --no-build-isolation.
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }

@@ -396,3 +396,32 @@ def test_missing_tasks_and_a_broken_skill_fail_before_training(repo: Path) -> No
     assert line(result, "skill").startswith(
         "FAIL  skill: skills/acme-returns/SKILL.md: frontmatter name"
     )
+
+
+def test_a_skill_package_is_checked_file_by_file(repo: Path) -> None:
+    folder = repo / "skills" / "acme-returns"
+    (folder / "references").mkdir()
+    (folder / "references" / "forms.md").write_text("# Forms\n", encoding="utf-8")
+    with (folder / "SKILL.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nSee [the forms](references/forms.md) and [rates](references/rates.md).\n")
+    configure(repo, SIM)
+    text = (
+        (repo / "skillvc.toml")
+        .read_text()
+        .replace('path = "skills/acme-returns/SKILL.md"', 'path = "skills/acme-returns"')
+    )
+    (repo / "skillvc.toml").write_text(text, encoding="utf-8")
+    result = doctor()
+    assert result.exit_code == 6, result.output
+    assert line(result, "skill") == (
+        "FAIL  skill: skills/acme-returns/SKILL.md: the link to 'references/rates.md' names no "
+        "file of the package in the working tree. Fix: Fix the link or add the file it names, "
+        "then run skillvc validate."
+    )
+    (folder / "references" / "rates.md").write_text("# Rates\n", encoding="utf-8")
+    result = doctor()
+    assert result.exit_code == 0, result.output
+    assert line(result, "skill") == (
+        "ok    skill: skills/acme-returns is a skill package of 3 files that passes its format "
+        "rules and whose links resolve."
+    )

@@ -11,7 +11,8 @@ site-packages on ``PYTHONPATH``: pip then finds skillvc's dependencies and its b
 The repository pre-commit clones is a copy of this checkout's package files committed in a
 temp dir, so the test does not depend on the checkout's git state. ``PRE_COMMIT_HOME`` is
 shared by the tests of one process (each xdist worker has its own, so no lock is needed):
-the environment is built once, in a few seconds.
+the environment is built once, in a few seconds. Those fixtures (``skillvc_repo``,
+``pre_commit_home``, ``env``) live in conftest.py, shared with the package tests.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -49,45 +49,6 @@ REFUSAL = (
     "Hint: Add this entry under 'repos:' in .pre-commit-config.yaml, then run "
     f"'pre-commit install':\n{ENTRY}\n"
 )
-
-
-@pytest.fixture(scope="session")
-def skillvc_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A committed copy of the files pre-commit installs skillvc from; (path, commit)."""
-    copy = tmp_path_factory.mktemp("skillvc-src")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("skillvc", "hooks", "templates"):
-        shutil.copytree(ROOT / name, copy / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
-        shutil.copy2(ROOT / name, copy / name)
-    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
-    git(copy, "init", "-q", "-b", "main")
-    git(copy, "add", ".")
-    git(copy, *identity, "commit", "-q", "-m", "skillvc")
-    return copy, git(copy, "rev-parse", "HEAD")
-
-
-@pytest.fixture(scope="session")
-def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One per test process: pre-commit builds skillvc's environment once and reuses it."""
-    return tmp_path_factory.mktemp("pre-commit-home")
-
-
-@pytest.fixture
-def env(pre_commit_home: Path) -> dict[str, str]:
-    paths = sysconfig.get_paths()
-    site = os.pathsep.join(dict.fromkeys([paths["purelib"], paths["platlib"]]))
-    return {
-        **os.environ,
-        "PRE_COMMIT_HOME": str(pre_commit_home),
-        "PYTHONPATH": site,
-        "PIP_CONFIG_FILE": os.devnull,
-        "PIP_NO_INDEX": "1",
-        # pip reads this variable inverted: "0" means --no-build-isolation.
-        "PIP_NO_BUILD_ISOLATION": "0",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
-    }
 
 
 @pytest.fixture

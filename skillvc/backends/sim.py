@@ -1,7 +1,9 @@
 """``sim:<world>``: the offline simulator backend (target and optimizer).
 
-A documented toy, not a model (see ``skillvc.simworld``). Deterministic: the same request
-always gets the same answer, whatever the thread, process or order. Knobs:
+A documented toy, not a model (see ``skillvc.simworld``; ``sim:support-package`` is that world
+where a rule counts only in the file SKILL.md points its topic to: ``skillvc.simpackage`` and
+``skillvc.backends.sim_package``). Deterministic: the same request always gets the same answer,
+whatever the thread, process or order. Knobs:
 
 - ``SKILLVC_SIM_LATENCY_MS``: sleep this long per call, so concurrency and resume can be
   exercised against realistic waits;
@@ -22,7 +24,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from skillvc import simworld
+from skillvc import simpackage, simworld
+from skillvc.backends import sim_package
 from skillvc.backends.base import CallRequest, CallResult
 from skillvc.config import ModelConfig
 from skillvc.errors import ConfigError, SkillDocumentError
@@ -30,7 +33,7 @@ from skillvc.hashing import sha256_hex
 from skillvc.prompts import prompt_kind, section
 from skillvc.skilldoc import SkillDocument
 
-WORLDS = ("support",)
+WORLDS = ("support", "support-package")
 
 
 class SimBackend:
@@ -42,6 +45,7 @@ class SimBackend:
                 hint=f"Use one of: {', '.join('sim:' + w for w in WORLDS)}.",
             )
         self.model = model
+        self.world = world
         self.calls: list[CallRequest] = []
         self._lock = threading.Lock()
 
@@ -55,9 +59,7 @@ class SimBackend:
         if latency > 0:
             time.sleep(latency / 1000)
         if request.role == "target":
-            text = simworld.answer(
-                request.system, request.user, salt=f"{self.model}|{request.sample}"
-            )
+            text = self._answer(request)
         elif request.role == "optimizer":
             text = self._optimize(request)
         elif request.role == "judge":
@@ -79,16 +81,28 @@ class SimBackend:
             meta={"simulated": True},
         )
 
+    def _answer(self, request: CallRequest) -> str:
+        """The simulated target: the world's answer to the task with the skill it was sent."""
+        salt = f"{self.model}|{request.sample}"
+        if self.world == "support-package":
+            return simpackage.answer(request.system, request.user, request.files, salt=salt)
+        return simworld.answer(request.system, request.user, salt=salt)
+
     # -- the simulated optimizer ------------------------------------------------------------
 
     def _optimize(self, request: CallRequest) -> str:
         prompt = request.user
         kind = prompt_kind(prompt)
         rng = random.Random(int(sha256_hex(f"{request.key}")[:12], 16))
+        package = self.world == "support-package"
+        if kind == "reflect" and package:
+            return json.dumps({"edits": sim_package.reflect(prompt, rng)})
         if kind == "reflect":
             return json.dumps({"edits": _reflect(prompt, rng)})
         if kind == "slow_update":
             return json.dumps({"guidance": _slow_update(prompt)})
+        if kind == "meta_update" and package:
+            return json.dumps({"notes": sim_package.meta_update(prompt)})
         if kind == "meta_update":
             return json.dumps({"notes": _meta_update(prompt)})
         if kind == "repair":

@@ -40,9 +40,10 @@ def command(
     PATHS are files or directories (every SKILL.md, *.mdc and *.instructions.md under them);
     with --staged, their staged versions (how the pre-commit framework runs it); without
     PATHS the configured skill (every one, when there are several) is checked (without a
-    skillvc.toml: every skill file in the repository). Prints one line per problem and exits 5
-    when there is any; warnings (size guidance, a size budget not grown past) go to stderr and
-    never fail.
+    skillvc.toml: every skill file in the repository). A skill package is checked whole: each
+    file, and every relative link resolving inside it. Prints one line per problem and exits 5
+    when there is any; warnings (size guidance, a size budget not grown past, package files no
+    link leads to or that the chat target is not sent) go to stderr and never fail.
 
     Example: skillvc validate --staged
     """

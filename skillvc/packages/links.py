@@ -11,9 +11,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from skillvc.formats import Problem
-from skillvc.packages.model import SKILL_FILE, SkillPackage
+from skillvc.packages.model import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, matches
 
 RULE_LINK = "package-link"
 _LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -87,3 +88,23 @@ def _is_dir(package: SkillPackage, path: str) -> bool:
     """A link to a package folder (``references/``) is fine when it holds package files."""
     prefix = "" if path == "." else path.rstrip("/") + "/"
     return any(name.startswith(prefix) for name in package.files)
+
+
+def directory_links(directory: Path) -> list[str]:
+    """The files of skill directory ``directory`` that its SKILL.md links to, as
+    ``linked_files`` would find them in its default package (``*.md`` and ``*.txt``); none
+    without a readable SKILL.md. Reads SKILL.md only, never walks the directory (it may be
+    the repository's top). ``skillvc init`` makes a skill whose SKILL.md links such files a
+    package."""
+    try:
+        text = (directory / SKILL_FILE).read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return []
+    out: list[str] = []
+    for target in _targets(text):
+        path = resolve(SKILL_FILE, target)
+        if path is None or path in out or path == SKILL_FILE or ".git" in path.split("/"):
+            continue
+        if matches(path, DEFAULT_INCLUDE, ()) and (directory / path).is_file():
+            out.append(path)
+    return out

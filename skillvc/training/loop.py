@@ -245,6 +245,8 @@ class Trainer:
             )
             if self.rendering is not None:  # what the chat target is sent, and what was cut
                 self.log.note("package.rendered", self.rendering.to_dict())
+                if self.rendering.cut:
+                    self.progress.note(cut_note(self.rendering.cut))
             self.phase = "the baseline evaluation"
             if self.cannot_be_refused():
                 self.prefetch_start()  # in the baseline's wave
@@ -320,7 +322,8 @@ class Trainer:
             reflection = reflect(
                 self.client,
                 self.pool,
-                skill=s.skill,
+                # SKILL.md's text: a package's other files go in their own section.
+                skill=skill_file_text(s.skill),
                 items=batch,
                 rollouts=rollouts,
                 metric=self.t.gate_metric,
@@ -492,8 +495,14 @@ class Trainer:
                 "current": self.store.put_blob(s.skill),
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
-                # A skill package: the files the candidate changes (repository paths).
+                # A skill package: the files the candidate changes (repository paths) and, for
+                # the chat target, which linked files it was sent and which were cut.
                 **({"files": sorted(files)} if package is not None else {}),
+                **(
+                    {"rendered": self.render(candidate_text).to_dict()}
+                    if self.render is not None and self.rendering is not None
+                    else {}
+                ),
             },
         )
         sha = commits.commit(
@@ -963,6 +972,14 @@ def _unmatched(miss: Unmatched) -> dict[str, Any]:
     if edit.file != SKILL_FILE:  # a skill package's other file (single files: as before)
         shown["file"] = edit.file
     return shown
+
+
+def cut_note(cut: Sequence[str]) -> str:
+    """The progress line saying which linked files the chat target is not sent."""
+    return (
+        f"not sent to the chat target (over [skill] reference_bytes or the token cap): "
+        f"{', '.join(cut)}"
+    )
 
 
 def _fmt(value: float | None) -> str:

@@ -24,6 +24,7 @@ from skillvc.calls import ModelClient, secret_values
 from skillvc.config import Config
 from skillvc.errors import (
     ConfigError,
+    DirtySkillFile,
     SkillDocumentError,
     SkillvcError,
     StateConflict,
@@ -381,10 +382,21 @@ def _ensure_package_clean(repo: SkillRepo, config: Config, package_dir: str) -> 
 
     include = tuple(config.skill.include or DEFAULT_INCLUDE)
     prefix = f"{package_dir}/" if package_dir else ""
+    head = repo.head_sha()
     for path in repo.dirty_paths(package_dir):
         rel = path[len(prefix) :] if path.startswith(prefix) else path
-        if matches(rel, include, config.skill.exclude):
-            repo.ensure_clean(path)  # the same message as for the skill file
+        if not matches(rel, include, config.skill.exclude):
+            continue  # scripts and assets: training never writes them
+        if head is not None and repo.has_file(path, head):
+            raise DirtySkillFile(
+                f"{path} (a file of the skill package) has uncommitted changes.",
+                hint="Commit or stash your changes to the skill package first.",
+            )
+        raise DirtySkillFile(
+            f"{path} is in the skill package's directory and not committed.",
+            hint="Commit it, move it away, or leave it out of the package with [skill] "
+            "exclude in skillvc.toml.",
+        )
 
 
 def _require_utf8(raw: bytes, relpath: str) -> None:
