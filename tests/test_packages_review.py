@@ -3,7 +3,6 @@ show and apply understand a package's several files."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -14,16 +13,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import git
+from conftest import copy_repo, git
 
-from skillvc import backends
-from skillvc.backends.base import CallRequest, CallResult
-from skillvc.backends.sim import SimBackend
 from skillvc.cli import cli
+from skillvc.demo import create_demo_repo
 from skillvc.history import LOG_KEYS
-from skillvc.prompts import prompt_kind
 from skillvc.resources import read_bytes
 from skillvc.store import open_store
+from skillvc.training.loop import train as train_run
+from skillvc.workspace import open_workspace
 
 DIR = "skills/acme-returns"
 SKILL = f"{DIR}/SKILL.md"
@@ -69,35 +67,6 @@ def package_repo(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return git_repo
 
 
-class FormsSim:
-    """``sim:support`` whose optimizer puts the special cases it proposes (every ``add`` but
-    style rules) into references/forms.md: real training history that changes a reference
-    file, and SKILL.md with it in one candidate, from the same honest toy world."""
-
-    def __init__(self, model: str) -> None:
-        self.inner = SimBackend("sim:support")
-        self.model = model
-
-    def complete(self, request: CallRequest) -> CallResult:
-        result = self.inner.complete(request)
-        if request.role != "optimizer" or prompt_kind(request.user) != "reflect":
-            return result
-        edits: list[dict[str, Any]] = json.loads(result.text)["edits"]
-        for edit in edits:
-            # Special cases go to the forms; style rules (tone) stay in SKILL.md.
-            if edit.get("op") == "add" and "tone" not in edit.get("content", "").lower():
-                edit.pop("anchor", None)
-                edit["file"] = "references/forms.md"
-        return dataclasses.replace(result, text=json.dumps({"edits": edits}))
-
-
-@pytest.fixture
-def forms_sim(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``formsim:support`` as a registered backend (the way a plugin registers one)."""
-    backends._load_builtins()
-    monkeypatch.setitem(backends._REGISTRY, "formsim", lambda config: FormsSim(config.model))
-
-
 def run(*args: str, input: str | None = None) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args), input=input)
     return result.exit_code, result.output
@@ -109,13 +78,7 @@ def run_json(*args: str) -> Any:
     return json.loads(out)
 
 
-def train(repo: Path, optimizer: str = "sim:support") -> None:
-    """`skillvc train` with ``optimizer`` proposing the edits (the target stays sim:support)."""
-    if optimizer != "sim:support":
-        toml = repo / "skillvc.toml"
-        head, _, tail = toml.read_text().partition("[optimizer]")
-        toml.write_text(head + "[optimizer]" + tail.replace("sim:support", optimizer, 1))
-        git(repo, "commit", "-qam", f"optimizer {optimizer}")
+def train() -> None:
     code, out = run("train", "-q")
     assert code == 0, out
 
@@ -136,21 +99,35 @@ def changed_in(repo: Path, rev: str) -> list[str]:
 
 # -- training history of a package ------------------------------------------------------------
 
+DEMO = "skills/acme-support"  # the package demo's skill
+
+
+@pytest.fixture(scope="module")
+def demo_trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`skillvc demo --package`'s repository after its training run with the package-aware
+    simulator (sim:support-package), made once per module; tests work on copies."""
+    root = tmp_path_factory.mktemp("package-demo") / "repo"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        mp.setenv("HOME", str(root.parent))
+        create_demo_repo(root, package=True)
+        train_run(open_workspace(root))
+    return root
+
 
 @pytest.fixture
-def trained(package_repo: Path, forms_sim: None) -> Path:
-    """Two real runs whose optimizer writes into references/forms.md. The first demands 99%
-    confidence, so the gate refuses its gains: rejected candidates under refs/skillvc/. The
-    second accepts them: commits of forms.md, and of SKILL.md with it."""
-    toml = package_repo / "skillvc.toml"
-    toml.write_text(toml.read_text() + "gate_confidence = 0.99\n")
-    train(package_repo, "formsim:support")
-    toml.write_text(toml.read_text().replace("gate_confidence = 0.99\n", ""))
-    git(package_repo, "commit", "-qam", "the usual gate")
-    train(package_repo)  # formsim:support still
-    # The tests below read this history; a simulator that decides otherwise needs new ones.
-    assert _two_files("accepted") and _two_files("rejected"), run_json("log")
-    return package_repo
+def trained(demo_trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the trained package demo, as the current directory. Its history has what the
+    tests read: accepted and rejected candidates that change several files, reference files
+    edited and created (and linked) by training."""
+    repo = copy_repo(demo_trained, tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    gates = _gates()
+    for decision in ("accepted", "rejected"):
+        assert _several(gates, decision), [(g["decision"], g["files"]) for g in gates]
+    assert _created(repo), "training created no reference file"
+    return repo
 
 
 def _gates() -> list[dict[str, Any]]:
@@ -158,16 +135,20 @@ def _gates() -> list[dict[str, Any]]:
     return list(reversed(run_json("log", "-p")))
 
 
-def _two_files(decision: str) -> dict[str, Any] | None:
-    """The first step candidate with this decision that changed SKILL.md and forms.md."""
-    return next(
-        (
-            g
-            for g in _gates()
-            if g["kind"] == "step" and g["decision"] == decision and g["files"] == [SKILL, FORMS]
-        ),
-        None,
-    )
+def _several(gates: list[dict[str, Any]], decision: str) -> list[dict[str, Any]]:
+    """The step candidates with this decision that changed several files."""
+    return [
+        g
+        for g in gates
+        if g["kind"] == "step" and g["decision"] == decision and len(g["files"]) > 1
+    ]
+
+
+def _created(repo: Path) -> list[str]:
+    """The reference files training created (on the branch), oldest first."""
+    seed = git(repo, "rev-list", "--max-parents=0", "HEAD")
+    log = git(repo, "log", "--reverse", "--diff-filter=A", "--name-only", "--format=", f"{seed}..")
+    return log.split()
 
 
 def makes(repo: Path, patch: str, commit: str) -> bool:
@@ -192,130 +173,139 @@ def makes(repo: Path, patch: str, commit: str) -> bool:
 
 def test_log_p_shows_every_file_a_package_candidate_changes(trained: Path) -> None:
     gates = [g for g in _gates() if g["patch"]]
-    assert {FORMS, SKILL} <= {f for g in gates for f in g["files"]}
     for gate in gates:
         # One commit per candidate (on the branch or its rejected ref), changing exactly the
         # files its gate lists, and the diff is that very change: git rebuilds the commit.
         commit = gate["commit"]
         assert gate["files"] == changed_in(trained, commit)
         assert makes(trained, gate["patch"], commit), gate["patch"]
-        assert gate["patch"].startswith(f"--- a/{gate['files'][0]}\n+++ b/{gate['files'][0]}\n")
         assert '{"files"' not in gate["patch"]  # the bundle is never shown as text
+        parent = set(git(trained, "ls-tree", "-r", "--name-only", f"{commit}~1").split())
         for path in gate["files"]:
-            assert f"--- a/{path}\n+++ b/{path}\n@@ " in gate["patch"]
-    rejected = _two_files("rejected")
-    assert rejected is not None
-    assert rejected["ref"].startswith("refs/skillvc/rejected/")
-    assert git(trained, "rev-parse", rejected["ref"]) == rejected["commit"]
-    assert {e.get("file") or "SKILL.md" for e in rejected["edits"]} == {
-        "SKILL.md",
-        "references/forms.md",
-    }
-    code, text = run("log", "-p", "--run", rejected["run"])
+            old = f"a/{path}" if path in parent else "/dev/null"  # a file training created
+            assert f"--- {old}\n+++ b/{path}\n@@ " in gate["patch"]
+        if gate["ref"].startswith("refs/skillvc/rejected/"):
+            assert git(trained, "rev-parse", gate["ref"]) == commit
+    created = _created(trained)
+    assert any(f"--- /dev/null\n+++ b/{created[0]}\n" in g["patch"] for g in gates)
+    rejected = _several(gates, "rejected")[0]
+    forms = [e for e in rejected["edits"] if e.get("file")]
+    assert forms and len(forms) < len(rejected["edits"])  # SKILL.md's edits name no file
+    code, text = run("log", "--rejected", "-p")
     assert code == 0
-    assert f"    files: {SKILL}, {FORMS}\n" in text
-    assert '    add in references/forms.md: "' in text
-    assert f"    --- a/{FORMS}\n    +++ b/{FORMS}\n" in text
+    assert f"    files: {', '.join(rejected['files'])}\n" in text
+    assert f"    {forms[0]['op']} in {forms[0]['file']}" in text
+    assert f"    --- a/{rejected['files'][1]}\n    +++ b/{rejected['files'][1]}\n" in text
 
 
 def test_show_names_the_files_of_a_gate_a_commit_and_an_edit(trained: Path) -> None:
-    accepted = _two_files("accepted")
-    assert accepted is not None
+    accepted = _several(_gates(), "accepted")[0]
     by_gate = run_json("show", str(accepted["id"]))["entry"]
     by_commit = run_json("show", accepted["commit"][:10])["entry"]
     assert by_gate == by_commit
-    assert by_gate["files"] == [SKILL, FORMS] and by_gate["patch"] == accepted["patch"]
+    assert (by_gate["files"], by_gate["patch"]) == (accepted["files"], accepted["patch"])
     code, text = run("show", accepted["commit"][:10])
     assert code == 0
-    assert f"files: {SKILL}, {FORMS}" in text and f"--- a/{FORMS}" in text
-    assert '    add in references/forms.md: "' in text
-    forms_edit = next(e for e in accepted["edits"] if e.get("file"))
-    shown = run_json("show", forms_edit["id"])
-    assert shown["event"]["payload"]["edit"]["file"] == "references/forms.md"
+    assert f"files: {', '.join(accepted['files'])}" in text
+    assert all(f"+++ b/{path}\n" in text.replace("    ", "") for path in accepted["files"])
+    edit = next(e for e in accepted["edits"] if e.get("file"))
+    assert f"    {edit['op']} in {edit['file']}" in text
+    shown = run_json("show", edit["id"])
+    assert shown["event"]["payload"]["edit"]["file"] == edit["file"]
     assert accepted["id"] in shown["gates"]
 
 
 def test_report_shows_each_candidates_files_and_diff(trained: Path) -> None:
-    accepted, rejected = _two_files("accepted"), _two_files("rejected")
-    assert accepted is not None and rejected is not None
-    for gate, other in ((accepted, rejected), (rejected, accepted)):
-        report = run_json("report", "--run", gate["run"])
-        step = next(s for s in report["steps"] if s["id"] == gate["id"])
+    gates = _gates()
+    report = run_json("report")
+    steps = {s["id"]: s for s in report["steps"]}
+    for gate in gates:
+        step = steps[gate["id"]]
         # --json keeps its keys and adds the files (a single-file skill's steps have none).
         assert set(step) == set(LOG_KEYS) | {"patch", "files"}
         assert (step["files"], step["patch"]) == (gate["files"], gate["patch"])
-        assert other["id"] not in {s["id"] for s in report["steps"]}
-    forms_edit = next(e for e in accepted["edits"] if e.get("file"))
-    code, md = run("report", "--run", accepted["run"])
+    accepted, rejected = _several(gates, "accepted")[0], _several(gates, "rejected")[0]
+    code, md = run("report")
     assert code == 0
-    # The accepted step's section: an edit line each, naming the file of forms.md's edits.
+    # The accepted step's section: an edit line each, naming the file of a reference's edit.
     section = re.split(r"\n#+ ", md.split(f"#### Step {accepted['step']} — ")[1])[0]
     edit_lines = [line for line in section.splitlines() if line.startswith("- **")]
     assert len(edit_lines) == len(accepted["edits"])
-    assert [" in `references/forms.md`" in line for line in edit_lines] == [
-        bool(e.get("file")) for e in accepted["edits"]
-    ]
-    assert f"- **add** in `references/forms.md`: “{forms_edit['content']}”" in section
-    assert f"<details><summary>Diff of {SKILL}, {FORMS}</summary>" in section
-    assert f"```diff\n--- a/{SKILL}\n+++ b/{SKILL}\n" in section
-    assert f"\n--- a/{FORMS}\n" in section
-    code, md = run("report", "--run", rejected["run"])
+    for line, edit in zip(edit_lines, accepted["edits"], strict=True):
+        named = f"- **{edit['op']}** in `{edit['file']}`" if edit.get("file") else None
+        assert line.startswith(named) if named else " in `" not in line.split("**")[2][:5]
+    assert f"<details><summary>Diff of {', '.join(accepted['files'])}</summary>" in section
+    for path in accepted["files"]:
+        assert f"+++ b/{path}\n" in section
+    files = ", ".join(f"`{f}`" for f in rejected["files"])
+    assert f"Files: {files}\n\n```diff\n--- a/{rejected['files'][0]}\n" in md
+    code, page = run("report", "--html", "-")
     assert code == 0
-    assert f"Files: `{SKILL}`, `{FORMS}`\n\n```diff\n--- a/{SKILL}\n" in md
-    code, page = run("report", "--run", accepted["run"], "--html", "-")
-    assert code == 0
-    assert "<b>add</b> in <code>references/forms.md</code>: “" in page
-    assert f'<span class="file">--- a/{FORMS}</span>' in page
-    assert f"Files: <code>{SKILL}</code>, <code>{FORMS}</code>" in page
+    edit = next(e for e in accepted["edits"] if e.get("file"))
+    assert f"<b>{edit['op']}</b> in <code>{edit['file']}</code>" in page
+    assert f'<span class="file">+++ b/{accepted["files"][-1]}</span>' in page
+    assert "Files: " + ", ".join(f"<code>{f}</code>" for f in accepted["files"]) in page
 
 
 def test_blame_a_reference_file_gives_the_training_commits_evidence(trained: Path) -> None:
     accepted = {g["commit"]: g for g in _gates() if g["decision"] in ("accepted", "forced")}
-    lines = run_json("blame", "references/forms.md")
-    assert run_json("blame", FORMS) == lines  # from the repository root, the same file
-    assert [x["text"] for x in lines] == (trained / FORMS).read_text().splitlines()
     seed = git(trained, "rev-list", "--max-parents=0", "HEAD")
-    assert [x["commit"] for x in lines[:3]] == [seed] * 3 and all(x["human"] for x in lines[:3])
-    assert len(lines) > 3
-    for line in lines[3:]:  # every line training wrote carries its commit's gate evidence
-        gate = accepted[line["commit"]]
-        assert (line["run"], line["step"], line["human"]) == (gate["run"], gate["step"], False)
-        assert line["val_gain"] == pytest.approx(gate["val_after"] - gate["val_before"])
-    # SKILL.md's lines of the commit that changed both files carry the same evidence.
-    two = _two_files("accepted")
-    assert two is not None
-    skill = run_json("blame")  # blame alone is SKILL.md
-    assert [x["text"] for x in skill] == (trained / SKILL).read_text().splitlines()
-    ours = [x for x in skill if x["commit"] == two["commit"]]
-    assert ours and all((x["run"], x["step"]) == (two["run"], two["step"]) for x in ours)
-    assert two["commit"] in {x["commit"] for x in lines}
-    code, text = run("blame", "references/forms.md")
+    trained_lines = 0
+    for path in sorted((trained / DEMO / "references").iterdir()):
+        name = f"references/{path.name}"
+        lines = run_json("blame", name)
+        assert run_json("blame", f"{DEMO}/{name}") == lines  # from the root: the same file
+        assert [x["text"] for x in lines] == path.read_text().splitlines()
+        for line in lines:
+            if line["commit"] == seed:
+                assert line["human"] and line["run"] is None
+                continue
+            # Every line training wrote carries the evidence of the gate behind its commit.
+            gate = accepted[line["commit"]]
+            assert (line["run"], line["step"], line["human"]) == (gate["run"], gate["step"], False)
+            assert f"{DEMO}/{name}" in gate["files"]
+            assert line["val_gain"] == pytest.approx(gate["val_after"] - gate["val_before"])
+            trained_lines += 1
+    assert trained_lines
+    # A created file: every line is training's, the first from the commit that created it
+    # together with its link in SKILL.md.
+    created = _created(trained)[0]
+    lines = run_json("blame", created)
+    creator = git(trained, "log", "--diff-filter=A", "--format=%H", "--", created)
+    gate = accepted[creator]
+    assert lines[0]["commit"] == creator and not any(x["human"] for x in lines)
+    assert f"{DEMO}/SKILL.md" in gate["files"]
+    # SKILL.md's lines of that same commit carry the same evidence; blame alone is SKILL.md.
+    skill = run_json("blame")
+    ours = [x for x in skill if x["commit"] == gate["commit"]]
+    assert ours and all((x["run"], x["step"]) == (gate["run"], gate["step"]) for x in ours)
+    code, text = run("blame", created)
     assert code == 0
-    line = next(x for x in lines if x["commit"] == two["commit"])
-    who = f"{two['run']} step {two['step']} {line['val_gain']:+.3f}"
-    assert f"{two['commit'][:8]} {who:<32.32} {line['line']:>4}| {line['text']}\n" in text
+    gain = lines[0]["val_gain"]
+    who = f"{gate['run']} step {gate['step']} {gain:+.3f}"
+    assert text.startswith(f"{gate['commit'][:8]} {who:<32.32}    1| {lines[0]['text']}\n")
 
 
 def test_diff_covers_every_file_with_scores_by_bundle(trained: Path) -> None:
-    two = _two_files("accepted")
-    assert two is not None
-    data = run_json("diff", f"{two['commit']}~1", two["commit"])
-    assert data["path"] == DIR and data["files"] == [SKILL, FORMS]
-    assert data["patch"] == two["patch"]
+    gate = _several(_gates(), "accepted")[0]
+    data = run_json("diff", f"{gate['commit']}~1", gate["commit"])
+    assert data["path"] == DEMO and data["files"] == gate["files"] == sorted(gate["files"])
+    assert data["patch"] == gate["patch"]
     # Known scores match a package version by its bundle (the gate's before and after).
-    assert data["scores"] == {"a": {"val": two["val_before"]}, "b": {"val": two["val_after"]}}
-    code, text = run("diff", f"{two['commit']}~1", two["commit"])
+    assert data["scores"] == {"a": {"val": gate["val_before"]}, "b": {"val": gate["val_after"]}}
+    code, text = run("diff", f"{gate['commit']}~1", gate["commit"])
     assert code == 0
-    assert text.startswith(f"A: {two['commit']}~1  (val {two['val_before']:.3f})\nB: ")
-    assert text.endswith(two["patch"])
+    assert text.startswith(f"A: {gate['commit']}~1  (val {gate['val_before']:.3f})\nB: ")
+    assert text.endswith(gate["patch"])
     # No argument: HEAD against the working tree of the package, new files included.
-    (trained / DIR / "references" / "zz.md").write_text("New notes.\n")
-    skill = trained / SKILL
+    (trained / DEMO / "references" / "zz.md").write_text("New notes.\n")
+    skill = trained / DEMO / "SKILL.md"
     skill.write_text(skill.read_text().replace("Keep the reply short and friendly.", "Be brief."))
     data = run_json("diff")
-    assert data["b"] == "worktree" and data["files"] == [SKILL, f"{DIR}/references/zz.md"]
+    assert data["b"] == "worktree"
+    assert data["files"] == [f"{DEMO}/SKILL.md", f"{DEMO}/references/zz.md"]
     assert (
-        f"--- /dev/null\n+++ b/{DIR}/references/zz.md\n@@ -0,0 +1 @@\n+New notes.\n"
+        f"--- /dev/null\n+++ b/{DEMO}/references/zz.md\n@@ -0,0 +1 @@\n+New notes.\n"
         in (data["patch"])
     )
     assert data["scores"]["b"] == {}
@@ -327,7 +317,7 @@ def test_diff_covers_every_file_with_scores_by_bundle(trained: Path) -> None:
 
 
 def test_a_sim_support_package_run_reads_as_diffs_of_skill_md(package_repo: Path) -> None:
-    train(package_repo)  # today's simulator: SKILL.md edits only
+    train()  # sim:support: SKILL.md edits only
     gates = run_json("log", "-p")
     assert gates and all(g["files"] == [SKILL] for g in gates if g["patch"])
     for gate in gates:
