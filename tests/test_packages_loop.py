@@ -511,9 +511,8 @@ def test_linked_files_over_the_budget_are_not_sent_and_the_run_says_so(
 
 
 def test_a_reference_file_opening_with_a_rule_line_is_not_held_to_frontmatter_rules() -> None:
-    ruled = b"---\n# Code table\n\n- K0 means zero.\n"
-    edit = Edit("add", content="- K2 means two.", file="references/codes.md")
-    result = apply_selected_package(package(references__codes_md=ruled), [edit], max_bytes=10_000)
-    assert result.applied == (edit,) and not result.unmatched
-    table = result.package.files["references/codes.md"]
-    assert table.startswith(ruled) and table.endswith(b"- K2 means two.\n")
+    create = Edit("add", content="---\n- K2 means two.", file="references/more.md")
+    link = Edit("add", content="More: [more](references/more.md).")
+    result = apply_selected_package(package(), [create, link], max_bytes=10_000)
+    assert result.applied == (create, link) and not result.unmatched
+    assert result.package.files["references/more.md"] == b"---\n- K2 means two.\n"
