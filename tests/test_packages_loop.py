@@ -508,3 +508,11 @@ def test_linked_files_over_the_budget_are_not_sent_and_the_run_says_so(
         if not is_optimizer_prompt(m)
     ]
     assert systems and all(s == SKILL.decode() for s in systems)
+
+
+def test_a_reference_file_opening_with_a_rule_line_is_not_held_to_frontmatter_rules() -> None:
+    create = Edit("add", content="---\n- K2 means two.", file="references/more.md")
+    link = Edit("add", content="More: [more](references/more.md).")
+    result = apply_selected_package(package(), [create, link], max_bytes=10_000)
+    assert result.applied == (create, link) and not result.unmatched
+    assert result.package.files["references/more.md"] == b"---\n- K2 means two.\n"
