@@ -657,3 +657,15 @@ def test_a_hunk_in_a_protected_region_of_a_reference_file_is_refused(package_rep
         "across a protected region.).\n"
         f"{PATCH_HINT}\n"
     )
+
+
+def test_a_new_reference_file_opening_with_a_rule_line_is_not_frontmatter(
+    package_repo: Path,
+) -> None:
+    # A reference file has no frontmatter: a leading --- line is text, not a broken header.
+    skill = package_repo / SKILL
+    skill.write_text(skill.read_text() + "Check [the checklist](references/checklist.md).\n")
+    (package_repo / CHECKLIST).write_text("---\n\n# Checklist\n\n- Check the tier.\n")
+    code, out = run("apply", "-", input=worktree_diff(package_repo, CHECKLIST))
+    assert code == 0, out
+    assert (package_repo / CHECKLIST).read_text() == "---\n\n# Checklist\n\n- Check the tier.\n"

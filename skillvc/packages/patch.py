@@ -8,7 +8,9 @@ hold), and the package adds its own, the ones training keeps:
   ``include``/``exclude`` globs). A file may be changed, or created (``--- /dev/null``) when,
   after the patch, a chain of relative links from SKILL.md leads to it
   (``links.reachable_files``); it is never deleted or renamed, and a binary patch is refused.
-* No relative link the patch writes may name a file the package does not have.
+* No relative link the patch writes may name a file the package does not have, and each file
+  keeps its format rules (SKILL.md its skill format's, a reference file ``check_reference``'s:
+  never frontmatter).
 * Each hunk becomes an edit naming its file (``Edit.file``; SKILL.md's edits name none); a new
   file is one ``add`` edit with its text. The edits are recorded as ``edit.proposed`` events
   (source "human") and the result is one commit (``SkillRepo.commit_files``) touching only the
@@ -25,7 +27,7 @@ from typing import Any
 
 from skillvc.edits import Edit, edits_from_sections, parse_diff
 from skillvc.errors import DirtySkillFile, PatchError
-from skillvc.formats import new_problems
+from skillvc.formats import new_problems, new_reference_problems
 from skillvc.packages.edits import PackageApplyResult, apply_package_edits
 from skillvc.packages.links import broken_links, reachable_files
 from skillvc.packages.model import (
@@ -36,7 +38,6 @@ from skillvc.packages.model import (
     matches,
 )
 from skillvc.patches import DEV_NULL, AppliedPatch, diff_paths, read_patch, repo_relpath, shown
-from skillvc.skilldoc import SkillDocument
 from skillvc.workspace import Workspace
 
 
@@ -192,15 +193,15 @@ def _check(ws: Workspace, package: SkillPackage, result: PackageApplyResult) -> 
         )
     if not result.changed:
         raise PatchError(f"The patch changes nothing in the skill package {_where(package)}.")
+    max_bytes = ws.config.skill.max_bytes
     for name in result.changed:
-        before = (
-            package.document(name)
-            if name in package.files
-            else SkillDocument.parse(b"", frontmatter=False)
-        )
-        after = result.package.document(name)
         path = package.repo_path(name)
-        problems = new_problems(path, before, after, max_bytes=ws.config.skill.max_bytes)
+        if name == SKILL_FILE:
+            before, after = package.document(name), result.package.document(name)
+            problems = new_problems(path, before, after, max_bytes=max_bytes)
+        else:  # a reference file's own rules: markers and size, never frontmatter
+            old, new = package.files.get(name, b""), result.package.files[name]
+            problems = new_reference_problems(path, old, new, max_bytes=max_bytes)
         if problems:
             raise PatchError(
                 f"The patched skill would break its format rules: {problems[0].message}"
