@@ -240,7 +240,9 @@ class Config:
         from skillvc.paths import inside_repo
 
         self.require_named()
-        raw = inside_repo(self.root, self.skill.path, "[skill] path")
+        # Checked as skill_path checks it, so either one refuses a bad path in the same words.
+        where = f"[skills.{self.skill_name}] path" if self.skill_name else "[skill] path"
+        raw = inside_repo(self.root, self.skill.path, f"{where} in {CONFIG_FILE}")
         if not (self._names_directory(raw) or self.skill.package or self.skill.include):
             return None
         parent = self.skill_path.parent.relative_to(self.root).as_posix()

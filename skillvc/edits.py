@@ -422,9 +422,15 @@ def edits_from_diff(diff: str | PatchSet, doc: SkillDocument, path: str = "SKILL
         raise PatchError(f"The diff must change exactly one file; it changes {len(files)}.")
     if not any(len(f) for f in patch):
         raise PatchError("The diff has no hunks to apply.")
+    return edits_from_sections(list(patch), doc, path)
+
+
+def edits_from_sections(sections: Sequence[Any], doc: SkillDocument, path: str) -> list[Edit]:
+    """``edits_from_diff`` for the sections (unidiff ``PatchedFile``) of one file, already
+    picked out of a diff: a skill package's diff names several files, each done on its own."""
     edits: list[Edit] = []
     working = doc
-    for patched_file in patch:
+    for patched_file in sections:
         delta = 0  # line numbers of a section count in the text the earlier sections produced
         for hunk in patched_file:
             old, new = _hunk_blocks(hunk, keep_crlf="\r\n" in working.text)

@@ -70,6 +70,10 @@ class UnknownEventId(NotFound):
     hint = "List ids with 'skillvc log' or 'skillvc runs'."
 
 
+class NotAPackageFile(NotFound):
+    """A path given on the command line names no file of the configured skill package."""
+
+
 class UnknownRevision(NotFound):
     """A git revision does not name a commit."""
 

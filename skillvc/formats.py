@@ -245,6 +245,24 @@ def new_problems(
     return fresh
 
 
+def new_reference_problems(
+    path: str, before: bytes, after: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Problem]:
+    """``new_problems`` for a package's reference file, by its own rules (``check_reference``:
+    markers and size, never frontmatter): the problems ``after`` has that ``before`` (b"" for a
+    new file) did not; the size budget only when the file grew past it. Training and
+    ``skillvc apply`` hold a reference file's change to this."""
+    old = check_reference(path, before, max_bytes=max_bytes)
+    seen = {(p.rule, p.message) for p in old}
+    grew = len(after) > len(before)
+    return [
+        p
+        for p in check_reference(path, after, max_bytes=max_bytes)
+        if (p.rule == RULE_SIZE and (grew or not any(o.rule == RULE_SIZE for o in old)))
+        or (p.rule != RULE_SIZE and (p.rule, p.message) not in seen)
+    ]
+
+
 def split_size(problems: list[Problem], *, grew: bool) -> tuple[list[Problem], list[Problem]]:
     """(errors, warnings) of one file's problems: the size budget fails a file only when the
     change being checked makes it larger (``grew``); otherwise it is advice."""

@@ -5,9 +5,11 @@ its evidence. ``show`` resolves what a person copies from any output (an event i
 ``RUN/SEQ`` trailer, an edit, commit or run id, a model call's key or a blob hash, or a unique
 prefix of at least 6 hex characters of the last two) and dereferences the hashes of what it
 shows: a model call comes with its messages and response text, a rollout with its task input,
-answer text, score and reason. A curve is a run's scores per step, read from its events alone
-(never from git or the working tree), so the report, the HTML page and ``skillvc runs`` draw the
-same numbers. JSON keys are stable; the README lists them.
+answer text, score and reason. A skill package's candidate is diffed file by file: one
+unified diff over every file it changes, named from the repository root. A curve is a run's
+scores per step, read from its events alone (never from git or the working tree), so the
+report, the HTML page and ``skillvc runs`` draw the same numbers. JSON keys are stable; the
+README lists them.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillvc.errors import UnknownEventId
 from skillvc.events import Event
 from skillvc.store import EventStore
+
+if TYPE_CHECKING:  # diffs parse skill documents (YAML, unidiff): only -p and reports need them
+    from skillvc.packages.diff import VersionDiff
 
 LOG_KEYS = (
     "id",
@@ -85,6 +89,8 @@ class LogEntry:
             "p_value": p.get("p_value"),
             "test": p.get("test"),
         }
+        if "files" in p:  # a skill package: the repository paths the candidate changes
+            data["files"] = list(p["files"])
         if patch is not None:
             data["patch"] = patch
         return data
@@ -141,32 +147,28 @@ _OF_SKILL = (
 )
 
 
-def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> str:
-    """The unified diff current -> candidate of a gate, from the skill blobs it references."""
-    from skillvc.edits import unified_diff
-    from skillvc.packages.model import SKILL_FILE, bundle_files
-    from skillvc.skilldoc import SkillDocument
+def entry_diff(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> VersionDiff:
+    """The diff current -> candidate of a gate, from the skill blobs it references.
+
+    A single-file skill's diff names ``path``. A package's (bundles) is one diff over every
+    file the candidate changes, named from the package root its run trained (its
+    ``run.started`` config; ``path`` when the run is unknown)."""
+    from skillvc.packages import bundle_files
+    from skillvc.packages.diff import VersionDiff, version_diff
+    from skillvc.skills import run_skill_path
 
     p = entry.gate.payload
     if not p.get("current") or not p.get("candidate"):
-        return ""
-    current, candidate = store.get_blob(p["current"]), store.get_blob(p["candidate"])
-    old_files, new_files = bundle_files(current), bundle_files(candidate)
-    if old_files is not None and new_files is not None:
-        # A skill package's versions are bundles: one diff per file that changed (``path`` is
-        # its SKILL.md or its directory), never the bundles' JSON.
-        root = posixpath.dirname(path) if posixpath.basename(path) == SKILL_FILE else path
-        return "".join(
-            unified_diff(
-                SkillDocument.parse(old_files.get(name, ""), frontmatter=name == SKILL_FILE),
-                SkillDocument.parse(new_files.get(name, ""), frontmatter=name == SKILL_FILE),
-                path=posixpath.join(root, name),
-            )
-            for name in sorted(set(old_files) | set(new_files))
-        )
-    before = SkillDocument.parse(current)
-    after = SkillDocument.parse(candidate)
-    return unified_diff(before, after, path=path)
+        return VersionDiff("", ())
+    before, after = store.get_blob(p["current"]), store.get_blob(p["candidate"])
+    if bundle_files(before) is not None or bundle_files(after) is not None:
+        path = run_skill_path(store, str(entry.gate.run_id)) or path
+    return version_diff(before, after, path)
+
+
+def entry_patch(store: EventStore, entry: LogEntry, path: str = "SKILL.md") -> str:
+    """The unified diff current -> candidate of a gate (``entry_diff``), as text."""
+    return entry_diff(store, entry, path).patch
 
 
 _MAX_SQLITE_INT = 2**63 - 1  # the largest id or seq SQLite can store

@@ -39,6 +39,7 @@ pre.diff { background: #f6f8fa; border: 1px solid #d0d7de; padding: 8px; overflo
 pre.diff .add { color: #116329; background: #dafbe1; display: block; }
 pre.diff .del { color: #82071e; background: #ffebe9; display: block; }
 pre.diff .hunk { color: #0550ae; display: block; }
+pre.diff .file { font-weight: 600; display: block; }
 .muted { color: #57606a; font-size: 13px; }
 svg { display: block; margin: 8px 0; }
 </style>
@@ -118,16 +119,18 @@ def _p(step: dict[str, Any]) -> str:
 
 def _edit(edit: dict[str, Any]) -> str:
     op = edit.get("op")
+    # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
+    into = f" in <code>{e(str(edit['file']))}</code>" if edit.get("file") else ""
     if op == "add":
         where = f" after <code>{e(str(edit.get('anchor')))}</code>" if edit.get("anchor") else ""
-        head = f"<b>add</b>{where}: “{e(str(edit.get('content') or ''))}”"
+        head = f"<b>add</b>{into}{where}: “{e(str(edit.get('content') or ''))}”"
     elif op == "replace":
         head = (
-            f"<b>replace</b> “{e(str(edit.get('target') or ''))}” with "
+            f"<b>replace</b>{into} “{e(str(edit.get('target') or ''))}” with "
             f"“{e(str(edit.get('content') or ''))}”"
         )
     else:
-        head = f"<b>delete</b> “{e(str(edit.get('target') or ''))}”"
+        head = f"<b>delete</b>{into} “{e(str(edit.get('target') or ''))}”"
     why = f" — <i>why:</i> {e(str(edit['rationale']))}" if edit.get("rationale") else ""
     return f"<li>{head}{why}</li>"
 
@@ -142,8 +145,18 @@ def _diff(patch: str) -> str:
             css = "del"
         elif line.startswith("@@"):
             css = "hunk"
+        elif line.startswith(("--- ", "+++ ")):
+            css = "file"  # a package's diff has a header pair per file
         lines.append(f'<span class="{css}">{e(line)}</span>' if css else e(line))
     return '<pre class="diff">' + "\n".join(lines) + "</pre>"
+
+
+def _files(step: dict[str, Any]) -> str:
+    """The files a package's candidate changed (single-file skills' steps have none)."""
+    files = step.get("files") or []
+    if not files:
+        return ""
+    return '<p class="muted">Files: ' + ", ".join(f"<code>{e(f)}</code>" for f in files) + "</p>"
 
 
 def _phase_label(u: dict[str, Any]) -> str:
@@ -201,13 +214,14 @@ def render_html(report: dict[str, Any]) -> str:
             accepted.append(
                 f"<h3>{e(_title(s).capitalize())} — <code>{e((s.get('commit') or '')[:10])}"
                 f"</code> (val {e(_val(s))}{', ' + p if p != '–' else ''})</h3>"
-                f"<ul>{edits}</ul>{_diff(s['patch']) if s.get('patch') else ''}"
+                f"<ul>{edits}</ul>{_files(s)}{_diff(s['patch']) if s.get('patch') else ''}"
             )
         elif s["decision"] == "rejected":
             edits = "".join(_edit(x) for x in s["edits"]) or "<li>slow-update guidance</li>"
             rejected.append(
                 f"<details><summary>{e(_title(s).capitalize())}: val {e(_val(s))}</summary>"
-                f"<ul>{edits}</ul>{_diff(s['patch']) if s.get('patch') else ''}</details>"
+                f"<ul>{edits}</ul>{_files(s)}{_diff(s['patch']) if s.get('patch') else ''}"
+                "</details>"
             )
     stopped = (
         f'<p class="warn">Stopped: {e(report["stopped"])}</p>' if report.get("stopped") else ""

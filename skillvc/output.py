@@ -115,16 +115,15 @@ def _q(text: str | None, width: int) -> str:
 
 def format_edit(edit: dict[str, Any]) -> list[str]:
     op = edit.get("op", "?")
-    # A skill package's edit names its file (an edit to SKILL.md, or of a one-file skill, has
-    # no "file" key and reads as it always did).
-    file = f" in {edit['file']}" if edit.get("file") else ""
+    # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
+    into = f" in {_short(edit['file'], 60)}" if edit.get("file") else ""
     if op == "add":
         where = f" after {_q(edit.get('anchor'), 30)}" if edit.get("anchor") else ""
-        head = f"add{file}{where}: {_q(edit.get('content'), 70)}"
+        head = f"add{into}{where}: {_q(edit.get('content'), 70)}"
     elif op == "replace":
-        head = f"replace{file} {_q(edit.get('target'), 30)} -> {_q(edit.get('content'), 40)}"
+        head = f"replace{into} {_q(edit.get('target'), 30)} -> {_q(edit.get('content'), 40)}"
     else:
-        head = f"delete{file} {_q(edit.get('target'), 70)}"
+        head = f"delete{into} {_q(edit.get('target'), 70)}"
     lines = [f"    {head}  [{str(edit.get('id', ''))[:8]}]"]
     if edit.get("rationale"):
         lines.append(f"      why: {_short(edit['rationale'], 90)}")
@@ -162,11 +161,14 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
     for miss in entry.get("unmatched", []):
-        what = f"{miss['op']} {_q(miss.get('text'), 40)} " if "op" in miss else ""
+        into = f"in {_short(miss['file'], 60)} " if miss.get("file") else ""
+        what = f"{miss['op']} {into}{_q(miss.get('text'), 40)} " if "op" in miss else ""
         lines.append(
             f"    unmatched {what}[{str(miss.get('id', ''))[:8]}] ({miss.get('reason')}): "
             f"{_short(miss.get('detail'), 80)}"
         )
+    if entry.get("files"):  # a skill package's candidate: the files it changes
+        lines.append(f"    files: {', '.join(entry['files'])}")
     if entry.get("patch"):
         lines.append("")
         lines.extend("    " + line for line in entry["patch"].rstrip("\n").splitlines())

@@ -1,6 +1,7 @@
 """Human patches as recorded edits: a unified diff becomes edits, events and one commit.
 
-The same rules as training apply, and the diff is taken at its word:
+The same rules as training apply, and the diff is taken at its word (a skill package's diff,
+which may touch several of its files, follows ``skillvc.packages.patch``):
 
 * The paths in the diff (``--- a/X``, ``+++ b/X``; the ``a/`` and ``b/`` prefixes are stripped
   as git writes them) name the file patched. Each must stay inside the work tree (``paths``),
@@ -41,10 +42,16 @@ class AppliedPatch:
     sha: str
     edits: tuple[Edit, ...]
     event_ids: tuple[int, ...]
+    files: tuple[str, ...] = ()  # a skill package: the repository paths the commit changed
 
 
 def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
-    """Apply a human-written diff of the skill as edits; log them and commit the result."""
+    """Apply a human-written diff of the skill as edits; log them and commit the result.
+    A skill package's diff may touch several of its files (``skillvc.packages.patch``)."""
+    if ws.config.package_dir is not None:
+        from skillvc.packages.patch import apply_package_patch
+
+        return apply_package_patch(ws, diff, message)
     patch = parse_diff(read_patch(diff))
     path = ws.skill_relpath
     check_files(ws.root, patch, path)
@@ -107,7 +114,8 @@ def check_files(root: Path, patch: PatchSet, skill: str) -> None:
     """Refuse a diff that names a path outside the work tree or a file other than ``skill``."""
     for patched in patch:
         source, target = diff_paths(patched.source_file, patched.target_file)
-        source_rel, target_rel = _shown(_relpath(root, source)), _shown(_relpath(root, target))
+        source_rel = shown(repo_relpath(root, source))
+        target_rel = shown(repo_relpath(root, target))
         if source_rel == DEV_NULL:
             raise PatchError(
                 f"The diff creates {target_rel}; apply only changes the existing skill {skill}."
@@ -130,14 +138,14 @@ def check_files(root: Path, patch: PatchSet, skill: str) -> None:
             raise PatchError(f"The diff of {skill} is a binary patch, not a text diff.")
 
 
-def _relpath(root: Path, name: str) -> str:
+def repo_relpath(root: Path, name: str) -> str:
     """``name`` normalised, relative to the root; PathOutsideRepo when it leaves the tree."""
     if name == DEV_NULL:
         return name
     return inside_repo(root, name, "The diff").relative_to(root).as_posix()
 
 
-def _shown(path: str) -> str:
+def shown(path: str) -> str:
     """A path fit for an error line: quoted when it holds control characters (a terminal
     escape in a diff's file name must not reach the user's terminal)."""
     return path if path.isprintable() else repr(path)

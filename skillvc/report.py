@@ -7,6 +7,7 @@ a table of steps), long parts folded in ``<details>`` so it stays readable on Gi
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -232,18 +233,33 @@ def _fenced(lang: str, body: str) -> list[str]:
 
 def _edit_line(edit: dict[str, Any]) -> str:
     op = edit.get("op")
+    # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
+    into = f" in {_md_code(edit['file'], 80)}" if edit.get("file") else ""
     if op == "add":
         where = f" after {_md_code(edit.get('anchor'), 60)}" if edit.get("anchor") else ""
-        head = f"**add**{where}: “{_md_text(edit.get('content'))}”"
+        head = f"**add**{into}{where}: “{_md_text(edit.get('content'))}”"
     elif op == "replace":
         head = (
-            f"**replace** “{_md_text(edit.get('target'), 80)}” with "
+            f"**replace**{into} “{_md_text(edit.get('target'), 80)}” with "
             f"“{_md_text(edit.get('content'))}”"
         )
     else:
-        head = f"**delete** “{_md_text(edit.get('target'))}”"
+        head = f"**delete**{into} “{_md_text(edit.get('target'))}”"
     why = f" — *why:* {_md_text(edit.get('rationale'), 240)}" if edit.get("rationale") else ""
     return f"- {head}{why}"
+
+
+def _files_note(step: dict[str, Any]) -> str:
+    """`` of a, b`` (the files a package's candidate changed) for its ``<summary>``, which is
+    HTML: escaped. Single-file skills' steps have no ``files``."""
+    files = step.get("files") or []
+    return f" of {html.escape(', '.join(files))}" if files else ""
+
+
+def _files_line(step: dict[str, Any]) -> list[str]:
+    """The files a package's candidate changed, as a line above its diff."""
+    files = step.get("files") or []
+    return [f"Files: {', '.join(_md_code(f, 120) for f in files)}", ""] if files else []
 
 
 def _flips(ids: list[str], way: str) -> str:
@@ -392,7 +408,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             if s.get("patch"):
                 out += [
                     "",
-                    "<details><summary>Diff</summary>",
+                    f"<details><summary>Diff{_files_note(s)}</summary>",
                     "",
                     *_fenced("diff", s["patch"].rstrip("\n")),
                     "",
@@ -409,7 +425,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ]
             out += [_edit_line(e) for e in s["edits"]] or ["- slow-update guidance"]
             if s.get("patch"):
-                out += ["", *_fenced("diff", s["patch"].rstrip("\n"))]
+                out += ["", *_files_line(s), *_fenced("diff", s["patch"].rstrip("\n"))]
             out += ["", "</details>"]
     return "\n".join(out) + "\n"
 
@@ -418,7 +434,8 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 
 def known_scores(store: EventStore, skill_text: str) -> dict[str, float]:
-    """Scores the log holds for exactly this skill text: {"val": mean, "test": ...}."""
+    """Scores the log holds for exactly this skill text: {"val": mean, "test": ...}. A skill
+    package's text is its bundle (``SkillPackage.bundle``), as evaluations and gates record it."""
     digest = sha256_hex(skill_text)
     scores: dict[str, float] = {}
     for row in store.query("SELECT payload FROM events WHERE type = 'evaluation' ORDER BY id DESC"):

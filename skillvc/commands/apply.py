@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from skillvc.output import skill_option
+
+if TYPE_CHECKING:
+    from skillvc.config import Config
 
 
 @click.command("apply")
@@ -26,7 +29,8 @@ def command(patch: BinaryIO, message: str, skill: str | None) -> None:
     rules as training. The diff's paths (a/ and b/ stripped) must name the configured skill
     inside the repository; a hunk that does not match at its stated line (give or take 10
     lines), or that touches the frontmatter or a protected region, is refused and nothing is
-    written.
+    written. For a skill package the diff may change several of its files (one commit) and
+    add a file that a link from SKILL.md leads to; it never deletes or renames one.
     Example: git diff HEAD~1 -- SKILL.md | skillvc apply - -m "Tighten the refund rule"
     """
     from skillvc.patches import apply_patch
@@ -36,12 +40,25 @@ def command(patch: BinaryIO, message: str, skill: str | None) -> None:
     if skill is None:  # many skills: the patch's own +++ path names the skill it edits
         ws = open_workspace(any_skill=True)
         if ws.config.many:
-            skill = _patched_path(data)
+            skill = _skill_of(ws.config, _patched_path(data))
     applied = apply_patch(open_workspace(skill=skill), data, message)
     ids = ", ".join(str(i) for i in applied.event_ids)
+    into = f" to {', '.join(applied.files)}" if applied.files else ""  # a skill package's
     click.echo(
-        f"Committed {applied.sha[:10]}: {len(applied.edits)} edit(s) recorded (events {ids})."
+        f"Committed {applied.sha[:10]}: {len(applied.edits)} edit(s){into} recorded (events {ids})."
     )
+
+
+def _skill_of(config: Config, path: str | None) -> str | None:
+    """The skill a patched path belongs to: a skill package whose directory holds it (by
+    name), else the path as given (a skill file, or nothing select_skill will find)."""
+    if path is None:
+        return None
+    for name, skill in zip(config.skill_names, config.all_skills(), strict=True):
+        directory = skill.package_dir
+        if directory is not None and (not directory or path.startswith(f"{directory}/")):
+            return name
+    return path
 
 
 def _patched_path(data: bytes) -> str | None:

@@ -23,7 +23,7 @@ from skillvc.agents.description import DescriptionRefused, targets_description, 
 from skillvc.agents.trajectory import Trajectory, render
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
-from skillvc.formats import RULE_SIZE, Problem, check_reference, new_problems
+from skillvc.formats import new_problems, new_reference_problems
 from skillvc.packages import SKILL_FILE, SkillPackage, apply_package_edits, broken_links
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.links import reachable_files
@@ -430,29 +430,12 @@ def _reference_edit(
         before = current.document(name)
         if _visible_lines(after) == _visible_lines(before):
             return Unmatched(edit, "no-op", "The edit changes only whitespace.")
-    problems = _new_reference_problems(
+    problems = new_reference_problems(
         path, seed.files.get(name, b""), after.render(), max_bytes=max_bytes
     )
     if problems:
         return Unmatched(edit, "format", " ".join(p.message for p in problems))
     return one.package
-
-
-def _new_reference_problems(
-    path: str, before: bytes, after: bytes, *, max_bytes: int
-) -> list[Problem]:
-    """``new_problems`` for a package's reference file, by its own rules (``check_reference``:
-    markers and size, never frontmatter): the problems ``after`` has that ``before`` did not;
-    the size budget only when the file grew past it."""
-    old = check_reference(path, before, max_bytes=max_bytes)
-    seen = {(p.rule, p.message) for p in old}
-    grew = len(after) > len(before)
-    return [
-        p
-        for p in check_reference(path, after, max_bytes=max_bytes)
-        if (p.rule == RULE_SIZE and (grew or not any(o.rule == RULE_SIZE for o in old)))
-        or (p.rule != RULE_SIZE and (p.rule, p.message) not in seen)
-    ]
 
 
 def _link_problem(seed: SkillPackage, result: PackageApplyResult) -> tuple[int, Unmatched] | None:
