@@ -127,6 +127,10 @@ def command(
         workers=workers,
         progress=Progress.to_stderr(quiet),
     )
+    from skillvc.commands.eval import echo_notes
+
+    # A skill package's notes (linked files cut, symbolic links left out), each side's.
+    echo_notes([r for _, c in results if c.comparison for r in (c.comparison.a, c.comparison.b)])
     if results[0][0] is not None:  # many skills: a verdict per skill
         _many(results, as_json)
         return
