@@ -60,6 +60,7 @@ POLICY = f'#!/bin/sh\necho "{MISSING}"\n'
 LOGO = bytes(range(256))  # a binary asset: not UTF-8, never a package file
 INSTALLED_ERROR = "The skill package file {!r} would be installed outside it."
 LINK_HINT = "Hint: Fix the link or add the file it names, then run skillvc validate."
+SYMLINK_HINT = "Hint: Put the file itself in the package instead of the link, then commit."
 CONFIG_HINT = (
     "Hint: The check judged the change by the base's settings and tasks; a maintainer who "
     "accepts the new ones reruns it with --allow-config-change."
@@ -466,14 +467,29 @@ def test_symlinks_in_a_package_are_left_out_and_named(
             found = load_package(load_config(root), repo, rev)
             assert found is not None and "references/answers.md" not in found.files
 
+    # A folder the working tree replaced with a link: the tracked files under it stay out.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "policy.sh").write_text('#!/bin/sh\necho "from outside"\n')
+    (outside / "policy.sh").chmod(0o755)
+    for entry in (folder / "scripts").iterdir():
+        entry.unlink()
+    (folder / "scripts").rmdir()
+    os.symlink(outside, folder / "scripts")
+    with SkillRepo(root) as repo:
+        version = package_version(load_config(root), repo, None)
+    assert version is not None
+    assert [f.path for f in version.carried.files] == ["assets/logo.bin"]
+    assert version.carried.skipped == ("references/answers.md", "scripts", "scripts/policy.sh")
+
     # Linking to it is a broken link: a link never brings a file in from outside.
     (folder / "SKILL.md").write_text(SKILL_MD + "Answers: [here](references/answers.md).\n")
     linked = run_cli(root, monkeypatch, "eval", "-q")
     assert linked.exit_code == 5
     assert linked.stderr.splitlines() == [
-        f"Error: {PACKAGE}/SKILL.md: the link to 'references/answers.md' names no file of the "
-        "package in the working tree.",
-        LINK_HINT,
+        f"Error: {PACKAGE}/SKILL.md: the link to 'references/answers.md' names a symbolic link "
+        "in the working tree, and a skill package never follows one.",
+        SYMLINK_HINT,
     ]
 
 
@@ -547,21 +563,23 @@ def test_check_refuses_a_pr_with_a_broken_link_or_a_path_trick(
     folder = root / PACKAGE
     if trick == "climbing link":
         (folder / "SKILL.md").write_text(SKILL_MD + "Settings: [see](../../skillvc.toml).\n")
-        problem = "the link to '../../skillvc.toml' leaves the skill package"
+        problem, hint = "the link to '../../skillvc.toml' leaves the skill package{}.", LINK_HINT
     else:  # the reference becomes a link to the expected answers
         (folder / "references" / "forms.md").unlink()
         os.symlink("../../../evals/val.jsonl", folder / "references" / "forms.md")
-        problem = "the link to 'references/forms.md' names no file of the package"
+        problem = (
+            "the link to 'references/forms.md' names a symbolic link{}, and a skill package "
+            "never follows one."
+        )
+        hint = SYMLINK_HINT
     commit(root, f"PR: {trick}")
     args = ["check", "-q", "--base", "main", *([head] if head else [])]
 
     result = run_cli(root, monkeypatch, *args)
     assert result.exit_code == 5, result.output
     where = "in the working tree" if head is None else f"at {head}"
-    assert result.stderr.splitlines() == [
-        f"Error: {PACKAGE}/SKILL.md: {problem} {where}.",
-        LINK_HINT,
-    ]
+    error = f"Error: {PACKAGE}/SKILL.md: {problem.format(' ' + where)}"
+    assert result.stderr.splitlines() == [error, hint]
     assert target_calls(root) == [], "refused before any model call"
 
 

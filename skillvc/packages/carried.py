@@ -97,18 +97,22 @@ def _in_worktree(
     repo: SkillRepo, package: SkillPackage, omit: Collection[str], read: bool
 ) -> Carried:
     directory = repo.root / package.root if package.root else repo.root
+    real = directory.resolve()
     files, skipped = [], []
     for rel in repo.visible_files(package.root):
         if rel in omit or _forbidden(rel.split("/")):
             continue
+        path = directory / rel
         try:
-            info = (directory / rel).lstat()
+            info = path.lstat()
         except OSError:  # a tracked file deleted from the disk
             continue
-        if stat.S_ISLNK(info.st_mode) or stat.S_ISDIR(info.st_mode):  # a link; a submodule
-            skipped.append(rel)
+        # A tracked path under a folder the working tree replaced with a link: not followed.
+        through_link = path.parent.resolve() != real.joinpath(*rel.split("/")[:-1])
+        if through_link or stat.S_ISLNK(info.st_mode) or stat.S_ISDIR(info.st_mode):
+            skipped.append(rel)  # a link, a path through one, a submodule
         elif rel not in package.files and stat.S_ISREG(info.st_mode) and read:
-            data = (directory / rel).read_bytes()
+            data = path.read_bytes()
             files.append(PackageFile(rel, data=data, executable=bool(info.st_mode & stat.S_IXUSR)))
     return Carried(tuple(files), tuple(skipped))
 

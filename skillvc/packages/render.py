@@ -157,7 +157,7 @@ def version_of(
     relative link or a file that is not UTF-8 never reaches a model (SkillDocumentError)."""
     from skillvc.preflight import check_package_files
 
-    check_package_files(package, where)
+    check_package_files(package, where, carried.skipped)
     return PackageVersion(package, carried, config_view(config, package.root, carried.files))
 
 
