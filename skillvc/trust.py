@@ -536,8 +536,9 @@ def _head_skill(files: HeadFiles, skill_rel: str, head_config: Config | None) ->
 
 
 def _skill_file_at(repo: SkillRepo, skill_rel: str, rev: str) -> str:
-    """``[skill] path`` as the file the check compares: a skill package's directory stands
-    for its SKILL.md (the check scores SKILL.md, as for ``package = true``)."""
+    """``[skill] path`` as the file whose presence at the base says there is a skill to
+    compare: a skill package's directory stands for its SKILL.md (the package as a whole is
+    read and compared by ``_package_versions``)."""
     inner = posixpath.join(skill_rel, "SKILL.md")
     return inner if _read_at(repo, inner, rev) is not None else skill_rel
 
