@@ -1,7 +1,8 @@
 """Model calls through the event log: the cache, the record and the retries.
 
-Invariant: a call with the same (model, parameters, messages, sample index) is answered from the
-log, so a resumed run pays no model call twice and re-evaluating an unchanged skill is free.
+Invariant: a call with the same (model, parameters, messages, sample index, and a skill package's
+installed files: text by content, carried files by hash) is answered from the log, so a resumed
+run pays no model call twice and re-evaluating an unchanged skill is free.
 Every call that reached a model is a ``model.call`` event (prompt and response stored as blobs,
 tokens, latency, cost); a call that failed after its last retry is a ``model.error`` event and
 raises ``CallFailed``: it is never turned into an answer or a score.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from skillvc.backends.base import Backend, CallRequest, CallResult, TransientError
+from skillvc.backends.base import Backend, CallRequest, CallResult, PackageFile, TransientError
 from skillvc.backends.command import env_fingerprint
 from skillvc.backends.pricing import cost_usd
 from skillvc.backends.retry import RateLimiter, RetryPolicy, call_with_retries
@@ -106,6 +107,13 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
 AGENT_HARNESSES = ("claude-code", "codex")
 
 
+def package_files(files: Sequence[PackageFile | tuple[str, str]]) -> tuple[PackageFile, ...]:
+    """A request's files as ``PackageFile``s sorted by path; a ``(path, text)`` pair is a
+    package text file."""
+    out = [f if isinstance(f, PackageFile) else PackageFile(f[0], text=f[1]) for f in files]
+    return tuple(sorted(out, key=lambda f: f.path))
+
+
 def secret_values(config: Any) -> list[str]:
     """The secret values a run may meet, so any message can be scrubbed of them: the key
     variables and those ``api_key_env`` names (``skillvc.secrets`` decides)."""
@@ -157,7 +165,7 @@ class ModelClient:
         messages: Sequence[Mapping[str, str]],
         *,
         sample: int = 0,
-        files: Sequence[tuple[str, str]] = (),
+        files: Sequence[PackageFile | tuple[str, str]] = (),
     ) -> CallRequest:
         config = self.configs[role]
         params = model_params(config)
@@ -170,7 +178,7 @@ class ModelClient:
             messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
             params=params,
             sample=sample,
-            files=tuple((path, text) for path, text in files),
+            files=package_files(files),
         )
 
     def call(
@@ -180,7 +188,7 @@ class ModelClient:
         *,
         sample: int = 0,
         step: int | None = None,
-        files: Sequence[tuple[str, str]] = (),
+        files: Sequence[PackageFile | tuple[str, str]] = (),
     ) -> Reply:
         req = self.request(role, messages, sample=sample, files=files)
         reply = self.from_log(req)
@@ -357,9 +365,14 @@ class ModelClient:
                 "params": dict(req.params),
                 "sample": req.sample,
                 "prompt": self.store.put_blob(canonical_json([dict(m) for m in req.messages])),
-                # A skill package's installed files, only when the call had some.
+                # A skill package's installed files, only when the call had some: each text file's
+                # text, each carried file's hash and size (its bytes stay in the repository).
                 **(
-                    {"files": self.store.put_blob(canonical_json(dict(req.files)))}
+                    {
+                        "files": self.store.put_blob(
+                            canonical_json({f.path: f.record() for f in req.files})
+                        )
+                    }
                     if req.files
                     else {}
                 ),

@@ -36,12 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.backends import Backend, LazyBackend, lazy_backend
+from skillvc.backends.base import PackageFile
 from skillvc.calls import ModelClient, RoleStats, model_params
-from skillvc.config import Config, ModelConfig
+from skillvc.config import Config, ModelConfig, listing
 from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
 from skillvc.executors import make_executor
 from skillvc.hashing import content_id
-from skillvc.packages.render import TargetView, target_view
+from skillvc.output import shown
+from skillvc.packages.render import PackageVersion, TargetInput, TargetView, package_version
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
 from skillvc.scorers import JudgeFn, extract_answer, get_scorer, metric_value
@@ -121,6 +123,10 @@ class EvalResult:
     unpriced_calls: int
     event: int  # id of the evaluation event
     recorded: bool  # False when an identical evaluation was already in the log
+    # A skill package: linked files sent and cut (chat), carried files, links left out
+    # (``PackageVersion.report``); None for a single-file skill.
+    package: dict[str, list[str]] | None = None
+    notes: tuple[str, ...] = ()  # what the package's target was not given, as sentences
 
     @property
     def label(self) -> str:
@@ -165,6 +171,7 @@ class EvalResult:
             "unpriced_calls": self.unpriced_calls,
             "event": self.event,
             "recorded": self.recorded,
+            "package": self.package,
         }
 
 
@@ -219,6 +226,20 @@ class SkillVersion:
     sha: str  # the resolved commit, or "worktree"
     text: str  # the skill file's text, or a skill package's bundle (skillvc.packages)
     view: TargetView | None = None  # a package: what the target gets of it
+    package: PackageVersion | None = None  # a package: its files, carried files, skipped links
+
+    @classmethod
+    def of_package(cls, rev: str | None, sha: str, version: PackageVersion) -> SkillVersion:
+        return cls(rev, sha, version.bundle, version.view, version)
+
+    @property
+    def carried(self) -> tuple[PackageFile, ...]:
+        """The carried files the target installs (none for a chat target)."""
+        return () if self.package is None else self.view_input().carried
+
+    def view_input(self) -> TargetInput:
+        assert self.view is not None
+        return self.view(self.text)
 
 
 def evaluate(
@@ -369,9 +390,9 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
             f"The skill file {ws.skill_relpath} {where} is not UTF-8 text "
             f"(bad byte at offset {exc.start})."
         ) from None
-    view, package = target_view(ws.config, ws.repo, rev, where)
+    package = package_version(ws.config, ws.repo, rev, where)
     if package is not None:  # a skill package: its bundle is the version's identity
-        return SkillVersion(rev, sha, package.bundle(), view)
+        return SkillVersion.of_package(rev, sha, package)
     return SkillVersion(rev, sha, text)
 
 
@@ -406,6 +427,7 @@ def evaluation_key(
     *,
     scores: Sequence[tuple[str, float | None, float | None]] | None = None,
     judge_used: bool = True,
+    carried: Sequence[PackageFile] = (),
 ) -> str:
     """The cache key of an evaluation: what its numbers are a function of.
 
@@ -413,7 +435,9 @@ def evaluation_key(
     pin a scorer down: a ``python`` or ``command`` scorer whose code changed gives other
     numbers for the same settings, and that evaluation must be recorded, not folded into the
     old one. The judge model is part of it only when a judge was asked (``judge_used``), so
-    changing the optimizer does not record an exact-match evaluation a second time.
+    changing the optimizer does not record an exact-match evaluation a second time. A
+    package's ``carried`` files (by hash) count when there are some: the same text files with
+    another script are another version.
     """
     scorer: dict[str, Any] = {"name": config.tasks.scorer, "options": config.tasks.scorer_options}
     if judge_used:
@@ -430,6 +454,8 @@ def evaluation_key(
     }
     if scores is not None:
         identity["scores"] = [list(s) for s in scores]
+    if carried:
+        identity["carried"] = [f.key() for f in carried]
     return content_id(identity, length=32)
 
 
@@ -485,6 +511,9 @@ def _record(
         "cost_usd": None if totals.unpriced else totals.cost_usd,
         "unpriced_calls": totals.unpriced,
     }
+    report = None if version.package is None else version.package.report()
+    if report is not None:  # only for a package: a single file's event is as it was
+        payload["package"] = report
     failed = [r.id for r in results if not r.ok]
     judge = client.snapshot().get("judge")
     key = evaluation_key(
@@ -495,6 +524,7 @@ def _record(
         failed,
         scores=[(r.id, r.hard, r.soft) for r in results],
         judge_used=judge is not None and (judge.replies + judge.errors) > 0,
+        carried=version.carried,
     )
     # Looked up, not inferred from the number of events: another process (a training run)
     # may append events to the same log meanwhile.
@@ -523,7 +553,40 @@ def _record(
         unpriced_calls=totals.unpriced,
         event=event.id,
         recorded=recorded,
+        package=report,
+        notes=package_notes(config, version),
     )
+
+
+def package_notes(config: Config, version: SkillVersion) -> tuple[str, ...]:
+    """A skill package's target was not given everything: linked files cut whole for the size
+    budget or the token cap (chat), symbolic links left out of the package. One sentence each
+    (repository paths, escaped: a pull request names them)."""
+    if version.package is None:
+        return ()
+    report, root = version.package.report(), version.package.package.root
+    at = "in the working tree" if version.rev is None else f"at {version.rev}"
+
+    def paths(names: list[str]) -> str:
+        return listing([shown(f"{root}/{n}" if root else n) for n in names])
+
+    notes = []
+    if report["cut"]:
+        verb = "is" if len(report["cut"]) == 1 else "are"
+        notes.append(
+            f"{paths(report['cut'])} {verb} linked from SKILL.md but left out of what the "
+            f"target is sent {at}, to keep within [skill] reference_bytes "
+            f"({config.skill.reference_bytes:,} bytes) and max_tokens "
+            f"({config.skill.max_tokens:,} tokens)."
+        )
+    if report["skipped"]:
+        one = len(report["skipped"]) == 1
+        notes.append(
+            f"The symbolic link{'' if one else 's'} {paths(report['skipped'])} in the skill "
+            f"package {at} {'is' if one else 'are'} left out: skillvc never follows a link in "
+            "a skill package."
+        )
+    return tuple(notes)
 
 
 def _item_result(store: EventStore, item: TaskItem, rollout: Rollout) -> ItemResult:

@@ -305,6 +305,56 @@ class SkillRepo:
         cut = len(directory) + 1 if directory else 0
         return sorted(name[cut:] for name in self._git.ls_files(*args).split("\0") if name)
 
+    def list_entries(self, directory: str, rev: str = "HEAD") -> list[tuple[str, str, str]]:
+        """Every file entry under ``directory`` ("" = the root) in ``rev`` as (path relative to
+        it, git mode, object id), sorted by path. The mode tells a regular file (100644), an
+        executable one (100755), a symbolic link (120000) and a submodule (160000) apart."""
+        args = ["-r", "-z", self.resolve(rev)]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        cut = len(directory) + 1 if directory else 0
+        entries = []
+        for record in self._git.ls_tree(*args).split("\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition("\t")
+            mode, _, rest = meta.partition(" ")
+            entries.append((name[cut:], mode, rest.rpartition(" ")[2]))
+        return sorted(entries)
+
+    def read_blobs(self, shas: list[str]) -> dict[str, bytes]:
+        """The bytes of each blob in ``shas`` (object ids), read in one ``git cat-file``."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted:
+            return {}
+        proc = subprocess.run(
+            [self._git.GIT_PYTHON_GIT_EXECUTABLE or "git", "cat-file", "--batch"],
+            cwd=self.root,
+            input="".join(f"{sha}\n" for sha in wanted).encode(),
+            capture_output=True,
+            check=True,
+        )
+        out, pos, blobs = proc.stdout, 0, {}
+        for sha in wanted:
+            end = out.index(b"\n", pos)
+            fields = out[pos:end].decode("ascii", "replace").split(" ")
+            if len(fields) != 3 or fields[1] != "blob":
+                raise SkillvcError(f"Object {sha} is not a blob in {self.root}.")
+            size = int(fields[2])
+            blobs[sha] = out[end + 1 : end + 1 + size]
+            pos = end + 1 + size + 1  # the body is followed by a newline
+        return blobs
+
+    def visible_files(self, directory: str) -> list[str]:
+        """The paths under ``directory`` ("" = the root) that git sees in the working tree:
+        tracked, or untracked and not ignored, relative to it, sorted. A tracked path deleted
+        from the disk is still listed: callers look at the file itself."""
+        args = ["-z", "--cached", "--others", "--exclude-standard"]
+        if directory:
+            args += ["--", _literal(self._relpath(directory)) + "/"]
+        cut = len(directory) + 1 if directory else 0
+        return sorted({name[cut:] for name in self._git.ls_files(*args).split("\0") if name})
+
     def top_level_names(self, rev: str | None = None) -> set[str]:
         """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
         if rev is None:

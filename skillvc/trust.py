@@ -15,6 +15,13 @@ A pull request's content is untrusted; the base revision and the user's own conf
 * From the head, only the skill text and (to list changes) ``skillvc.toml`` and the task files
   are read: through git for ``--head REV``, and in the working tree only for paths that stay
   inside the repository and outside ``.git`` (symbolic links resolved).
+* A skill package (the base's config and tree say whether the skill is one): each side is its
+  own directory's files, read with the base's ``include``/``exclude`` and given to the target
+  as the base's harness would (chat rendering under the base's ``reference_bytes`` and token
+  cap, or the whole directory installed, the head's own scripts and assets included, in the
+  agent's scratch directory only). Symbolic links in the head's package are never followed
+  (``skillvc.packages.carried``); a head whose package has a broken relative link, a file that
+  is not UTF-8 or a SKILL.md over the cap is refused before any model call (exit 5).
 * Changes of ``skillvc.toml`` (its effective values, as dotted keys), of a task file's bytes and
   of the skill's path are reported, with the items added, removed and edited per split; any of
   them fails the check (``ConfigChanged``, exit 7) unless the caller allows them, and even then
@@ -61,6 +68,9 @@ from skillvc.evaluation import (
     compare_versions,
 )
 from skillvc.output import fmt_score, shown
+from skillvc.packages.carried import load_carried
+from skillvc.packages.model import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, load_package
+from skillvc.packages.render import installs, version_of
 from skillvc.paths import _forbidden, inside_repo, is_state_dir
 from skillvc.preflight import check_skill
 from skillvc.progress import Progress
@@ -259,29 +269,28 @@ def check_change(
         refuse_tracked_log(repo, head)
         head_files = HeadFiles(repo, root, head)
         head_config, config_keys, config_error = config_changes(config, base_text, head_files)
-        head_skill = _head_skill(head_files, skill_rel, head_config)
-        if head_skill is None:
-            raise SkillDeleted(
-                f"The change deletes the skill {skill_rel}: it exists at {base} but not in "
-                f"{result.head_label}."
-            )
-        base_raw = repo.read_file_following(skill_rel, base)
-        head_raw = head_files.read(head_skill)
-        assert head_raw is not None
-        where = "in the working tree" if head is None else f"at {head}"
-        # Both versions pass the preflight (broken documents, the base config's token cap)
-        # before any model call.
-        check_skill(skill_rel, base_raw, max_tokens=config.skill.max_tokens, where=f"at {base}")
-        check_skill(head_skill, head_raw, max_tokens=config.skill.max_tokens, where=where)
-        base_version = SkillVersion(base, base_sha, _skill_text(base_raw, skill_rel, f"at {base}"))
         head_sha = WORKTREE if head is None else repo.resolve(head)
-        head_version = SkillVersion(head, head_sha, _skill_text(head_raw, head_skill, where))
         with tempfile.TemporaryDirectory(prefix="skillvc-base-") as tmp:
             tree = Path(tmp)
             repo.export_tree(base_sha, tree)
             # An agent preset's setup files (and relative executable) come from the base's
             # tree too: a PR's settings.json could otherwise add hooks that run its code.
-            ws = Workspace(root=root, config=dataclasses.replace(config, root=tree), _repo=repo)
+            base_config = dataclasses.replace(config, root=tree)
+            ws = Workspace(root=root, config=base_config, _repo=repo)
+            # Whether the skill is a package is the base's to say (its config and tree).
+            if base_config.package_dir is None:
+                skill_head, base_version, head_version = _file_versions(
+                    repo, base, base_sha, head_sha, skill_rel, head_files, head_config, config
+                )
+            else:
+                skill_rel, skill_head, base_version, head_version = _package_versions(
+                    repo, base, base_sha, head_sha, head_files, head_config, base_config
+                )
+            if skill_head is None or head_version is None:
+                raise SkillDeleted(
+                    f"The change deletes the skill {skill_rel}: it exists at {base} but not "
+                    f"in {result.head_label}."
+                )
             base_set = load_taskset(config.tasks, tree)
             files, items, task_error = task_changes(
                 repo, base, config.tasks, base_set, head_files, head_config
@@ -293,7 +302,7 @@ def check_change(
                 items=items,
                 task_error=task_error,
                 skill_base=skill_rel,
-                skill_head=head_skill,
+                skill_head=skill_head,
             )
             with working_directory(tree):
                 comparison = compare_versions(
@@ -370,6 +379,21 @@ class HeadFiles:
         self.root = root.resolve()
         self.rev = rev
 
+    @property
+    def where(self) -> str:
+        return "in the working tree" if self.rev is None else f"at {self.rev}"
+
+    def package(self, directory: str, config: Config) -> SkillPackage:
+        """The head's skill package in ``directory`` under ``config``'s (the base's) include
+        and exclude globs: through git, or in the working tree when the directory stays
+        inside the repository (symbolic links in it are never followed)."""
+        include = tuple(config.skill.include or DEFAULT_INCLUDE)
+        exclude = tuple(config.skill.exclude)
+        if self.rev is not None:
+            return SkillPackage.from_rev(self.repo, directory, self.rev, include, exclude)
+        path = inside_repo(self.root, directory, "The working tree") if directory else self.root
+        return SkillPackage.from_dir(path, directory, include, exclude)
+
     def read(self, relpath: str) -> bytes | None:
         rel = safe_relpath(relpath)
         if rel is None:
@@ -411,6 +435,93 @@ def _read_at(repo: SkillRepo, relpath: str, rev: str) -> bytes | None:
         return None
 
 
+def _file_versions(
+    repo: SkillRepo,
+    base: str,
+    base_sha: str,
+    head_sha: str,
+    skill_rel: str,
+    head_files: HeadFiles,
+    head_config: Config | None,
+    config: Config,
+) -> tuple[str | None, SkillVersion, SkillVersion | None]:
+    """A single-file skill at the base and the head: (where the head's skill is, the base's
+    version, the head's), both preflighted; None for the head when the change deletes it."""
+    head_skill = _head_skill(head_files, skill_rel, head_config)
+    base_raw = repo.read_file_following(skill_rel, base)
+    at_base = f"at {base}"
+    check_skill(skill_rel, base_raw, max_tokens=config.skill.max_tokens, where=at_base)
+    base_version = SkillVersion(base, base_sha, _skill_text(base_raw, skill_rel, at_base))
+    if head_skill is None:
+        return None, base_version, None
+    head_raw = head_files.read(head_skill)
+    assert head_raw is not None
+    where = head_files.where
+    # Both versions pass the preflight (broken documents, the base config's token cap)
+    # before any model call.
+    check_skill(head_skill, head_raw, max_tokens=config.skill.max_tokens, where=where)
+    text = _skill_text(head_raw, head_skill, where)
+    return head_skill, base_version, SkillVersion(head_files.rev, head_sha, text)
+
+
+def _package_versions(
+    repo: SkillRepo,
+    base: str,
+    base_sha: str,
+    head_sha: str,
+    head_files: HeadFiles,
+    head_config: Config | None,
+    config: Config,
+) -> tuple[str, str | None, SkillVersion, SkillVersion | None]:
+    """A skill package at the base and the head, read with the base's ``include`` and
+    ``exclude`` and rendered or installed as the base's target would: (the base's package
+    directory, the head's, the base's version, the head's); None for the head when the change
+    deletes it. Both are preflighted: SKILL.md against the base's token cap, every file UTF-8,
+    every relative link inside the package (a head that fails is refused before any call)."""
+    root = config.package_dir
+    assert root is not None
+    skill_file = config.skill_relpath
+    at_base = f"at {base}"
+    base_raw = repo.read_file_following(skill_file, base)
+    check_skill(skill_file, base_raw, max_tokens=config.skill.max_tokens, where=at_base)
+    base_package = load_package(config, repo, base)
+    assert base_package is not None
+    read = installs(config)
+    base_carried = load_carried(config, base_package, repo, base, read=read)
+    base_version = SkillVersion.of_package(
+        base, base_sha, version_of(config, base_package, base_carried, at_base)
+    )
+    head_root = _head_package_dir(head_files, root, head_config)
+    if head_root is None:
+        return root, None, base_version, None
+    where = head_files.where
+    head_skill = f"{head_root}/{SKILL_FILE}" if head_root else SKILL_FILE
+    head_raw = head_files.read(head_skill)
+    assert head_raw is not None
+    check_skill(head_skill, head_raw, max_tokens=config.skill.max_tokens, where=where)
+    head_package = head_files.package(head_root, config)
+    head_carried = load_carried(config, head_package, repo, head_files.rev, read=read)
+    head_version = SkillVersion.of_package(
+        head_files.rev, head_sha, version_of(config, head_package, head_carried, where)
+    )
+    return root, head_root, base_version, head_version
+
+
+def _head_package_dir(files: HeadFiles, root: str, head_config: Config | None) -> str | None:
+    """Where the head's package is: the base's directory when it still holds SKILL.md, else
+    the directory the head's config names (a move), else None."""
+    if files.read(f"{root}/{SKILL_FILE}" if root else SKILL_FILE) is not None:
+        return root
+    if head_config is None:
+        return None
+    moved = safe_relpath(head_config.skill.path)
+    if moved is not None and posixpath.basename(moved) == SKILL_FILE:
+        moved = posixpath.dirname(moved)
+    if moved and moved != root and files.read(f"{moved}/{SKILL_FILE}") is not None:
+        return moved
+    return None
+
+
 def _head_skill(files: HeadFiles, skill_rel: str, head_config: Config | None) -> str | None:
     """Where the head's skill is: at the base's path, else at the head config's (a move)."""
     if files.read(skill_rel) is not None:
@@ -425,8 +536,9 @@ def _head_skill(files: HeadFiles, skill_rel: str, head_config: Config | None) ->
 
 
 def _skill_file_at(repo: SkillRepo, skill_rel: str, rev: str) -> str:
-    """``[skill] path`` as the file the check compares: a skill package's directory stands
-    for its SKILL.md (the check scores SKILL.md, as for ``package = true``)."""
+    """``[skill] path`` as the file whose presence at the base says there is a skill to
+    compare: a skill package's directory stands for its SKILL.md (the package as a whole is
+    read and compared by ``_package_versions``)."""
     inner = posixpath.join(skill_rel, "SKILL.md")
     return inner if _read_at(repo, inner, rev) is not None else skill_rel
 

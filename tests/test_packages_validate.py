@@ -479,14 +479,16 @@ def test_init_of_many_skills_lists_packages_and_adds_one_once(
 def test_check_compares_the_skill_of_a_package_whose_path_is_its_directory(
     package_repo: Path,
 ) -> None:
-    """init now writes a package's directory as [skill] path; the check reads its SKILL.md
-    (it used to stop with "The change deletes the skill skills/acme-returns")."""
+    """init now writes a package's directory as [skill] path; the check reads the package
+    (it used to stop with "The change deletes the skill skills/acme-returns") and scores it
+    as eval does: SKILL.md with the linked reference appended for the chat target."""
     assert 'path = "skills/acme-returns"\n' in (package_repo / "skillvc.toml").read_text()
     result = run("check", "--base", "HEAD", "-q")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1] == (
-        "OK: the skill scores 0.312 on val, the same as 0.312 at HEAD."
+        "OK: the skill scores 0.438 on val, the same as 0.438 at HEAD."
     )
+    assert json.loads(run("eval", "HEAD", "-q", "--json").stdout)["mean"] == 0.4375
 
 
 def test_doctor_holds_a_packages_skill_md_to_the_agent_skills_rules(pkg: Path) -> None:

@@ -13,6 +13,9 @@ Invariants:
   secrets: a broken agent is an error, never a wrong answer;
 - ``cache_params`` covers what changes answers besides the request: the CLI's version, the
   environment's names and value hashes (never values), the setup files' hashes;
+- a skill package is installed whole beside SKILL.md (its text files and its carried scripts
+  and assets, with their executable bits: ``install_skill``), and ``meta["files_used"]`` names
+  the package files a tool call of the agent named (read or ran);
 - no secret that reached the agent through ``[target.env]`` is kept in the answer, the
   trajectory or a message.
 """
@@ -29,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.agents import hermetic
-from skillvc.agents.presets import PRESETS, Preset, activated
-from skillvc.backends.base import CallRequest, CallResult
+from skillvc.agents.presets import PRESETS, Preset, activated, files_used
+from skillvc.backends.base import CallRequest, CallResult, PackageFile
 from skillvc.backends.command import (
     AgentFailed,
     communicate,
@@ -171,6 +174,9 @@ class AgentBackend:
             "trajectory": redact(trajectory.to_json(), self.secrets),
             "stderr_tail": redact(stderr[-TAIL:], self.secrets),
         }
+        if request.files:  # a skill package: which of its files the agent read or ran
+            paths = [f.path for f in request.files]
+            meta["files_used"] = files_used(trajectory, name, paths)
         return CallResult(
             text=answer,
             prompt_tokens=trajectory.prompt_tokens,
@@ -186,7 +192,7 @@ class AgentBackend:
         stdin: str,
         timeout: float,
         skill: str = "",
-        files: Sequence[tuple[str, str]] = (),
+        files: Sequence[PackageFile] = (),
     ) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of ``argv`` run in a fresh scratch world, removed after.
 

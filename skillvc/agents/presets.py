@@ -265,3 +265,11 @@ def activated(trajectory: Trajectory, skill_name: str) -> bool:
             if any(isinstance(v, str) and v.split(":")[-1] == skill_name for v in values):
                 return True
     return False
+
+
+def files_used(trajectory: Trajectory, skill_name: str, paths: list[str]) -> list[str]:
+    """The package files (package-relative ``paths``) that a tool call names under the
+    installed ``skills/<name>/``: a reference the agent read, a script it ran. Sorted."""
+    installed = f"skills/{skill_name}/"
+    texts = [step.text for step in trajectory.tool_calls]
+    return sorted(p for p in paths if any(installed + p in text for text in texts))

@@ -14,12 +14,58 @@ Error messages never contain API keys (use ``skillvc.errors.redact``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from skillvc.errors import BackendError
-from skillvc.hashing import content_id
+from skillvc.hashing import content_id, sha256_hex
+
+
+@dataclass(frozen=True)
+class PackageFile:
+    """One file a harness that installs the skill writes beside SKILL.md.
+
+    Either a package *text* file (``text``: what training edits; the cache key holds its text,
+    as it always has) or a *carried* file (``data``: a script, asset or binary installed byte
+    for byte with its executable bit; the cache key and the event log hold its SHA-256, never
+    its bytes, so a changed script is a new call and an unchanged one is answered from the log
+    without a copy of it in every event). ``path`` is package-relative and posix.
+    """
+
+    path: str
+    text: str | None = None
+    data: bytes | None = field(default=None, repr=False)
+    executable: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.data is None):
+            raise ValueError("a PackageFile holds either text or data")
+
+    @property
+    def content(self) -> bytes:
+        """The bytes to write."""
+        return self.data if self.data is not None else (self.text or "").encode("utf-8")
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the bytes (computed once: a carried file goes out with every call)."""
+        return sha256_hex(self.content)
+
+    def key(self) -> list[Any]:
+        """This file in a call's cache key: ``[path, text]`` for a text file (the form keys
+        had before carried files existed), ``[path, {"sha256", "executable"}]`` otherwise."""
+        if self.text is not None:
+            return [self.path, self.text]
+        return [self.path, {"executable": self.executable, "sha256": self.digest}]
+
+    def record(self) -> Any:
+        """This file in a ``model.call`` event: its text, or the carried file's hash, size and
+        executable bit (the bytes are in the repository at the version evaluated)."""
+        if self.text is not None:
+            return self.text
+        return {"bytes": len(self.content), "executable": self.executable, "sha256": self.digest}
 
 
 @dataclass(frozen=True)
@@ -29,14 +75,25 @@ class CallRequest:
     messages: tuple[Mapping[str, str], ...]  # [{"role": "system"|"user"|"assistant", "content"}]
     params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, seed, ...
     sample: int = 0  # index of a repeated sample of the same prompt
-    # A skill package's other files (package-relative path, text), which a harness that
-    # installs the skill writes beside SKILL.md (the system text); empty for every other call.
-    files: tuple[tuple[str, str], ...] = ()
+    # A skill package's other files (text and carried), which a harness that installs the
+    # skill writes beside SKILL.md (the system text), sorted by path; empty for other calls.
+    files: tuple[PackageFile, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A (path, text) pair is a package text file: the form files had before carried files
+        # existed, which callers may still pass. Stored as PackageFile, in the order given.
+        if any(not isinstance(f, PackageFile) for f in self.files):
+            pairs: tuple[Any, ...] = self.files
+            files = tuple(
+                f if isinstance(f, PackageFile) else PackageFile(f[0], text=f[1]) for f in pairs
+            )
+            object.__setattr__(self, "files", files)
 
     @property
     def key(self) -> str:
         """The cache key: same (model, params, messages, sample, files) -> same answer from
-        the log. ``files`` counts only when there are some, so other keys are as they were."""
+        the log. ``files`` counts only when there are some, so other keys are as they were;
+        a carried file counts by its hash (``PackageFile.key``)."""
         identity: dict[str, Any] = {
             "model": self.model,
             "params": dict(self.params),
@@ -44,7 +101,7 @@ class CallRequest:
             "sample": self.sample,
         }
         if self.files:
-            identity["files"] = [list(f) for f in self.files]
+            identity["files"] = [f.key() for f in self.files]
         return content_id(identity, length=32)
 
     @property

@@ -5,7 +5,8 @@ For each call:
 1. make a fresh scratch directory (the agent's working directory, removed afterwards);
 2. write the skill (``request.system``) to ``skill_install_path`` inside it, with ``{name}``
    replaced by the skill's frontmatter ``name`` (else ``skill``), and a skill package's other
-   files (``request.files``) beside it, at their package paths; an empty skill installs
+   files (``request.files``: its text files, and the carried scripts and assets byte for byte
+   with their executable bits) beside it, at their package paths; an empty skill installs
    nothing, which is the "no skill" baseline;
 3. run ``command`` (an argv list, never a shell) with the placeholders ``{skill_path}``,
    ``{skill_dir}``, ``{workdir}`` and, when ``input_mode = "arg"``, ``{input}`` replaced; the
@@ -41,7 +42,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from skillvc.backends.base import CallRequest, CallResult
+from skillvc.backends.base import CallRequest, CallResult, PackageFile
 from skillvc.config import ENV_REFERENCE, ModelConfig
 from skillvc.errors import BackendError, ConfigError, SkillDocumentError, redact
 from skillvc.hashing import sha256_hex
@@ -125,22 +126,36 @@ def skill_name(skill_text: str) -> str:
     return "skill"
 
 
-def install_skill(skill_path: Path, skill: str, files: Sequence[tuple[str, str]] = ()) -> None:
-    """Write the skill to ``skill_path`` and a package's other files beside it, bytes as given.
+def install_skill(skill_path: Path, skill: str, files: Sequence[PackageFile] = ()) -> None:
+    """Write the skill to ``skill_path`` and a package's other files beside it: text files as
+    given, carried files byte for byte with their executable bit (``0o755``, else ``0o644``).
 
-    A package path that is absolute or climbs out of the skill's directory is refused: the
-    package may come from a pull request (``skillvc check``), and nothing of it is written
-    outside the scratch directory."""
+    A package path that is absolute, climbs out of the skill's directory or holds a backslash
+    or NUL is refused before anything of the package is written: the package may come from a
+    pull request (``skillvc check``), and nothing of it is written outside the scratch
+    directory. Only regular files and directories are created, so no path written through
+    can lead elsewhere."""
+    base = skill_path.parent
+    targets = []
+    for file in files:
+        rel = file.path
+        parts = PurePosixPath(rel).parts
+        if (
+            not parts
+            or PurePosixPath(rel).is_absolute()
+            or ".." in parts
+            or "\\" in rel
+            or "\0" in rel
+        ):
+            raise AgentFailed(f"The skill package file {rel!r} would be installed outside it.")
+        targets.append((base.joinpath(*parts), file))
     skill_path.parent.mkdir(parents=True, exist_ok=True)
     skill_path.write_text(skill, encoding="utf-8", newline="")
-    base = skill_path.parent
-    for rel, text in files:
-        parts = PurePosixPath(rel).parts
-        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
-            raise AgentFailed(f"The skill package file {rel!r} would be installed outside it.")
-        dest = base.joinpath(*parts)
+    for dest, file in targets:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8", newline="")
+        dest.write_bytes(file.content)
+        if file.data is not None:  # carried: a script keeps its executable bit
+            dest.chmod(0o755 if file.executable else 0o644)
 
 
 class CommandBackend:

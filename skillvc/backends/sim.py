@@ -85,7 +85,9 @@ class SimBackend:
         """The simulated target: the world's answer to the task with the skill it was sent."""
         salt = f"{self.model}|{request.sample}"
         if self.world == "support-package":
-            return simpackage.answer(request.system, request.user, request.files, salt=salt)
+            # The installed text files (a simulated agent runs no carried script).
+            texts = [(f.path, f.text) for f in request.files if f.text is not None]
+            return simpackage.answer(request.system, request.user, texts, salt=salt)
         return simworld.answer(request.system, request.user, salt=salt)
 
     # -- the simulated optimizer ------------------------------------------------------------

@@ -22,6 +22,13 @@ Invariants:
   backend error (exit 6) instead of a verdict; so it does when HEAD failed on an item BASE
   scored (a failed item would be left out of the pairing, hiding what it breaks).
 
+* A skill package is checked as one unit: each side is its own directory (text files, and for
+  an agent harness its scripts and assets too), read with BASE's ``include``/``exclude`` and
+  given to BASE's target; a HEAD whose package has a broken relative link (or one to a
+  symbolic link, which a package never follows) or a file that is not UTF-8 is refused before
+  any model call (exit 5). Linked files cut for the size budget and symbolic links left out
+  are named on stderr (``warning: ...``) and in each side's ``package`` object.
+
 JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression" | "config_changed",
 "allow_drop", "base" (the BASE given), "head" (the HEAD given, or null for the working tree),
 "split", "message", "comparison": <the object of ``skillvc eval --compare``: a is BASE, b is
@@ -127,6 +134,10 @@ def command(
         workers=workers,
         progress=Progress.to_stderr(quiet),
     )
+    from skillvc.commands.eval import echo_notes
+
+    # A skill package's notes (linked files cut, symbolic links left out), each side's.
+    echo_notes([r for _, c in results if c.comparison for r in (c.comparison.a, c.comparison.b)])
     if results[0][0] is not None:  # many skills: a verdict per skill
         _many(results, as_json)
         return

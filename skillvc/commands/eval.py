@@ -31,6 +31,12 @@ JSON (``--json``), stable keys. Without --compare, one evaluation object:
     cost_usd        dollars, or null when a call's price is unknown
     unpriced_calls  calls without a known price
     event           id of the evaluation event;  recorded: false when it already existed
+    package         null for a single-file skill; for a skill package {included, cut,
+                    carried, skipped}: the linked files the chat target is sent, those left
+                    out whole to keep within [skill] reference_bytes and the token cap, the
+                    carried files (scripts, assets) an installing harness writes beside
+                    SKILL.md, and the symbolic links left out of the package (never followed);
+                    package-relative paths. stderr warns of cut files and skipped links.
 
 With --compare, ``{"a": <evaluation of BASE>, "b": <evaluation of REV>, "metric", "n"
 (items scored in both), "a_mean", "b_mean" (means over those items), "diff" (b - a), "stderr"
@@ -100,6 +106,7 @@ def command(
     ws = open_workspace(skill=skill)
     if base is None:
         result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
+        echo_notes([result])
         if result.errors:
             total = result.n + result.errors
             click.echo(
@@ -115,12 +122,19 @@ def command(
             click.echo("\n".join(evaluation_lines(result, ws.skill_relpath)))
         return
     comparison = compare(ws, base, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
+    echo_notes([comparison.a, comparison.b])
     if table_format:
         echo_rows(paired_rows(comparison), table_format)
     elif as_json:
         echo_json(comparison.to_dict())
     else:
         click.echo("\n".join(comparison_lines(comparison)))
+
+
+def echo_notes(results: Sequence[EvalResult]) -> None:
+    """Print on stderr what a skill package's target was not given (``EvalResult.notes``)."""
+    for note in dict.fromkeys(n for r in results for n in r.notes):
+        click.echo(f"warning: {note}", err=True)
 
 
 def paired_rows(c: Comparison) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Skill packages: a skill directory (SKILL.md plus reference files) as one versioned unit."""
 
+from skillvc.packages.carried import Carried, load_carried
 from skillvc.packages.edits import PackageApplyResult, apply_package_edits
 from skillvc.packages.links import RULE_LINK, broken_links, linked_files
 from skillvc.packages.model import (
@@ -12,9 +13,11 @@ from skillvc.packages.model import (
     skill_file_text,
 )
 from skillvc.packages.render import (
+    PackageVersion,
     TargetInput,
     TargetView,
     chat_rendering,
+    package_version,
     package_view,
     render_chat,
     target_view,
@@ -22,10 +25,12 @@ from skillvc.packages.render import (
 
 __all__ = [
     "BUNDLE_FORMAT",
+    "Carried",
     "DEFAULT_INCLUDE",
     "RULE_LINK",
     "SKILL_FILE",
     "PackageApplyResult",
+    "PackageVersion",
     "SkillPackage",
     "TargetInput",
     "TargetView",
@@ -34,7 +39,9 @@ __all__ = [
     "bundle_files",
     "chat_rendering",
     "linked_files",
+    "load_carried",
     "load_package",
+    "package_version",
     "package_view",
     "render_chat",
     "skill_file_text",

@@ -70,6 +70,11 @@ def orphan_files(package: SkillPackage) -> list[str]:
 
 def broken_links(package: SkillPackage) -> list[Problem]:
     """One problem per relative link (in any package file) that does not resolve inside it."""
+    return [problem for _, problem in broken_link_targets(package)]
+
+
+def broken_link_targets(package: SkillPackage) -> list[tuple[str | None, Problem]]:
+    """``broken_links`` with the package path each link resolves to (None: it leaves)."""
     problems = []
     for source, text in sorted(package.texts().items()):
         for target in _targets(text):
@@ -80,7 +85,8 @@ def broken_links(package: SkillPackage) -> list[Problem]:
                 continue
             where = package.repo_path(source)
             why = "leaves the skill package" if path is None else "names no file of the package"
-            problems.append(Problem(where, RULE_LINK, f"{where}: the link to {target!r} {why}."))
+            message = f"{where}: the link to {target!r} {why}."
+            problems.append((path, Problem(where, RULE_LINK, message)))
     return problems
 
 

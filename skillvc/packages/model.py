@@ -4,7 +4,10 @@ Invariants:
 - A package is a directory holding ``SKILL.md``; its files are the ones matching ``include``
   (default: Markdown and plain text, at any depth) and no ``exclude`` glob, as posix paths
   relative to the directory, sorted. Anything else in the directory (scripts, binaries) is
-  carried along untouched and never read.
+  carried along untouched (``skillvc.packages.carried``), never read as text or edited.
+- A symbolic link in the directory is never a package file, whatever its name, and is never
+  followed (nor a submodule): a link could make training read, and its commits write, a file
+  outside the package. ``skillvc.packages.carried`` names the links left out.
 - Each file is a ``SkillDocument`` that renders back byte for byte; only ``SKILL.md`` may have
   frontmatter (in a reference file a leading ``---`` block is just text).
 - Reading at a revision reads the committed tree, never the working tree.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +38,23 @@ SKILL_FILE = "SKILL.md"
 DEFAULT_INCLUDE = ("*.md", "*.txt")
 BUNDLE_FORMAT = "skillvc-package/1"
 _BUNDLE_START = '{"files":{'  # canonical JSON sorts "files" before "format"
+# Git modes of regular files (plain and executable): not symbolic links (120000) or
+# submodules (160000), which a package never follows.
+REGULAR_MODES = ("100644", "100755")
+
+
+def walk_files(directory: Path) -> list[str]:
+    """The regular files under ``directory`` as sorted posix paths relative to it; symbolic
+    links (to files or directories) are neither listed nor followed, nor is ``.git``."""
+    out = []
+    for top, dirs, names in os.walk(directory):  # followlinks=False: a linked dir is a name
+        here = Path(top)
+        dirs[:] = [d for d in dirs if d != ".git" and not (here / d).is_symlink()]
+        for name in names:
+            path = here / name
+            if not path.is_symlink() and path.is_file():
+                out.append(path.relative_to(directory).as_posix())
+    return sorted(out)
 
 
 def matches(path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
@@ -110,12 +131,9 @@ class SkillPackage:
     ) -> SkillPackage:
         """The package in the working tree at ``directory`` (whose repo path is ``root``)."""
         files = {}
-        for path in sorted(directory.rglob("*")):
-            if not path.is_file() or ".git" in path.relative_to(directory).parts:
-                continue
-            rel = path.relative_to(directory).as_posix()
+        for rel in walk_files(directory):
             if matches(rel, include, exclude):
-                files[rel] = path.read_bytes()
+                files[rel] = (directory / rel).read_bytes()
         return cls(root, files)
 
     @classmethod
@@ -128,11 +146,13 @@ class SkillPackage:
         exclude: Sequence[str] = (),
     ) -> SkillPackage:
         """The package as committed in ``rev``."""
-        files = {}
-        for rel in repo.list_files(root, rev):
-            if matches(rel, include, exclude):
-                files[rel] = repo.read_file(f"{root}/{rel}" if root else rel, rev)
-        return cls(root, files)
+        wanted = {
+            rel: sha
+            for rel, mode, sha in repo.list_entries(root, rev)
+            if mode in REGULAR_MODES and matches(rel, include, exclude)
+        }
+        blobs = repo.read_blobs(list(wanted.values()))
+        return cls(root, {rel: blobs[sha] for rel, sha in wanted.items()})
 
 
 def load_package(

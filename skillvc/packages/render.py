@@ -8,12 +8,17 @@ Invariants:
   past ``cap`` bytes (the token cap, ``[skill] max_tokens`` x 4), is left out whole and named
   in ``cut``, never half-sent. So the cap holds for what the model receives as long as SKILL.md
   alone is under it (``skillvc.preflight.check_skill`` refuses it otherwise).
-- Installing harnesses (``command``, ``claude-code``, ``codex``): SKILL.md is the system text as
-  always and every other package file travels in ``TargetInput.files`` (package-relative path,
-  text), which the harness writes beside the installed SKILL.md. The files are part of the
-  call's cache key, so a changed reference file is a new call.
-- A view takes a skill version's bundle (``SkillPackage.bundle``) and depends on nothing else:
-  the same version always gets the same input, so training and ``skillvc eval`` share calls.
+- Installing harnesses (``command``, ``claude-code``, ``codex``) get the whole directory:
+  SKILL.md is the system text as always, every other package file travels in
+  ``TargetInput.files`` (package-relative path, text) and the version's carried files
+  (``skillvc.packages.carried``: scripts, assets, byte for byte with their executable bits) in
+  ``TargetInput.carried``; the harness writes both beside the installed SKILL.md. All of them
+  are part of the call's cache key (a carried file by its hash), so a changed reference file
+  or script is a new call and an unchanged package is answered from the log.
+- A view takes a skill version's bundle (``SkillPackage.bundle``) and the carried files it was
+  made with, and depends on nothing else: the same version always gets the same input, so
+  training and ``skillvc eval`` share calls. Training never edits a carried file, so one view
+  serves every version of a run (with its base commit's carried files).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from skillvc.backends.base import PackageFile
+from skillvc.packages.carried import Carried
 from skillvc.packages.links import linked_files
 from skillvc.packages.model import SKILL_FILE, SkillPackage
 from skillvc.preflight import BYTES_PER_TOKEN
@@ -44,6 +51,8 @@ class TargetInput:
     files: tuple[tuple[str, str], ...] = ()  # other package files to install, sorted by path
     included: tuple[str, ...] = field(default=(), compare=False)  # chat: linked files sent
     cut: tuple[str, ...] = field(default=(), compare=False)  # chat: linked files left out
+    # An installing harness: the carried files (scripts, assets) to install, sorted by path.
+    carried: tuple[PackageFile, ...] = ()
 
     def to_dict(self) -> dict[str, list[str]]:
         """What ``package.rendered`` records of a chat rendering."""
@@ -76,46 +85,106 @@ def render_chat(package: SkillPackage, budget: int, cap: int | None = None) -> T
     return TargetInput("".join(parts), (), tuple(included), tuple(cut))
 
 
-def install_files(package: SkillPackage) -> TargetInput:
-    """SKILL.md as the text to install and every other file to write beside it."""
+def install_files(package: SkillPackage, carried: tuple[PackageFile, ...] = ()) -> TargetInput:
+    """SKILL.md as the text to install, every other package file and the carried files to
+    write beside it."""
     texts = package.texts()
     others = tuple((name, texts[name]) for name in package.names if name != SKILL_FILE)
-    return TargetInput(texts.get(SKILL_FILE, ""), others)
+    return TargetInput(texts.get(SKILL_FILE, ""), others, carried=carried)
 
 
-def package_view(root: str, harness: str, budget: int, cap: int | None = None) -> TargetView:
-    """``bundle -> TargetInput`` for one harness (memoised: one rendering per version)."""
+def package_view(
+    root: str,
+    harness: str,
+    budget: int,
+    cap: int | None = None,
+    carried: tuple[PackageFile, ...] = (),
+) -> TargetView:
+    """``bundle -> TargetInput`` for one harness (memoised: one rendering per version); an
+    installing harness also gets ``carried``, a chat target never does."""
 
     @functools.lru_cache(maxsize=64)
     def view(bundle: str) -> TargetInput:
         package = SkillPackage.from_bundle(root, bundle)
         if harness in INSTALLING_HARNESSES:
-            return install_files(package)
+            return install_files(package, carried)
         return render_chat(package, budget, cap)
 
     return view
 
 
-def config_view(config: Config, root: str) -> TargetView:
-    """The view of the configured target for a package at ``root``."""
+def config_view(config: Config, root: str, carried: tuple[PackageFile, ...] = ()) -> TargetView:
+    """The view of the configured target for a package at ``root`` carrying ``carried``."""
     cap = config.skill.max_tokens * BYTES_PER_TOKEN
-    return package_view(root, config.target.harness, config.skill.reference_bytes, cap)
+    return package_view(root, config.target.harness, config.skill.reference_bytes, cap, carried)
 
 
-def target_view(
-    config: Config, repo: SkillRepo | None = None, rev: str | None = None, where: str = ""
-) -> tuple[TargetView | None, SkillPackage | None]:
-    """The configured skill's view and its package at ``rev`` (working tree when None):
-    (None, None) for a single-file skill, whose text is sent as it is. A package with a broken
+def installs(config: Config) -> bool:
+    """Whether the configured target installs the skill as files (and so gets carried ones)."""
+    return config.target.harness in INSTALLING_HARNESSES
+
+
+@dataclass(frozen=True)
+class PackageVersion:
+    """One version of a skill package as the configured target gets it."""
+
+    package: SkillPackage
+    carried: Carried
+    view: TargetView
+
+    @property
+    def bundle(self) -> str:
+        return self.package.bundle()
+
+    def report(self) -> dict[str, list[str]]:
+        """What ``skillvc eval`` says of it: the linked files the chat target is sent
+        (``included``) and those left out for the size budget or the token cap (``cut``), the
+        carried files an installing harness writes (``carried``) and the symbolic links left
+        out of the package (``skipped``)."""
+        given = self.view(self.bundle)
+        return {
+            "included": list(given.included),
+            "cut": list(given.cut),
+            "carried": [f.path for f in given.carried],
+            "skipped": list(self.carried.skipped),
+        }
+
+
+def version_of(
+    config: Config, package: SkillPackage, carried: Carried, where: str = ""
+) -> PackageVersion:
+    """``package`` with ``carried`` under ``config``'s target, checked: a package with a broken
     relative link or a file that is not UTF-8 never reaches a model (SkillDocumentError)."""
-    from skillvc.packages.model import load_package
     from skillvc.preflight import check_package_files
+
+    check_package_files(package, where, carried.skipped)
+    return PackageVersion(package, carried, config_view(config, package.root, carried.files))
+
+
+def package_version(
+    config: Config, repo: SkillRepo, rev: str | None = None, where: str = ""
+) -> PackageVersion | None:
+    """The configured skill package at ``rev`` (the working tree when None) with its carried
+    files, checked (``version_of``); None for a single-file skill."""
+    from skillvc.packages.carried import load_carried
+    from skillvc.packages.model import load_package
 
     package = load_package(config, repo, rev)
     if package is None:
+        return None
+    carried = load_carried(config, package, repo, rev, read=installs(config))
+    return version_of(config, package, carried, where)
+
+
+def target_view(
+    config: Config, repo: SkillRepo, rev: str | None = None, where: str = ""
+) -> tuple[TargetView | None, SkillPackage | None]:
+    """``package_version`` as (view, package); (None, None) for a single-file skill, whose
+    text is sent as it is."""
+    version = package_version(config, repo, rev, where)
+    if version is None:
         return None, None
-    check_package_files(package, where)
-    return config_view(config, package.root), package
+    return version.view, version.package
 
 
 def chat_rendering(config: Config, package: SkillPackage) -> TargetInput | None:

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc.calls import CallFailed, ModelClient, Reply
+from skillvc.backends.base import PackageFile
+from skillvc.calls import CallFailed, ModelClient, Reply, package_files
 from skillvc.errors import AuthenticationFailed
 from skillvc.executors import Call, CallFailure, Executor, run_call
 from skillvc.hashing import sha256_hex
@@ -201,16 +202,17 @@ class Evaluator:
 
 def rollout_request(
     skill: str, item: TaskItem, view: TargetView | None = None
-) -> tuple[list[dict[str, str]], tuple[tuple[str, str], ...]]:
+) -> tuple[list[dict[str, str]], tuple[PackageFile, ...]]:
     """The target's request for one item, as (messages, files): the skill is the system prompt
     and there are no files; a package goes through its ``view`` (skillvc.packages.render): a
-    chat rendering, or SKILL.md with the other files to install beside it."""
+    chat rendering, or SKILL.md with the other package files and the carried ones to install
+    beside it (sorted by path, as ``CallRequest.files`` keeps them)."""
     target = TargetInput(skill) if view is None else view(skill)
     messages = [
         {"role": "system", "content": target.system},
         {"role": "user", "content": item.input},
     ]
-    return messages, target.files
+    return messages, package_files([*target.files, *target.carried])
 
 
 def _combine(samples: Sequence[Rollout]) -> Rollout:

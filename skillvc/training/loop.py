@@ -213,7 +213,7 @@ class Trainer:
             head=ctx.base_commit,
             package=package,
         )
-        self.render = None if root is None else config_view(config, root)
+        self.render = None if root is None else config_view(config, root, ctx.carried)
         self.rendering = None if package is None else chat_rendering(config, package)
         # (items, split) the loop runs next with the current skill if the gate in progress
         # rejects: what a gate speculates on.

@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillvc.backends.base import PackageFile
 from skillvc.calls import ModelClient
 from skillvc.hashing import sha256_hex
 from skillvc.packages.render import TargetView
@@ -153,7 +154,7 @@ class Prefetcher:
         self,
         client: ModelClient,
         messages: list[dict[str, str]],
-        files: tuple[tuple[str, str], ...],
+        files: tuple[PackageFile, ...],
         sample: int,
     ) -> None:
         self._quietly(lambda c: c.call("target", messages, sample=sample, files=files), client)

@@ -19,6 +19,7 @@ from typing import Any
 
 from skillvc import prompts
 from skillvc.backends import lazy_backend
+from skillvc.backends.base import PackageFile
 from skillvc.backends.pricing import price_for
 from skillvc.calls import ModelClient, secret_values
 from skillvc.config import Config
@@ -32,7 +33,9 @@ from skillvc.errors import (
 )
 from skillvc.events import Event
 from skillvc.hashing import content_id, sha256_hex
-from skillvc.packages.render import target_view
+from skillvc.packages.carried import load_carried
+from skillvc.packages.model import load_package
+from skillvc.packages.render import installs, target_view
 from skillvc.preflight import check_skill
 from skillvc.repo import SkillRepo, ensure_ready_to_train
 from skillvc.scorers import Scorer, get_scorer
@@ -60,6 +63,9 @@ class RunContext:
     test: list[TaskItem]
     base_commit: str
     base_skill: str
+    # A skill package under an installing harness: the base commit's carried files (scripts,
+    # assets), which training never edits, so every version of the run is installed with them.
+    carried: tuple[PackageFile, ...] = ()
 
 
 def find_unfinished(store: EventStore, skill_path: str | None = None) -> Event | None:
@@ -239,7 +245,18 @@ def prepare_run(
         test=list(taskset.test),
         base_commit=started.payload["base_commit"],
         base_skill=store.get_blob(started.payload["skill"]),
+        carried=_carried(config, repo, started.payload["base_commit"]),
     )
+
+
+def _carried(config: Config, repo: SkillRepo, base_commit: str) -> tuple[PackageFile, ...]:
+    """The carried files of the package at the run's base commit (an installing harness only;
+    read again on resume, from the same commit, so the replay sends the same calls)."""
+    if config.package_dir is None or not installs(config):
+        return ()
+    package = load_package(config, repo, base_commit)
+    assert package is not None
+    return load_carried(config, package, repo, base_commit).files
 
 
 def _agent_versions(backends: Mapping[str, Any]) -> dict[str, Any]:
