@@ -107,11 +107,9 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
 AGENT_HARNESSES = ("claude-code", "codex")
 
 
-def package_files(files: Sequence[PackageFile | tuple[str, str]]) -> tuple[PackageFile, ...]:
-    """A request's files as ``PackageFile``s sorted by path; a ``(path, text)`` pair is a
-    package text file."""
-    out = [f if isinstance(f, PackageFile) else PackageFile(f[0], text=f[1]) for f in files]
-    return tuple(sorted(out, key=lambda f: f.path))
+def package_files(files: Sequence[PackageFile]) -> tuple[PackageFile, ...]:
+    """A request's files sorted by path (the order the cache key holds them in)."""
+    return tuple(sorted(files, key=lambda f: f.path))
 
 
 def secret_values(config: Any) -> list[str]:
@@ -165,7 +163,7 @@ class ModelClient:
         messages: Sequence[Mapping[str, str]],
         *,
         sample: int = 0,
-        files: Sequence[PackageFile | tuple[str, str]] = (),
+        files: Sequence[PackageFile] = (),
     ) -> CallRequest:
         config = self.configs[role]
         params = model_params(config)
@@ -188,7 +186,7 @@ class ModelClient:
         *,
         sample: int = 0,
         step: int | None = None,
-        files: Sequence[PackageFile | tuple[str, str]] = (),
+        files: Sequence[PackageFile] = (),
     ) -> Reply:
         req = self.request(role, messages, sample=sample, files=files)
         reply = self.from_log(req)

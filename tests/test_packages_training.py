@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillvc import prompts, simpackage, simworld
-from skillvc.backends.base import CallRequest
+from skillvc.backends.base import CallRequest, PackageFile
 from skillvc.backends.sim import SimBackend
 from skillvc.cli import cli
 from skillvc.demo import PACKAGE_INTRO, create_demo_repo
@@ -121,7 +121,7 @@ def _damage_tickets(n: int = 20) -> list[str]:
     return [simworld.describe(c, random.Random(i)) for i, c in enumerate(cases)]
 
 
-def _answers(system: str, files: tuple[tuple[str, str], ...] = ()) -> list[str]:
+def _answers(system: str, files: tuple[PackageFile, ...] = ()) -> list[str]:
     backend = SimBackend("sim:support-package")
     out = []
     for task in _damage_tickets():
@@ -168,7 +168,7 @@ def test_a_general_rule_counts_in_skill_md_only() -> None:
 def test_installed_files_count_like_the_chat_prompts_sections() -> None:
     package = _package(POINTER, damage=f"# Damage\n- {DAMAGED}\n")
     chat = _answers(render_chat(package, budget=16000).system)
-    files = (("references/damage.md", package.texts()["references/damage.md"]),)
+    files = (PackageFile("references/damage.md", text=package.texts()["references/damage.md"]),)
     installed = _answers(package.texts()["SKILL.md"], files)
     assert chat.count("replace") >= 17 and installed.count("replace") >= 17
     assert _answers(package.texts()["SKILL.md"]).count("replace") <= 2  # no files: no rule

@@ -79,16 +79,6 @@ class CallRequest:
     # skill writes beside SKILL.md (the system text), sorted by path; empty for other calls.
     files: tuple[PackageFile, ...] = ()
 
-    def __post_init__(self) -> None:
-        # A (path, text) pair is a package text file: the form files had before carried files
-        # existed, which callers may still pass. Stored as PackageFile, in the order given.
-        if any(not isinstance(f, PackageFile) for f in self.files):
-            pairs: tuple[Any, ...] = self.files
-            files = tuple(
-                f if isinstance(f, PackageFile) else PackageFile(f[0], text=f[1]) for f in pairs
-            )
-            object.__setattr__(self, "files", files)
-
     @property
     def key(self) -> str:
         """The cache key: same (model, params, messages, sample, files) -> same answer from

@@ -48,7 +48,7 @@ class TargetInput:
     """One skill version as the target gets it."""
 
     system: str  # the system prompt (chat), or SKILL.md's text (an installing harness)
-    files: tuple[tuple[str, str], ...] = ()  # other package files to install, sorted by path
+    files: tuple[PackageFile, ...] = ()  # other package text files to install, sorted by path
     included: tuple[str, ...] = field(default=(), compare=False)  # chat: linked files sent
     cut: tuple[str, ...] = field(default=(), compare=False)  # chat: linked files left out
     # An installing harness: the carried files (scripts, assets) to install, sorted by path.
@@ -61,7 +61,6 @@ class TargetInput:
 
 # The renderer the evaluator and prefetcher take: skill text (a bundle) -> target input.
 TargetView = Callable[[str], TargetInput]
-ChatRendering = TargetInput  # the chat form (kept for the name callers know)
 
 
 def render_chat(package: SkillPackage, budget: int, cap: int | None = None) -> TargetInput:
@@ -89,7 +88,9 @@ def install_files(package: SkillPackage, carried: tuple[PackageFile, ...] = ()) 
     """SKILL.md as the text to install, every other package file and the carried files to
     write beside it."""
     texts = package.texts()
-    others = tuple((name, texts[name]) for name in package.names if name != SKILL_FILE)
+    others = tuple(
+        PackageFile(name, text=texts[name]) for name in package.names if name != SKILL_FILE
+    )
     return TargetInput(texts.get(SKILL_FILE, ""), others, carried=carried)
 
 

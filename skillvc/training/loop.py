@@ -899,7 +899,7 @@ class Trainer:
         if self.render is None:
             return skill
         given = self.render(skill)
-        return given.system + "".join(text for _, text in given.files)
+        return given.system + "".join(f.text or "" for f in given.files)
 
     def check_failures(self, errors: int, total: int, role: str) -> None:
         """Stop the run when too many calls of ``role`` failed: an outage of the optimizer
