@@ -19,6 +19,7 @@ before the event log is opened.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,19 +73,33 @@ def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
     problems = new_problems(path, doc, result.document, max_bytes=ws.config.skill.max_bytes)
     if problems:
         raise PatchError(f"The patched skill would break its format rules: {problems[0].message}")
+    return record_and_commit(ws, result.applied, {path: result.document.render()}, message, head)
+
+
+def record_and_commit(
+    ws: Workspace,
+    edits: Sequence[Edit],
+    files: Mapping[str, bytes],
+    message: str,
+    head: str | None,
+    *,
+    package: bool = False,
+) -> AppliedPatch:
+    """Log ``edits`` as human ``edit.proposed`` events, then commit ``files`` (repository
+    paths) on ``head`` in one commit whose ``Skillvc-Event`` trailer names those events.
+    ``package``: the result names the files (a skill package's patch may touch several)."""
     with ws.store(create=True) as store:
         events = [
             store.append(
                 "edit.proposed", {"edit": e.to_dict(), "source": "human", "message": message}
             )
-            for e in result.applied
+            for e in edits
         ]
         ids = tuple(e.id for e in events)
         trailers = {"Skillvc-Event": ", ".join(str(i) for i in ids)}
-        sha = repo.commit_file(
-            path, result.document.render(), message, trailers, expected_parent=head
-        )
-    return AppliedPatch(sha=sha, edits=result.applied, event_ids=ids)
+        sha = ws.repo.commit_files(files, message, trailers, expected_parent=head)
+    shown_files = tuple(sorted(files)) if package else ()
+    return AppliedPatch(sha=sha, edits=tuple(edits), event_ids=ids, files=shown_files)
 
 
 def read_patch(data: bytes | str) -> str:

@@ -37,11 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skillvc import simworld
-from skillvc.hashing import sha256_hex
 from skillvc.packages.links import resolve
 from skillvc.packages.model import SKILL_FILE
 from skillvc.packages.render import HEADER
-from skillvc.simworld import ACTIONS, DEFAULT_ACTION, Case, Rule
+from skillvc.simworld import Case, Rule
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,6 @@ RULE_TOPICS = {
     "late orders get a full": "shipping",
 }
 
-_PRIORITY = simworld.HARMFUL + simworld.GOOD
 _SECTION = re.compile(r"\n\n" + re.escape(HEADER.split("{path}")[0]) + r"(?P<path>[^\n]+)\n\n")
 _LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -159,19 +157,9 @@ def answer(system: str, task: str, files: Sequence[tuple[str, str]] = (), *, sal
     skill, sections = split_prompt(system)
     sections.update(dict(files))
     known = {r.key for r in effective_rules(skill, sections, case)}
-    action, used = DEFAULT_ACTION, None
-    for rule in _PRIORITY:
-        if rule.key in known and rule.applies(case):
-            action, used = rule.action or DEFAULT_ACTION, rule
-            break
     # The support world's noise, over what the agent reads for this ticket.
     where = pointer(skill, topic_of(case))
     read = skill + ("" if where is None else sections.get(where, ""))
-    noise = 0.04 + 0.01 * max(0, len(simworld.known_rules(read)) - 9)
     files_part = "".join(f"|{p}|{t}" for p, t in files)
-    roll = int(sha256_hex(f"{salt}|{system}{files_part}|{task}")[:8], 16) / 0xFFFFFFFF
-    if roll < noise:
-        action = [a for a in ACTIONS if a != action][int(roll * 1e6) % (len(ACTIONS) - 1)]
-        used = None
-    why = f"Following the rule: {used.text}" if used else "No specific rule applies."
-    return f"{why}\n<answer>{action}</answer>"
+    key = f"{salt}|{system}{files_part}|{task}"
+    return simworld.decide(case, known, len(simworld.known_rules(read)), key)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from skillvc.hashing import sha256_hex
 
@@ -249,15 +250,22 @@ def answer(skill: str, task: str, *, salt: str = "") -> str:
     if case is None:
         return "I cannot tell what this ticket is about.\n<answer>escalate</answer>"
     known = {r.key for r in known_rules(skill)}
+    return decide(case, known, len(known), f"{salt}|{skill}|{task}")
+
+
+def decide(case: Case, known: set[str], rules_read: int, noise_key: str) -> str:
+    """The simulated target's reply for ``case`` when it knows the rules keyed ``known``.
+
+    It applies the first known rule in priority order (else the default action). Then a
+    deterministic noise keyed by ``noise_key`` makes some answers wrong whatever the skill
+    says; reading many rules (``rules_read`` past 9) dilutes attention a little more."""
     action, used = DEFAULT_ACTION, None
     for rule in _PRIORITY:
         if rule.key in known and rule.applies(case):
             action, used = rule.action or DEFAULT_ACTION, rule
             break
-    # Deterministic noise: some answers go wrong whatever the skill says; long skills
-    # (many rules) dilute attention a little more.
-    noise = 0.04 + 0.01 * max(0, len(known) - 9)
-    roll = int(sha256_hex(f"{salt}|{skill}|{task}")[:8], 16) / 0xFFFFFFFF
+    noise = 0.04 + 0.01 * max(0, rules_read - 9)
+    roll = int(sha256_hex(noise_key)[:8], 16) / 0xFFFFFFFF
     if roll < noise:
         action = [a for a in ACTIONS if a != action][int(roll * 1e6) % (len(ACTIONS) - 1)]
         used = None
@@ -334,3 +342,33 @@ def draft_rubric(examples: list[dict[str, object]]) -> str:
             "an answer that differs from the accepted one is wrong."
         )
     return "\n".join(lines)
+
+
+def meta_notes(
+    previous: str,
+    rejected: Sequence[dict[str, Any]],
+    accepted: Sequence[dict[str, Any]],
+    sig: Callable[[dict[str, Any]], str],
+    where: Callable[[dict[str, Any]], str],
+) -> str:
+    """The simulated optimizer's meta skill: notes from evidence only. An edit rejected on its
+    own, or twice (same ``sig``), becomes ``AVOID<where>: <text>``, an accepted one
+    ``HELPED<where>: <text>``; ``where`` is "" for a one-file skill and " in <file>" for a
+    package. Earlier notes of that form are kept, in order."""
+    marks = tuple(f"{kind}{w}" for kind in ("AVOID", "HELPED") for w in (":", " in "))
+    notes = [line for line in previous.splitlines() if line.startswith(marks)]
+    counts: dict[str, int] = {}
+    for edit in rejected:
+        counts[sig(edit)] = counts.get(sig(edit), 0) + 1
+    for edit in rejected:
+        text = " ".join((edit.get("content") or edit.get("target") or "").split()).lstrip("- ")
+        alone = edit.get("candidate_size", 1) <= 1
+        note = f"AVOID{where(edit)}: {text}"
+        if text and (alone or counts[sig(edit)] >= 2) and note not in notes:
+            notes.append(note)
+    for edit in accepted:
+        text = " ".join((edit.get("content") or "").split()).lstrip("- ")
+        note = f"HELPED{where(edit)}: {text}"
+        if text and note not in notes:
+            notes.append(note)
+    return "\n".join(notes)

@@ -142,3 +142,50 @@ def env(pre_commit_home: Path) -> dict[str, str]:
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
+
+
+PACKAGE_DIR = "skills/acme-returns"
+PACKAGE_LINK = "\nFor special cases read [the forms](references/forms.md).\n"
+PACKAGE_TRAIN = "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworkers = 2\nseed = 7\n"
+
+
+def demo_rows(split: str, n: int) -> bytes:
+    """The first ``n`` items of the demo's ``split`` task file."""
+    from skillvc.resources import read_bytes
+
+    rows = read_bytes("templates", f"demo/evals/{split}.jsonl").decode().splitlines()
+    return ("\n".join(rows[:n]) + "\n").encode()
+
+
+def make_package_repo(root: Path, forms: str, extra: dict[str, str] | None = None) -> Path:
+    """A committed skills repo with the skill package ``skills/acme-returns/``: the demo's
+    SKILL.md linking ``references/forms.md`` (``forms``), any ``extra`` files of the package
+    directory, 16/16/6 demo items, and a skillvc.toml from ``skillvc init`` (``sim:support``,
+    seed 7) whose ``[skill] path`` names the directory. The caller is chdir'ed into ``root``."""
+    from click.testing import CliRunner
+
+    from skillvc.cli import cli
+    from skillvc.resources import read_bytes
+
+    folder = root / PACKAGE_DIR
+    (folder / "references").mkdir(parents=True)
+    seed = read_bytes("templates", "demo/SKILL.md").decode()
+    (folder / "SKILL.md").write_text(seed + PACKAGE_LINK, encoding="utf-8")
+    (folder / "references" / "forms.md").write_text(forms, encoding="utf-8")
+    for name, text in (extra or {}).items():
+        (folder / name).write_text(text, encoding="utf-8")
+    evals = root / "evals"
+    evals.mkdir()
+    for split, n in (("train", 16), ("val", 16), ("test", 6)):
+        (evals / f"{split}.jsonl").write_bytes(demo_rows(split, n))
+    os.chdir(root)
+    result = CliRunner().invoke(
+        cli, ["init", "--target", "sim:support", "--optimizer", "sim:support", "--seed", "7"]
+    )
+    assert result.exit_code == 0, result.output
+    toml = root / "skillvc.toml"
+    text = toml.read_text().replace(f'path = "{PACKAGE_DIR}/SKILL.md"', f'path = "{PACKAGE_DIR}"')
+    toml.write_text(text.split("\n[train]\n")[0] + "\n" + PACKAGE_TRAIN)
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "package skill")
+    return root

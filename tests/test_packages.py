@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import git
+from conftest import PACKAGE_LINK, git, make_package_repo
 
 from skillvc.cli import cli
 from skillvc.config import load_config
@@ -25,7 +25,6 @@ from skillvc.packages import (
     render_chat,
 )
 from skillvc.repo import SkillRepo
-from skillvc.resources import read_bytes
 from skillvc.skilldoc import SkillDocument
 from skillvc.workspace import open_workspace
 
@@ -34,43 +33,16 @@ FORMS = (
     "- Billing errors go to the billing team: escalate them.\n"
     "- After 30 days from delivery, deny returns unless the item is defective.\n"
 )
-LINK = "\nFor special cases read [the forms](references/forms.md).\n"
-TRAIN_KEYS = "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworkers = 2\nseed = 7\n"
-
-
-def _lines(source: str, n: int) -> bytes:
-    rows = read_bytes("templates", f"demo/evals/{source}.jsonl").decode().splitlines()
-    return ("\n".join(rows[:n]) + "\n").encode()
 
 
 @pytest.fixture
 def package_repo(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """skills/acme-returns/: SKILL.md (linking references/forms.md), the reference, an unlinked
     notes.md and a script; [skill] path names the directory."""
-    folder = git_repo / "skills" / "acme-returns"
-    (folder / "references").mkdir(parents=True)
-    seed = read_bytes("templates", "demo/SKILL.md").decode()
-    (folder / "SKILL.md").write_text(seed + LINK, encoding="utf-8")
-    (folder / "references" / "forms.md").write_text(FORMS, encoding="utf-8")
-    (folder / "references" / "notes.md").write_text("Unlinked notes.\n", encoding="utf-8")
-    (folder / "run.sh").write_text("echo hi\n", encoding="utf-8")
-    evals = git_repo / "evals"
-    evals.mkdir()
-    for split, n in (("train", 16), ("val", 16), ("test", 6)):
-        (evals / f"{split}.jsonl").write_bytes(_lines(split, n))
-    monkeypatch.chdir(git_repo)
-    result = CliRunner().invoke(
-        cli, ["init", "--target", "sim:support", "--optimizer", "sim:support", "--seed", "7"]
+    monkeypatch.chdir(git_repo)  # restored after the test
+    return make_package_repo(
+        git_repo, FORMS, {"references/notes.md": "Unlinked notes.\n", "run.sh": "echo hi\n"}
     )
-    assert result.exit_code == 0, result.output
-    toml = git_repo / "skillvc.toml"
-    text = toml.read_text().replace(
-        'path = "skills/acme-returns/SKILL.md"', 'path = "skills/acme-returns"'
-    )
-    toml.write_text(text.split("\n[train]\n")[0] + "\n" + TRAIN_KEYS)
-    git(git_repo, "add", ".")
-    git(git_repo, "commit", "-q", "-m", "package skill")
-    return git_repo
 
 
 def test_a_directory_path_is_a_package_of_its_text_files(package_repo: Path) -> None:
@@ -180,7 +152,7 @@ def test_eval_sends_the_linked_reference_to_the_chat_target(package_repo: Path) 
     ws = open_workspace(package_repo)
     linked = evaluate(ws, None, "val")
     skill = package_repo / "skills" / "acme-returns" / "SKILL.md"
-    skill.write_text(skill.read_text().replace(LINK, "\n"))  # same files, no link
+    skill.write_text(skill.read_text().replace(PACKAGE_LINK, "\n"))  # same files, no link
     unlinked = evaluate(open_workspace(package_repo), None, "val")
     assert linked.mean is not None and unlinked.mean is not None
     # The simulated target knows a rule only when it is in what it receives.

@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git
+from conftest import copy_repo, git, make_package_repo
 
 from skillvc.cli import cli
 from skillvc.demo import create_demo_repo
 from skillvc.history import LOG_KEYS
-from skillvc.resources import read_bytes
 from skillvc.store import open_store
 from skillvc.training.loop import train as train_run
 from skillvc.workspace import open_workspace
@@ -30,41 +29,16 @@ CHECKLIST = f"{DIR}/references/checklist.md"
 FORMS_TEXT = (
     "# Forms and special cases\n\n- Billing errors go to the billing team: escalate them.\n"
 )
-LINK = "\nFor special cases read [the forms](references/forms.md).\n"
-TRAIN_KEYS = "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworkers = 2\nseed = 7\n"
-
-
-def _lines(source: str, n: int) -> bytes:
-    rows = read_bytes("templates", f"demo/evals/{source}.jsonl").decode().splitlines()
-    return ("\n".join(rows[:n]) + "\n").encode()
 
 
 @pytest.fixture
 def package_repo(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """skills/acme-returns/: SKILL.md linking references/forms.md, an unlinked notes.md and a
     script (no package file); [skill] path names the directory. As in test_packages.py."""
-    folder = git_repo / DIR
-    (folder / "references").mkdir(parents=True)
-    seed = read_bytes("templates", "demo/SKILL.md").decode()
-    (folder / "SKILL.md").write_text(seed + LINK, encoding="utf-8")
-    (folder / "references" / "forms.md").write_text(FORMS_TEXT, encoding="utf-8")
-    (folder / "references" / "notes.md").write_text("Unlinked notes.\n", encoding="utf-8")
-    (folder / "run.sh").write_text("echo hi\n", encoding="utf-8")
-    evals = git_repo / "evals"
-    evals.mkdir()
-    for split, n in (("train", 16), ("val", 16), ("test", 6)):
-        (evals / f"{split}.jsonl").write_bytes(_lines(split, n))
-    monkeypatch.chdir(git_repo)
-    result = CliRunner().invoke(
-        cli, ["init", "--target", "sim:support", "--optimizer", "sim:support", "--seed", "7"]
+    monkeypatch.chdir(git_repo)  # restored after the test
+    return make_package_repo(
+        git_repo, FORMS_TEXT, {"references/notes.md": "Unlinked notes.\n", "run.sh": "echo hi\n"}
     )
-    assert result.exit_code == 0, result.output
-    toml = git_repo / "skillvc.toml"
-    text = toml.read_text().replace(f'path = "{SKILL}"', f'path = "{DIR}"')
-    toml.write_text(text.split("\n[train]\n")[0] + "\n" + TRAIN_KEYS)
-    git(git_repo, "add", ".")
-    git(git_repo, "commit", "-q", "-m", "package skill")
-    return git_repo
 
 
 def run(*args: str, input: str | None = None) -> tuple[int, str]:

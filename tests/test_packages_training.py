@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git
+from conftest import copy_repo, git, make_package_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,13 +40,6 @@ from skillvc.training.optimize import apply_selected_package
 from skillvc.workspace import open_workspace
 
 FORMS = "# Forms and special cases\n\n- Billing errors go to the billing team: escalate them.\n"
-LINK = "\nFor special cases read [the forms](references/forms.md).\n"
-TRAIN_KEYS = "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworkers = 2\nseed = 7\n"
-
-
-def _lines(source: str, n: int) -> bytes:
-    rows = read_bytes("templates", f"demo/evals/{source}.jsonl").decode().splitlines()
-    return ("\n".join(rows[:n]) + "\n").encode()
 
 
 def optimizer_prompts(repo: Path, kind: str) -> list[str]:
@@ -62,28 +55,8 @@ def optimizer_prompts(repo: Path, kind: str) -> list[str]:
 @pytest.fixture
 def forms_repo(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """skills/acme-returns/: the demo's SKILL.md linking references/forms.md; sim:support."""
-    folder = git_repo / "skills" / "acme-returns"
-    (folder / "references").mkdir(parents=True)
-    seed = read_bytes("templates", "demo/SKILL.md").decode()
-    (folder / "SKILL.md").write_text(seed + LINK, encoding="utf-8")
-    (folder / "references" / "forms.md").write_text(FORMS, encoding="utf-8")
-    evals = git_repo / "evals"
-    evals.mkdir()
-    for split, n in (("train", 16), ("val", 16), ("test", 6)):
-        (evals / f"{split}.jsonl").write_bytes(_lines(split, n))
-    monkeypatch.chdir(git_repo)
-    result = CliRunner().invoke(
-        cli, ["init", "--target", "sim:support", "--optimizer", "sim:support", "--seed", "7"]
-    )
-    assert result.exit_code == 0, result.output
-    toml = git_repo / "skillvc.toml"
-    text = toml.read_text().replace(
-        'path = "skills/acme-returns/SKILL.md"', 'path = "skills/acme-returns"'
-    )
-    toml.write_text(text.split("\n[train]\n")[0] + "\n" + TRAIN_KEYS)
-    git(git_repo, "add", ".")
-    git(git_repo, "commit", "-q", "-m", "package skill")
-    return git_repo
+    monkeypatch.chdir(git_repo)  # restored after the test
+    return make_package_repo(git_repo, FORMS)
 
 
 def test_the_reflection_prompt_shows_skill_md_as_skill_and_the_rest_as_package_files(

@@ -21,7 +21,6 @@ import random
 import re
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from skillvc import simpackage, simworld
@@ -272,20 +271,10 @@ def _slow_update(prompt: str) -> str:
 
 def _meta_update(prompt: str) -> str:
     """Notes from evidence: edits rejected on their own, or twice, are marked AVOID."""
-    previous = section(prompt, "previous_notes").splitlines()
-    rejected: Sequence[dict[str, Any]] = _load(prompt, "rejected_edits")
-    accepted: Sequence[dict[str, Any]] = _load(prompt, "accepted_edits")
-    notes = [line for line in previous if line.startswith(("AVOID:", "HELPED:"))]
-    counts: dict[str, int] = {}
-    for edit in rejected:
-        counts[_sig(edit)] = counts.get(_sig(edit), 0) + 1
-    for edit in rejected:
-        text = " ".join((edit.get("content") or edit.get("target") or "").split()).lstrip("- ")
-        alone = edit.get("candidate_size", 1) <= 1
-        if text and (alone or counts[_sig(edit)] >= 2) and f"AVOID: {text}" not in notes:
-            notes.append(f"AVOID: {text}")
-    for edit in accepted:
-        text = " ".join((edit.get("content") or "").split()).lstrip("- ")
-        if text and f"HELPED: {text}" not in notes:
-            notes.append(f"HELPED: {text}")
-    return "\n".join(notes)
+    return simworld.meta_notes(
+        section(prompt, "previous_notes"),
+        _load(prompt, "rejected_edits"),
+        _load(prompt, "accepted_edits"),
+        _sig,
+        lambda edit: "",
+    )

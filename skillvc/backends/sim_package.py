@@ -296,22 +296,10 @@ def reflect(prompt: str, rng: random.Random) -> list[Edit]:
 def meta_update(prompt: str) -> str:
     """Notes from evidence, per file: edits rejected on their own, or twice, are marked
     ``AVOID in <file>:``; accepted ones ``HELPED in <file>:``."""
-    previous = section(prompt, "previous_notes").splitlines()
-    rejected = _json(prompt, "rejected_edits")
-    accepted = _json(prompt, "accepted_edits")
-    notes = [line for line in previous if line.startswith(("AVOID in ", "HELPED in "))]
-    counts: dict[str, int] = {}
-    for edit in rejected:
-        counts[_sig(edit)] = counts.get(_sig(edit), 0) + 1
-    for edit in rejected:
-        text = " ".join((edit.get("content") or edit.get("target") or "").split()).lstrip("- ")
-        alone = edit.get("candidate_size", 1) <= 1
-        note = f"AVOID in {edit.get('file') or SKILL_FILE}: {text}"
-        if text and (alone or counts[_sig(edit)] >= 2) and note not in notes:
-            notes.append(note)
-    for edit in accepted:
-        text = " ".join((edit.get("content") or "").split()).lstrip("- ")
-        note = f"HELPED in {edit.get('file') or SKILL_FILE}: {text}"
-        if text and note not in notes:
-            notes.append(note)
-    return "\n".join(notes)
+    return simworld.meta_notes(
+        section(prompt, "previous_notes"),
+        _json(prompt, "rejected_edits"),
+        _json(prompt, "accepted_edits"),
+        _sig,
+        lambda edit: f" in {edit.get('file') or SKILL_FILE}",
+    )

@@ -37,7 +37,15 @@ from skillvc.packages.model import (
     load_package,
     matches,
 )
-from skillvc.patches import DEV_NULL, AppliedPatch, diff_paths, read_patch, repo_relpath, shown
+from skillvc.patches import (
+    DEV_NULL,
+    AppliedPatch,
+    diff_paths,
+    read_patch,
+    record_and_commit,
+    repo_relpath,
+    shown,
+)
 from skillvc.workspace import Workspace
 
 
@@ -67,18 +75,8 @@ def apply_package_patch(ws: Workspace, diff: bytes | str, message: str) -> Appli
     edits = [edit for change in changes for edit in _edits(package, change)]
     result = apply_package_edits(package, edits)
     _check(ws, package, result)
-    with ws.store(create=True) as store:
-        events = [
-            store.append(
-                "edit.proposed", {"edit": e.to_dict(), "source": "human", "message": message}
-            )
-            for e in result.applied
-        ]
-        ids = tuple(e.id for e in events)
-        trailers = {"Skillvc-Event": ", ".join(str(i) for i in ids)}
-        files = {package.repo_path(n): result.package.files[n] for n in result.changed}
-        sha = repo.commit_files(files, message, trailers, expected_parent=head)
-    return AppliedPatch(sha=sha, edits=result.applied, event_ids=ids, files=tuple(sorted(files)))
+    files = {package.repo_path(n): result.package.files[n] for n in result.changed}
+    return record_and_commit(ws, result.applied, files, message, head, package=True)
 
 
 def _changes(ws: Workspace, patch: Sequence[Any], package: SkillPackage) -> list[_FileChange]:
