@@ -17,7 +17,16 @@ from typing import Any
 from skillvc.hashing import sha256_hex
 from skillvc.resources import read_text
 
-TEMPLATE_NAMES = ("system", "reflect", "repair", "slow_update", "meta_update")
+TEMPLATE_NAMES = (
+    "system",
+    "reflect",
+    "repair",
+    "slow_update",
+    "meta_update",
+    # Rules added to the reflection prompt by an option or a skill package (``rule``).
+    "description_rule",
+    "package_rule",
+)
 EDITS_FORMAT = (
     '{"edits": [{"op": "add|replace|delete", "target": "...", "content": "...", '
     '"anchor": "...", "rationale": "..."}]}'
@@ -37,14 +46,6 @@ PACKAGE_ANSWER_FORMAT = (
     '{"edits": [{"file": "SKILL.md or a path from package_files", "op": "add|replace|delete", '
     '"target": "...", "content": "...", "anchor": "...", "rationale": "why, citing the tasks"}]}'
 )
-PACKAGE_RULE = (
-    "\n- The skill is a package: SKILL.md (under skill) plus the files under package_files."
-    ' Every edit names its "file" (SKILL.md when left out); "target" and "anchor" are copied'
-    " from that file. Put detail where SKILL.md sends the reader for it. To create a reference"
-    ' file, "add" its content to a new path inside the package (e.g. references/topic.md) and,'
-    " in the same answer, add a Markdown link to it in SKILL.md: a file no link leads to is"
-    " never read. Files are never deleted."
-)
 
 # Placeholders only some runs fill (an opt-in's extra rule, a package's files); otherwise the
 # value here, which renders the prompt exactly as it was before the placeholder existed.
@@ -58,6 +59,12 @@ OPTIONAL = {
 
 def template(name: str) -> str:
     return read_text("templates", f"prompts/{name}.md")
+
+
+def rule(name: str) -> str:
+    """A rule template as it is inserted into a prompt: its text without the file's final
+    newline (a leading newline is part of the rule)."""
+    return template(name).rstrip("\n")
 
 
 def template_hashes() -> dict[str, str]:

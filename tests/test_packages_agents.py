@@ -35,6 +35,7 @@ from skillvc.evaluation import EvalResult, evaluate
 from skillvc.hashing import content_id
 from skillvc.packages.model import load_package
 from skillvc.packages.render import package_version
+from skillvc.prompts import section
 from skillvc.repo import SkillRepo
 from skillvc.store import open_store
 from skillvc.tasks import TaskItem
@@ -356,6 +357,19 @@ def test_training_and_eval_share_the_calls_of_a_package(demo_seed: Path, tmp_pat
     assert all(not name.startswith((f"{PACKAGE}/scripts", f"{PACKAGE}/assets")) for name in changed)
     calls = target_calls(root)
     assert calls and all("scripts/policy.sh" in json.loads(blob(root, c["files"])) for c in calls)
+    # The optimizer is told what the agent gets besides the text files: path and size only.
+    with open_store(root / ".skillvc" / "events.db") as store:
+        prompts = [
+            json.loads(store.get_blob(r["prompt_blob"]))[-1]["content"]
+            for r in store.query("SELECT prompt_blob FROM model_calls WHERE role = 'optimizer'")
+        ]
+    reflect = [p for p in prompts if "<!-- skillvc-prompt: reflect -->" in p]
+    listed = json.loads(section(reflect[0], "package_files"))
+    carried = [e for e in listed if e.get("carried")]
+    assert carried == [
+        {"path": "assets/logo.bin", "bytes": 256, "carried": True},
+        {"path": "scripts/policy.sh", "bytes": len(POLICY.encode()), "carried": True},
+    ]
     best = evaluate(open_workspace(root), None, "val")
     baseline = evaluate(open_workspace(root), base, "val")
     assert (best.fresh_calls, baseline.fresh_calls) == (0, 0), "answered from training's calls"

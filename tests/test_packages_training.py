@@ -160,7 +160,7 @@ def _reflect_prompt(package: SkillPackage, cases: list[dict], meta: str = "") ->
         cases=cases,
         rejected=[],
         meta=meta or "(none yet)",
-        package_rule=prompts.PACKAGE_RULE,
+        package_rule=prompts.rule("package_rule"),
         package_files=f"\n<package_files>\n{listing}\n</package_files>\n",
         answer_format=prompts.PACKAGE_ANSWER_FORMAT,
     )

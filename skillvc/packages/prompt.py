@@ -3,9 +3,11 @@
 SKILL.md is shown whole, as a single-file skill is (the ``<skill>`` section of the reflection
 prompt). The other files follow as one JSON list (``<package_files>``), each with its path,
 size in bytes, whether a chain of links from SKILL.md reaches it (``linked``: an unlinked file
-is never read by an agent) and its text. The texts share ``budget`` characters: each file gets
-an equal share of what is left, and a longer file keeps its head and tail with the number of
-characters cut between them, so the optimizer sees where a file starts and ends.
+is never read by an agent) and its text; then the carried files an agent harness installs
+with them (scripts, assets: path and size only, never edited). The texts share ``budget``
+characters: each file gets an equal share of what is left, and a longer file keeps its head
+and tail with the number of characters cut between them, so the optimizer sees where a file
+starts and ends.
 
 Invariant: pure and deterministic in the package and the budget, so a resumed run renders the
 same prompts (and finds its recorded answers).
@@ -13,8 +15,10 @@ same prompts (and finds its recorded answers).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from skillvc.backends.base import PackageFile
 from skillvc.packages.links import linked_files, reachable_files
 from skillvc.packages.model import SKILL_FILE, SkillPackage
 
@@ -45,8 +49,12 @@ def reading_order(package: SkillPackage) -> list[str]:
     return order + [n for n in package.names if n != SKILL_FILE and n not in order]
 
 
-def optimizer_files(package: SkillPackage, budget: int) -> list[dict[str, Any]]:
-    """The ``<package_files>`` entries (see the module docstring)."""
+def optimizer_files(
+    package: SkillPackage, budget: int, carried: Sequence[PackageFile] = ()
+) -> list[dict[str, Any]]:
+    """The ``<package_files>`` entries (see the module docstring); ``carried`` files (what an
+    installing harness writes beside SKILL.md: scripts, assets) follow as path and size,
+    marked ``"carried": true``, without their bytes."""
     texts = package.texts()
     reachable = reachable_files(package)
     names = reading_order(package)
@@ -64,6 +72,7 @@ def optimizer_files(package: SkillPackage, budget: int) -> list[dict[str, Any]]:
                 "text": text,
             }
         )
+    out += [{"path": f.path, "bytes": len(f.content), "carried": True} for f in carried]
     return out
 
 

@@ -336,6 +336,7 @@ class Trainer:
                 done=self.progress.advance,
                 package=s.package,
                 package_chars=self.config.skill.optimizer_chars,
+                carried=self.ctx.carried,
             )
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")

@@ -21,6 +21,7 @@ from typing import Any
 from skillvc import prompts
 from skillvc.agents.description import DescriptionRefused, targets_description, with_description
 from skillvc.agents.trajectory import Trajectory, render
+from skillvc.backends.base import PackageFile
 from skillvc.calls import CallFailed, ModelClient
 from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
 from skillvc.formats import new_problems, new_reference_problems
@@ -50,13 +51,8 @@ class Reflection:
 
 
 # Appended to the frontmatter rule only with [train] train_description (else the prompt is
-# byte for byte what it was without the option).
-DESCRIPTION_RULE = (
-    "\n  Exception: you may replace the frontmatter description, which decides whether an agent"
-    " loads the skill at all (cases with skill_loaded false never read it): a replace edit whose"
-    ' "target" is the current description and whose "content" is the new one, at most 1024'
-    " characters, one line, no XML tags."
-)
+# byte for byte what it was without the option); a template, so its hash is in every run.
+DESCRIPTION_RULE = prompts.rule("description_rule")
 MAX_CASE_CHARS = 4000  # per input and per output: keeps a minibatch prompt bounded
 
 
@@ -165,6 +161,7 @@ def reflect(
     done: Callable[[], None] = lambda: None,
     package: SkillPackage | None = None,
     package_chars: int = 0,
+    carried: Sequence[PackageFile] = (),
 ) -> Reflection:
     """One optimizer call per minibatch (``done`` is called as each one finishes).
 
@@ -175,9 +172,10 @@ def reflect(
     package_values: dict[str, str] = {}
     edits_format = prompts.EDITS_FORMAT
     if package is not None:
-        listing = json.dumps(optimizer_files(package, package_chars), indent=1, ensure_ascii=False)
+        entries = optimizer_files(package, package_chars, carried)
+        listing = json.dumps(entries, indent=1, ensure_ascii=False)
         package_values = {
-            "package_rule": prompts.PACKAGE_RULE,
+            "package_rule": prompts.rule("package_rule"),
             "package_files": f"\n<package_files>\n{listing}\n</package_files>\n",
             "answer_format": prompts.PACKAGE_ANSWER_FORMAT,
         }
