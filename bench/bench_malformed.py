@@ -642,6 +642,113 @@ def apply_cases() -> list[Case]:
     return cases
 
 
+PACKAGE = "skills/acme-returns"
+FORMS = f"{PACKAGE}/references/forms.md"
+FORMS_LINK = "\nSpecial cases: [the forms](references/forms.md).\n"
+
+
+def as_package(root: Path) -> None:
+    """Make the seed's skill a committed package: SKILL.md linking references/forms.md."""
+    set_key("skill", "path", f'"{PACKAGE}"')(root)
+    append(SKILL, FORMS_LINK.encode())(root)
+    write(FORMS, "# Forms\n\n- Billing errors go to the billing team.\n")(root)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the skill as a package")
+
+
+def package(*setups: Setup) -> Setup:
+    return steps(as_package, *setups)
+
+
+def symlink(rel: str, target: str) -> Setup:
+    def setup(root: Path) -> None:
+        path = root / rel
+        path.unlink(missing_ok=True)
+        path.symlink_to(target)
+
+    return setup
+
+
+def package_cases() -> list[Case]:
+    """Skill packages (issue 14): broken links, bad reference files, symbolic links, uncommitted
+    package files, bad package settings, patches and blames the package rules refuse."""
+    broken_link = append(SKILL, b"\nSee [rates](references/rates.md).\n")
+    escaping = append(SKILL, b"\nSee [passwords](../../../etc/passwd).\n")
+    markers = b"# Forms\n<!-- skillvc:protected legal -->\nkeep\n"
+    cases: list[Case] = []
+    for name, setup in (
+        ("broken link", broken_link),
+        ("link leaving the package", escaping),
+        ("non-UTF-8 reference", write(FORMS, b"# caf\xe9\n")),
+        ("unbalanced markers in a reference", write(FORMS, markers)),
+        ("reference is a symlink to the val answers", symlink(FORMS, "../../../evals/val.jsonl")),
+    ):
+        for command in (["validate"], EVAL_VAL, ["check", "--base", "HEAD"]):
+            cases.append(Case(f"package {name}, {command[0]}", command, package(setup)))
+    cases += [
+        Case(
+            "package broken link committed, train",
+            ["train"],
+            package(broken_link, lambda root: git(root, "commit", "-qam", "break the link")),
+        ),
+        Case(
+            "package non-UTF-8 reference committed, train",
+            ["train"],
+            package(committed(FORMS, b"# caf\xe9\n")),
+        ),
+        Case(
+            "package reference with uncommitted changes, train",
+            ["train"],
+            package(append(FORMS, b"- uncommitted\n")),
+        ),
+        Case(
+            "package untracked file in the directory, train",
+            ["train"],
+            package(write(f"{PACKAGE}/references/draft.md", "draft\n")),
+        ),
+        Case("package include = 42", EVAL_VAL, package(set_key("skill", "include", "42"))),
+        Case(
+            "package reference_bytes = -1",
+            EVAL_VAL,
+            package(set_key("skill", "reference_bytes", "-1")),
+        ),
+        Case(
+            "package optimizer_chars = nan",
+            EVAL_VAL,
+            package(set_key("skill", "optimizer_chars", "nan")),
+        ),
+        Case("package blame of a file outside it", ["blame", "evals/val.jsonl"], package()),
+        Case("package blame of a missing reference", ["blame", "references/x.md"], package()),
+    ]
+    patches = {
+        "deleting a reference": (
+            f"--- a/{FORMS}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Forms\n-\n"
+            "-- Billing errors go to the billing team.\n"
+        ),
+        "renaming a reference": (
+            f"diff --git a/{FORMS} b/{PACKAGE}/references/f2.md\nsimilarity index 100%\n"
+            f"rename from {FORMS}\nrename to {PACKAGE}/references/f2.md\n"
+        ),
+        "creating an unlinked file": (
+            f"--- /dev/null\n+++ b/{PACKAGE}/references/new.md\n@@ -0,0 +1 @@\n+# New\n"
+        ),
+        "adding a broken link": (
+            f"--- a/{FORMS}\n+++ b/{FORMS}\n@@ -3 +3,2 @@\n"
+            "-- Billing errors go to the billing team.\n+- Billing errors go to the billing team.\n"
+            "+- See [refunds](refunds.md).\n"
+        ),
+        "touching the task files too": (
+            f"--- a/{FORMS}\n+++ b/{FORMS}\n@@ -1 +1 @@\n-# Forms\n+# Forms!\n"
+            "--- a/evals/val.jsonl\n+++ b/evals/val.jsonl\n@@ -1 +1 @@\n-x\n+y\n"
+        ),
+    }
+    cases += [
+        Case(f"package apply {name}", ["apply", "-"], package(), stdin=data.encode())
+        for name, data in patches.items()
+    ]
+    return cases
+
+
 def repo_state_cases() -> list[Case]:
     return [
         Case(
@@ -666,6 +773,7 @@ def all_cases() -> list[Case]:
         *cli_cases(),
         *show_cases(),
         *apply_cases(),
+        *package_cases(),
         *repo_state_cases(),
     ]
 

@@ -86,3 +86,27 @@ def test_the_tours_read_commands_run_on_the_demo(tmp_path: Path) -> None:
     assert "OK: the skill scores" in result.stdout  # check --base main
     assert (work / "acme" / "pr-body.md").read_text().startswith("## skillvc training run")
     assert (work / "acme" / "run.html").read_text().count('<g class="point ') == 10
+
+
+def test_package_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    marker = "<!-- package walkthrough: executed by tests/test_readme.py -->"
+    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=skillvc_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "no problems" in out  # validate
+    assert "references/" in out  # an accepted commit changed a reference file
+    assert re.search(r"run-\w+ step \d+ [+-]\d\.\d{3}", out)  # blame of a trained line
+    assert "+++ b/skills/acme-support/" in out  # a rejected candidate's diff
+    committed = out.strip().splitlines()[-1]
+    assert committed.startswith("Committed ") and (
+        "2 edit(s) to skills/acme-support/SKILL.md, skills/acme-support/references/damage.md"
+        in committed
+    )
