@@ -36,6 +36,8 @@ COLUMNS = {
     "anchor": "line an added text goes after",
     "rationale": "why the optimizer proposed the edit",
     "source": "optimizer, or human for skillvc apply",
+    "file": "a skill package's file the edit changes (NULL: the skill file, SKILL.md)",
+    "files": "a skill package's files the candidate changes (JSON array; NULL: one-file skill)",
     "kind": "step or slow_update",
     "decision": "accepted, rejected or forced (an ungated slow update)",
     "metric": "score the gate compared: hard, soft or mixed",

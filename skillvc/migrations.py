@@ -285,10 +285,73 @@ VIEWS = {
 }
 # Views migration 002 (re)creates: every one whose definition differs from 001's, and new ones.
 _VIEWS_002 = ("gates", "accepted_edits", "rejected_edits", "rollouts", "model_calls", "runs")
+_DEFINED_BY_002 = VIEWS  # frozen: VIEWS is rebound below to the latest definitions
 
 
 @MIGRATIONS()
 def m002_honest_views(db: Database) -> None:
     for name in _VIEWS_002:
+        db.execute(f"DROP VIEW IF EXISTS {name}")
+        db.execute(f"CREATE VIEW {name} AS {_DEFINED_BY_002[name]}")
+
+
+# -- 003: skill packages: the file an edit changes, the files a candidate changes -------------
+
+# ``file`` is NULL for the skill file itself (a one-file skill, or a package's SKILL.md): an
+# edit names its file only when it is another file of a skill package (skillvc.packages), and
+# a gate lists ``files`` (a JSON array of repository paths) only in a package's run. Both are
+# appended, so every column keeps its position.
+
+
+def _edits_of_gates_003(decision: str) -> str:
+    """``_edits_of_gates_002`` with the edit's ``file``."""
+    return f"""
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(g.payload, '$.kind') AS kind,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               {_GATE_COLUMNS_002},
+               json_extract(j.value, '$.file') AS file
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
+    """
+
+
+VIEWS = {
+    **_DEFINED_BY_002,
+    "proposed_edits": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.edit.id') AS edit_id,
+               json_extract(e.payload, '$.edit.op') AS op,
+               json_extract(e.payload, '$.edit.target') AS target,
+               json_extract(e.payload, '$.edit.content') AS content,
+               json_extract(e.payload, '$.edit.anchor') AS anchor,
+               json_extract(e.payload, '$.edit.rationale') AS rationale,
+               json_extract(e.payload, '$.source') AS source,
+               json_extract(e.payload, '$.edit.file') AS file
+        FROM events e WHERE e.type = 'edit.proposed'
+    """,
+    # 002's gates with one more column.
+    "gates": _DEFINED_BY_002["gates"]
+    .rstrip()
+    .removesuffix("FROM events g WHERE g.type = 'gate'")
+    .rstrip()
+    + """,
+               json_extract(g.payload, '$.files') AS files
+        FROM events g WHERE g.type = 'gate'
+    """,
+    "accepted_edits": _edits_of_gates_003("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates_003("= 'rejected'"),
+}
+_VIEWS_003 = ("proposed_edits", "gates", "accepted_edits", "rejected_edits")
+
+
+@MIGRATIONS()
+def m003_package_files(db: Database) -> None:
+    for name in _VIEWS_003:
         db.execute(f"DROP VIEW IF EXISTS {name}")
         db.execute(f"CREATE VIEW {name} AS {VIEWS[name]}")

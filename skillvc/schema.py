@@ -4,4 +4,4 @@ Bump it with every new migration in ``skillvc/migrations.py``. It lives in its o
 opening a current database needs neither sqlite-utils nor the migration set.
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3

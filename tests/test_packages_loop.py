@@ -362,6 +362,18 @@ def test_training_accepts_an_edit_to_a_reference_file_and_commits_only_that_file
             g["files"] == ["skills/codes/references/codes.md"] for g in accepted
         )
         assert all(e["file"] == "references/codes.md" for g in gates for e in g["edits"])
+        # The SQL views people query say the same (migration 3).
+        views = store.query(
+            "SELECT g.files, a.file FROM gates g JOIN accepted_edits a "
+            "ON a.gate_event_id = g.event_id"
+        )
+        assert views and all(
+            (json.loads(v["files"]), v["file"])
+            == (["skills/codes/references/codes.md"], "references/codes.md")
+            for v in views
+        )
+        proposed = store.query("SELECT DISTINCT file FROM proposed_edits")
+        assert proposed == [{"file": "references/codes.md"}]
         rejected_refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/skillvc/rejected")
     for ref in rejected_refs.split():
         changed = git(repo, "show", "--format=", "--name-only", ref).split()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sqlite3
 import threading
@@ -33,6 +34,24 @@ def test_blank_database_is_migrated(tmp_path: Path) -> None:
     # Opening again applies nothing twice.
     open_store(path).close()
     assert len(MIGRATIONS.applied(sqlite_utils.Database(path))) == len(MIGRATIONS._migrations)
+
+
+def test_a_log_of_schema_2_gains_the_package_file_columns_when_it_opens(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    db = sqlite_utils.Database(path)
+    MIGRATIONS.apply(db, stop_before="m003_package_files")
+    db.execute("PRAGMA user_version=2")
+    gate = {"decision": "rejected", "kind": "step", "edits": [{"id": "e1", "op": "add"}]}
+    row = {"type": "gate", "payload": json.dumps(gate), "run_id": "r", "seq": 1}
+    db["events"].insert({**row, "created_at": "2026-01-01T00:00:00Z"})
+    db.conn.commit()
+    assert "file" not in {c.name for c in db["rejected_edits"].columns}
+    db.close()
+    with open_store(path) as store:
+        rows = store.query("SELECT edit_id, file FROM rejected_edits")
+        files = store.query("SELECT files FROM gates")
+    assert rows == [{"edit_id": "e1", "file": None}] and files == [{"files": None}]
+    assert sqlite_utils.Database(path).execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_events_are_append_only_in_the_database_itself(store: EventStore) -> None:
