@@ -36,10 +36,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .warn { color: #9a6700; font-weight: 600; }
 pre.diff { background: #f6f8fa; border: 1px solid #d0d7de; padding: 8px; overflow-x: auto;
            font-size: 12px; line-height: 1.4; }
-pre.diff .add { color: #116329; background: #dafbe1; display: block; }
-pre.diff .del { color: #82071e; background: #ffebe9; display: block; }
-pre.diff .hunk { color: #0550ae; display: block; }
-pre.diff .file { font-weight: 600; display: block; }
+pre.diff span { display: inline-block; min-width: 100%; }
+pre.diff .add { color: #116329; background: #dafbe1; }
+pre.diff .del { color: #82071e; background: #ffebe9; }
+pre.diff .hunk { color: #0550ae; }
+pre.diff .file { font-weight: 600; }
 .muted { color: #57606a; font-size: 13px; }
 svg { display: block; margin: 8px 0; }
 </style>
