@@ -58,9 +58,9 @@ from skillvc.formats import (
     protected_problems,
     split_size,
 )
-from skillvc.packages import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, load_package
+from skillvc.packages import SKILL_FILE, SkillPackage, load_package
 from skillvc.packages.checks import Findings, PackageLimits, check_package
-from skillvc.packages.model import matches
+from skillvc.packages.model import matches, package_globs
 from skillvc.repo import SkillRepo
 from skillvc.resources import read_text
 from skillvc.skilldoc import SkillDocument
@@ -251,9 +251,9 @@ def _packages(root: Path, max_bytes: int, *, missing_ok: bool = False) -> list[_
         except SkillvcError:  # a path outside the work tree: reported where it is used
             continue
         if directory is not None:
-            include = tuple(config.skill.include or DEFAULT_INCLUDE)
+            include, exclude = package_globs(config)
             limits = PackageLimits.of(config, max_bytes)
-            out.append(_Package(config, directory, include, tuple(config.skill.exclude), limits))
+            out.append(_Package(config, directory, include, exclude, limits))
     return out
 
 

@@ -69,7 +69,7 @@ from skillvc.evaluation import (
 )
 from skillvc.output import fmt_score, shown
 from skillvc.packages.carried import load_carried
-from skillvc.packages.model import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, load_package
+from skillvc.packages.model import SKILL_FILE, SkillPackage, load_package, package_globs
 from skillvc.packages.render import installs, version_of
 from skillvc.paths import _forbidden, inside_repo, is_state_dir
 from skillvc.preflight import check_skill
@@ -387,8 +387,7 @@ class HeadFiles:
         """The head's skill package in ``directory`` under ``config``'s (the base's) include
         and exclude globs: through git, or in the working tree when the directory stays
         inside the repository (symbolic links in it are never followed)."""
-        include = tuple(config.skill.include or DEFAULT_INCLUDE)
-        exclude = tuple(config.skill.exclude)
+        include, exclude = package_globs(config)
         if self.rev is not None:
             return SkillPackage.from_rev(self.repo, directory, self.rev, include, exclude)
         path = inside_repo(self.root, directory, "The working tree") if directory else self.root

@@ -246,11 +246,11 @@ def _optimizer_view(package: SkillPackage, texts: dict[str, str], budget: int) -
 
 def _chat_cut(package: SkillPackage, texts: dict[str, str], limits: PackageLimits) -> list[Problem]:
     """A warning per linked file the chat rendering leaves out, naming the limit it passes."""
-    cap = limits.max_tokens * BYTES_PER_TOKEN
-    rendering = render_chat(package, limits.reference_bytes, cap)
+    rendering = render_chat(package, limits.reference_bytes, limits.max_tokens)
     if not rendering.cut:
         return []
     skill = len(texts[SKILL_FILE].encode("utf-8"))
+    cap = limits.max_tokens * BYTES_PER_TOKEN  # in bytes, as the message says
     # Walk the links as render_chat does to know the reference text sent before each cut file.
     used, warnings = 0, []
     for name in linked_files(package):

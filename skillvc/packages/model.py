@@ -155,6 +155,17 @@ class SkillPackage:
         return cls(root, {rel: blobs[sha] for rel, sha in wanted.items()})
 
 
+def package_globs(config: Config) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The configured skill's ``(include, exclude)`` globs (``include`` defaults to
+    ``DEFAULT_INCLUDE``): which files of its directory are the package's text files."""
+    return tuple(config.skill.include or DEFAULT_INCLUDE), tuple(config.skill.exclude)
+
+
+def is_package_file(config: Config, name: str) -> bool:
+    """True when package-relative ``name`` is a text file of the configured package."""
+    return matches(name, *package_globs(config))
+
+
 def load_package(
     config: Config, repo: SkillRepo | None = None, rev: str | None = None
 ) -> SkillPackage | None:
@@ -163,8 +174,7 @@ def load_package(
     directory = config.package_dir
     if directory is None:
         return None
-    include = tuple(config.skill.include or DEFAULT_INCLUDE)
-    exclude = tuple(config.skill.exclude)
+    include, exclude = package_globs(config)
     if rev is not None and repo is not None:
         return SkillPackage.from_rev(repo, directory, rev, include, exclude)
     return SkillPackage.from_dir(config.root / directory, directory, include, exclude)

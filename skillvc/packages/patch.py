@@ -31,11 +31,10 @@ from skillvc.formats import new_problems, new_reference_problems
 from skillvc.packages.edits import PackageApplyResult, apply_package_edits
 from skillvc.packages.links import broken_links, reachable_files
 from skillvc.packages.model import (
-    DEFAULT_INCLUDE,
     SKILL_FILE,
     SkillPackage,
+    is_package_file,
     load_package,
-    matches,
 )
 from skillvc.patches import (
     DEV_NULL,
@@ -83,7 +82,6 @@ def _changes(ws: Workspace, patch: Sequence[Any], package: SkillPackage) -> list
     """The diff's sections grouped by the package file they patch, in the diff's order;
     PatchError for any path or kind of change the package rules refuse."""
     root, where = ws.root, _where(package)
-    include = tuple(ws.config.skill.include or DEFAULT_INCLUDE)
     changes: dict[str, _FileChange] = {}
     for section in patch:
         source, target = diff_paths(section.source_file, section.target_file)
@@ -116,7 +114,7 @@ def _changes(ws: Workspace, patch: Sequence[Any], package: SkillPackage) -> list
             raise PatchError(
                 f"The diff patches {path}, which is not a file of the skill package {where}."
             )
-        if created and not matches(name, include, ws.config.skill.exclude):
+        if created and not is_package_file(ws.config, name):
             raise PatchError(
                 f"The diff creates {path}, which the skill package's include and exclude "
                 "globs leave out.",

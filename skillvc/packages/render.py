@@ -63,11 +63,13 @@ class TargetInput:
 TargetView = Callable[[str], TargetInput]
 
 
-def render_chat(package: SkillPackage, budget: int, cap: int | None = None) -> TargetInput:
-    """The chat system prompt of ``package`` (see the module invariants)."""
+def render_chat(package: SkillPackage, budget: int, max_tokens: int | None = None) -> TargetInput:
+    """The chat system prompt of ``package`` (see the module invariants): linked files within
+    ``budget`` bytes and the whole prompt within the token cap ``max_tokens`` (as bytes)."""
     texts = package.texts()
     skill = texts.get(SKILL_FILE, "")
-    if cap is not None:
+    if max_tokens is not None:
+        cap = max_tokens * BYTES_PER_TOKEN
         budget = min(budget, max(0, cap - len(skill.encode("utf-8"))))
     parts, included, cut, used = [skill], [], [], 0
     for name in linked_files(package):
@@ -98,7 +100,7 @@ def package_view(
     root: str,
     harness: str,
     budget: int,
-    cap: int | None = None,
+    max_tokens: int | None = None,
     carried: tuple[PackageFile, ...] = (),
 ) -> TargetView:
     """``bundle -> TargetInput`` for one harness (memoised: one rendering per version); an
@@ -109,15 +111,17 @@ def package_view(
         package = SkillPackage.from_bundle(root, bundle)
         if harness in INSTALLING_HARNESSES:
             return install_files(package, carried)
-        return render_chat(package, budget, cap)
+        return render_chat(package, budget, max_tokens)
 
     return view
 
 
 def config_view(config: Config, root: str, carried: tuple[PackageFile, ...] = ()) -> TargetView:
     """The view of the configured target for a package at ``root`` carrying ``carried``."""
-    cap = config.skill.max_tokens * BYTES_PER_TOKEN
-    return package_view(root, config.target.harness, config.skill.reference_bytes, cap, carried)
+    skill = config.skill
+    return package_view(
+        root, config.target.harness, skill.reference_bytes, skill.max_tokens, carried
+    )
 
 
 def installs(config: Config) -> bool:

@@ -395,14 +395,13 @@ def _check_budget_prices(config: Config) -> None:
 def _ensure_package_clean(repo: SkillRepo, config: Config, package_dir: str) -> None:
     """Refuse to train when a file of the skill package has uncommitted changes, or an
     uncommitted file would belong to it: a commit of the package must never clobber them."""
-    from skillvc.packages.model import DEFAULT_INCLUDE, matches
+    from skillvc.packages.model import is_package_file
 
-    include = tuple(config.skill.include or DEFAULT_INCLUDE)
     prefix = f"{package_dir}/" if package_dir else ""
     head = repo.head_sha()
     for path in repo.dirty_paths(package_dir):
         rel = path[len(prefix) :] if path.startswith(prefix) else path
-        if not matches(rel, include, config.skill.exclude):
+        if not is_package_file(config, rel):
             continue  # scripts and assets: training never writes them
         if head is not None and repo.has_file(path, head):
             raise DirtySkillFile(
