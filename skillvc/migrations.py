@@ -174,8 +174,9 @@ _GATE_COLUMNS_002 = """
 """
 
 
-def _edits_of_gates_002(decision: str) -> str:
-    """One row per edit of the candidates whose gate decision matches ``decision``."""
+def _edits_of_gates_002(decision: str, extra: str = "") -> str:
+    """One row per edit of the candidates whose gate decision matches ``decision``; ``extra``
+    appends columns (later migrations)."""
     return f"""
         SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
                json_extract(g.payload, '$.kind') AS kind,
@@ -185,7 +186,7 @@ def _edits_of_gates_002(decision: str) -> str:
                json_extract(j.value, '$.content') AS content,
                json_extract(j.value, '$.anchor') AS anchor,
                json_extract(j.value, '$.rationale') AS rationale,
-               {_GATE_COLUMNS_002}
+               {_GATE_COLUMNS_002.rstrip()}{extra}
         FROM events g, json_each(json_extract(g.payload, '$.edits')) j
         WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
     """
@@ -305,20 +306,9 @@ def m002_honest_views(db: Database) -> None:
 
 def _edits_of_gates_003(decision: str) -> str:
     """``_edits_of_gates_002`` with the edit's ``file``."""
-    return f"""
-        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
-               json_extract(g.payload, '$.kind') AS kind,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
-               {_GATE_COLUMNS_002},
-               json_extract(j.value, '$.file') AS file
-        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
-        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
-    """
+    return _edits_of_gates_002(
+        decision, extra=",\n               json_extract(j.value, '$.file') AS file"
+    )
 
 
 VIEWS = {
