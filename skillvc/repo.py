@@ -287,34 +287,27 @@ class SkillRepo:
             out = self._git.ls_tree("-r", "-z", "--name-only", self.resolve(rev), "--", path)
         return bool(out)
 
-    def list_files(self, directory: str, rev: str = "HEAD") -> list[str]:
-        """The files under ``directory`` ("" = the root) in ``rev``, relative to it, sorted."""
-        args = ["-r", "-z", "--name-only", self.resolve(rev)]
-        if directory:
-            args += ["--", _literal(self._relpath(directory)) + "/"]
-        out = self._git.ls_tree(*args)
-        cut = len(directory) + 1 if directory else 0
-        return sorted(name[cut:] for name in out.split("\0") if name)
+    def _under(self, directory: str) -> tuple[list[str], int]:
+        """(the pathspec arguments limiting a git listing to ``directory``, the length of the
+        prefix to cut from each path it lists); "" is the whole repository."""
+        if not directory:
+            return [], 0
+        return ["--", _literal(self._relpath(directory)) + "/"], len(directory) + 1
 
     def index_files(self, directory: str) -> list[str]:
         """The files under ``directory`` ("" = the root) in the index (what a commit would
         record; ``GIT_INDEX_FILE`` honoured), relative to it, sorted."""
-        args = ["-z"]
-        if directory:
-            args += ["--", _literal(self._relpath(directory)) + "/"]
-        cut = len(directory) + 1 if directory else 0
-        return sorted(name[cut:] for name in self._git.ls_files(*args).split("\0") if name)
+        scope, cut = self._under(directory)
+        out = self._git.ls_files("-z", *scope)
+        return sorted(name[cut:] for name in out.split("\0") if name)
 
     def list_entries(self, directory: str, rev: str = "HEAD") -> list[tuple[str, str, str]]:
         """Every file entry under ``directory`` ("" = the root) in ``rev`` as (path relative to
         it, git mode, object id), sorted by path. The mode tells a regular file (100644), an
         executable one (100755), a symbolic link (120000) and a submodule (160000) apart."""
-        args = ["-r", "-z", self.resolve(rev)]
-        if directory:
-            args += ["--", _literal(self._relpath(directory)) + "/"]
-        cut = len(directory) + 1 if directory else 0
+        scope, cut = self._under(directory)
         entries = []
-        for record in self._git.ls_tree(*args).split("\0"):
+        for record in self._git.ls_tree("-r", "-z", self.resolve(rev), *scope).split("\0"):
             if not record:
                 continue
             meta, _, name = record.partition("\t")
@@ -349,11 +342,9 @@ class SkillRepo:
         """The paths under ``directory`` ("" = the root) that git sees in the working tree:
         tracked, or untracked and not ignored, relative to it, sorted. A tracked path deleted
         from the disk is still listed: callers look at the file itself."""
-        args = ["-z", "--cached", "--others", "--exclude-standard"]
-        if directory:
-            args += ["--", _literal(self._relpath(directory)) + "/"]
-        cut = len(directory) + 1 if directory else 0
-        return sorted({name[cut:] for name in self._git.ls_files(*args).split("\0") if name})
+        scope, cut = self._under(directory)
+        out = self._git.ls_files("-z", "--cached", "--others", "--exclude-standard", *scope)
+        return sorted({name[cut:] for name in out.split("\0") if name})
 
     def top_level_names(self, rev: str | None = None) -> set[str]:
         """The names at the root of the index (``rev`` None) or of ``rev``'s tree."""
@@ -374,10 +365,9 @@ class SkillRepo:
 
     def dirty_paths(self, directory: str) -> list[str]:
         """Paths under ``directory`` ("" = the root) that ``is_dirty`` would report, sorted."""
-        args = ["--porcelain=v1", "-z", "--untracked-files=all", "--ignored"]
-        if directory:
-            args += ["--", _literal(self._relpath(directory)) + "/"]
-        records = [r for r in self._git.status(*args).split("\0") if r]
+        scope, _ = self._under(directory)
+        out = self._git.status("--porcelain=v1", "-z", "--untracked-files=all", "--ignored", *scope)
+        records = [r for r in out.split("\0") if r]
         paths, skip = [], False
         for record in records:
             if skip:  # the original path of a rename or copy
