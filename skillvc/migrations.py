@@ -73,10 +73,9 @@ def _edits_of_gates(decision: str) -> str:
     """
 
 
-# The views as migration 001 created them. Frozen: later migrations replace views, they never
-# change what an earlier migration did.
-_VIEWS_001 = {
-    "proposed_edits": """
+def _proposed_edits(extra: str = "") -> str:
+    """One row per proposed edit; ``extra`` appends columns (later migrations)."""
+    return f"""
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
                json_extract(e.payload, '$.edit.id') AS edit_id,
                json_extract(e.payload, '$.edit.op') AS op,
@@ -84,9 +83,15 @@ _VIEWS_001 = {
                json_extract(e.payload, '$.edit.content') AS content,
                json_extract(e.payload, '$.edit.anchor') AS anchor,
                json_extract(e.payload, '$.edit.rationale') AS rationale,
-               json_extract(e.payload, '$.source') AS source
+               json_extract(e.payload, '$.source') AS source{extra}
         FROM events e WHERE e.type = 'edit.proposed'
-    """,
+    """
+
+
+# The views as migration 001 created them. Frozen: later migrations replace views, they never
+# change what an earlier migration did.
+_VIEWS_001 = {
+    "proposed_edits": _proposed_edits(),
     "gates": """
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
                json_extract(e.payload, '$.kind') AS kind,
@@ -313,18 +318,9 @@ def _edits_of_gates_003(decision: str) -> str:
 
 VIEWS = {
     **_DEFINED_BY_002,
-    "proposed_edits": """
-        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.edit.id') AS edit_id,
-               json_extract(e.payload, '$.edit.op') AS op,
-               json_extract(e.payload, '$.edit.target') AS target,
-               json_extract(e.payload, '$.edit.content') AS content,
-               json_extract(e.payload, '$.edit.anchor') AS anchor,
-               json_extract(e.payload, '$.edit.rationale') AS rationale,
-               json_extract(e.payload, '$.source') AS source,
-               json_extract(e.payload, '$.edit.file') AS file
-        FROM events e WHERE e.type = 'edit.proposed'
-    """,
+    "proposed_edits": _proposed_edits(
+        extra=",\n               json_extract(e.payload, '$.edit.file') AS file"
+    ),
     # 002's gates with one more column.
     "gates": _DEFINED_BY_002["gates"]
     .rstrip()
