@@ -7,12 +7,13 @@ of. Two levels, because they differ in what they may get wrong:
   variable named like a credential (``OPENAI_API_KEY``, anything ending in ``_KEY``, ``_TOKEN``,
   ``_SECRET``, ``_PASSWORD``, ``_SK``, ``_PAT``, or holding ``PASS``, ``PWD``, ``AUTH``,
   ``CREDENTIAL``, ``WEBHOOK``, ``_KEY_``, ``SECRET``, ``TOKEN``), the value of *any* variable
-  that looks like a credential (long, random, no path), the variables ``api_key_env`` names, the password of any URL
+  that looks like a credential (long, random, no path), the variables ``api_key_env`` names,
+  the password of any URL
   with credentials in the environment or the config, and the values ``[target] env`` reads
   from ``${VAR}``. Each value is removed in clear, base64 (standard and URL-safe, at all three
   alignments, so also inside ``Authorization: Basic base64(user:KEY)``), percent-encoded and
-  hex form, JSON/``\\u``-escaped and wrapped over lines. It cannot hit ordinary text, so the event store applies it to every blob and
-  payload, and the CLI to everything it prints.
+  hex form, JSON/``\\u``-escaped and wrapped over lines. It cannot hit ordinary text, so
+  the event store applies it to every blob and payload, and the CLI to everything it prints.
 - ``scrub`` adds the *shapes*: ``sk-...``/``sk-ant-...``/``sk-proj-...`` keys, AWS access key
   ids, GitHub and Slack tokens, private-key blocks, ``Authorization``/``api-key``/``x-api-key``
   header values, bare ``Bearer`` tokens and ``user:password@`` in URLs. Shapes can match text
@@ -109,10 +110,10 @@ def _looks_like_secret_value(value: str) -> bool:
     value = value.strip()
     if not _TOKEN_CHARS.fullmatch(value) or value.startswith(("/", "~", ".")):
         return False
-    if scan.is_ordinary_id(value) or value.isdigit() or "/" in value.strip("/").rstrip("="):
-        # "a/b" is a path more often than a key; a base64 key with "/" still needs entropy
-        if not (len(value) >= 30 and scan.entropy(value) >= 4.5):
-            return False
+    pathish = scan.is_ordinary_id(value) or value.isdigit() or "/" in value
+    # "a/b" is a path more often than a key; a base64 key with "/" still needs entropy
+    if pathish and not (len(value) >= 30 and scan.entropy(value) >= 4.5):
+        return False
     classes = sum(
         (
             any(c.islower() for c in value),
@@ -183,9 +184,8 @@ def _keep(found: set[str] | frozenset[str]) -> frozenset[str]:
 def _scan(environ: Mapping[str, str]) -> set[str]:
     found: set[str] = set()
     for name, value in environ.items():
-        if is_secret_name(name) and _plausible_named_value(value):
-            found.add(value)
-        elif _looks_like_secret_value(value):
+        named = is_secret_name(name) and _plausible_named_value(value)
+        if named or _looks_like_secret_value(value):
             found.add(value)
         if "://" in value and "@" in value:  # e.g. OPENAI_BASE_URL=https://u:KEY@gateway
             found.update(url_passwords(value))

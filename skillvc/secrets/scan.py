@@ -33,8 +33,9 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 REDACTED = "[redacted]"
@@ -113,10 +114,12 @@ def _scanner_detectors() -> tuple[_Detector, ...]:
     from detect_secrets.plugins.base import RegexBasedDetector
 
     out = []
-    for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+    mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    for secret_type, cls in sorted(mapping.items()):
         if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _SKIP:
             continue
-        for pattern in cls.denylist:
+        patterns: Iterable[re.Pattern[str]] = cls.denylist  # a class attribute (a property
+        for pattern in patterns:  # in the base class, which mypy sees)
             group = 1 if cls.__name__ in _GROUP_ONE and pattern.groups else 0
             needles = _NEEDLES.get(cls.__name__, ())
             trigger = _TRIGGERS.get(cls.__name__)
@@ -158,9 +161,7 @@ def _credential_like(value: str) -> bool:
         return False
     if REDACTED in value or "[REDACTED" in value or is_ordinary_id(value):
         return False
-    if value.isalpha() and value.islower():  # "password: required", "token: none"
-        return False
-    return True
+    return not (value.isalpha() and value.islower())  # "password: required", "token: none"
 
 
 def _quoted_credential(value: str) -> bool:

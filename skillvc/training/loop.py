@@ -51,7 +51,7 @@ from skillvc.packages.render import chat_rendering, config_view
 from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
-from skillvc.secrets import REDACTED, restore
+from skillvc.secrets import REDACTED, restore, scrub
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
@@ -396,9 +396,14 @@ class Trainer:
                 self.state.package, edits, max_bytes=max_bytes, describe=describe
             )
         for miss in result.unmatched:
+            edit = miss.edit.to_dict()
+            if miss.reason == "secret":  # recorded as refused, with what it carried withheld
+                edit = {
+                    k: scrub(v) if isinstance(v, str) and k != "id" else v for k, v in edit.items()
+                }
             self.log.emit(
                 "edit.unmatched",
-                {"edit": miss.edit.to_dict(), "reason": miss.reason, "detail": miss.detail},
+                {"edit": edit, "reason": miss.reason, "detail": miss.detail},
             )
         return result
 

@@ -275,6 +275,26 @@ def select(merged: Sequence[Merged], lr: int) -> tuple[list[Merged], list[Merged
     return ranked[:lr], ranked[lr:]
 
 
+def secret_refusal(edit: Edit, skill_text: str) -> Unmatched | None:
+    """An edit whose content or rationale holds a credential (a finding of the redaction
+    pipeline, or the ``[redacted]`` left where a model answer's secret was removed before it was
+    stored) is refused, so the optimizer can never write a secret into a skill, a commit or a
+    report. The refused edit keeps its id; what it carries is scrubbed where it is recorded."""
+    from skillvc.secrets import REDACTED, findings
+
+    kinds = sorted({f.kind for text in (edit.content, edit.rationale) for f in findings(text)})
+    if not kinds and REDACTED in edit.content + edit.rationale and REDACTED not in skill_text:
+        kinds = ["withheld value"]
+    if not kinds:
+        return None
+    return Unmatched(
+        edit,
+        "secret",
+        f"The edit holds what looks like a credential ({', '.join(kinds)}); refused so that no "
+        "secret reaches the skill, a commit or a report.",
+    )
+
+
 def apply_selected(
     doc: SkillDocument,
     edits: Sequence[Edit],
@@ -313,6 +333,9 @@ def _skill_edit(
 ) -> SkillDocument | Unmatched | None:
     """One selected edit to the skill file: the new document, why it was refused, or None
     when it changed nothing (``apply_edits`` reports that as unmatched itself)."""
+    secret = secret_refusal(edit, seed.text)
+    if secret is not None:
+        return secret
     if describe and targets_description(current, edit):
         try:
             return with_description(current, edit.content)
@@ -417,6 +440,9 @@ def _reference_edit(
     seed: SkillPackage, current: SkillPackage, edit: Edit, name: str, *, max_bytes: int
 ) -> SkillPackage | Unmatched | None:
     """One selected edit to a file other than SKILL.md (see ``apply_selected_package``)."""
+    secret = secret_refusal(edit, seed.document(SKILL_FILE).text)
+    if secret is not None:
+        return secret
     one = apply_package_edits(current, [dataclasses.replace(edit, file=name)])
     if one.unmatched:
         return dataclasses.replace(one.unmatched[0], edit=edit)
