@@ -94,58 +94,60 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
     steps.sort(key=lambda d: d["id"])
     train = started.get("config", {}).get("train", {})
     usage = run_usage(store, run_id)
-    return {
-        "run": run_id,
-        "status": runs[run_id]["status"],
-        "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
-        "models": started.get("models", {}),
-        "base_commit": started.get("base_commit"),
-        "best_commit": done.get("best_commit"),
-        "dataset": started.get("dataset", {}),
-        "settings": {k: train.get(k) for k in SETTINGS},
-        # A stopped or unfinished run has no run.finished yet: its scores so far (the baseline
-        # at least) come from the runs view, the same numbers `skillvc runs` shows.
-        "scores": {
-            "metric": train.get("gate_metric"),
-            **{
-                key: done[key] if done.get(key) is not None else runs[run_id][key]
-                for key in ("baseline_val", "best_val", "baseline_test", "test")
+    return _withheld(
+        {
+            "run": run_id,
+            "status": runs[run_id]["status"],
+            "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
+            "models": started.get("models", {}),
+            "base_commit": started.get("base_commit"),
+            "best_commit": done.get("best_commit"),
+            "dataset": started.get("dataset", {}),
+            "settings": {k: train.get(k) for k in SETTINGS},
+            # A stopped or unfinished run has no run.finished yet: its scores so far (the baseline
+            # at least) come from the runs view, the same numbers `skillvc runs` shows.
+            "scores": {
+                "metric": train.get("gate_metric"),
+                **{
+                    key: done[key] if done.get(key) is not None else runs[run_id][key]
+                    for key in ("baseline_val", "best_val", "baseline_test", "test")
+                },
             },
-        },
-        "counts": {
-            key: runs[run_id][key]
-            for key in (
-                "steps",
-                "accepted",
-                "rejected",
-                "slow_updates",
-                "slow_updates_accepted",
-                "slow_updates_rejected",
-            )
-        },
-        "usage": {
-            "calls": usage.calls,
-            "tokens": usage.tokens,
-            "cost_usd": usage.known_cost,
-            "unpriced_calls": usage.unpriced_calls,
-            "cached_tokens": usage.cached_tokens,
-            "cache_hit_ratio": usage.cache_hit_ratio,
-        },
-        "usage_by_phase": [
-            {
-                "phase": u.phase,
-                "step": u.step,
-                "epoch": u.epoch,
-                "calls": u.usage.calls,
-                "tokens": u.usage.tokens,
-                "cost_usd": u.usage.known_cost,
-            }
-            for u in usage_by_phase(store, run_id)
-        ],
-        "curve": run_curve(store, run_id).to_dict(),
-        "steps": steps,
-        "activation": _activation(store, run_id),
-    }
+            "counts": {
+                key: runs[run_id][key]
+                for key in (
+                    "steps",
+                    "accepted",
+                    "rejected",
+                    "slow_updates",
+                    "slow_updates_accepted",
+                    "slow_updates_rejected",
+                )
+            },
+            "usage": {
+                "calls": usage.calls,
+                "tokens": usage.tokens,
+                "cost_usd": usage.known_cost,
+                "unpriced_calls": usage.unpriced_calls,
+                "cached_tokens": usage.cached_tokens,
+                "cache_hit_ratio": usage.cache_hit_ratio,
+            },
+            "usage_by_phase": [
+                {
+                    "phase": u.phase,
+                    "step": u.step,
+                    "epoch": u.epoch,
+                    "calls": u.usage.calls,
+                    "tokens": u.usage.tokens,
+                    "cost_usd": u.usage.known_cost,
+                }
+                for u in usage_by_phase(store, run_id)
+            ],
+            "curve": run_curve(store, run_id).to_dict(),
+            "steps": steps,
+            "activation": _activation(store, run_id),
+        }
+    )
 
 
 # An accepted step whose one-sided p-value is above this is marked "not significant": the gate
@@ -307,6 +309,16 @@ def _resume_hint(stopped: str) -> str:
     return "Run `skillvc train` to resume it."
 
 
+def _withheld(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with every string passed through the redaction pipeline and ``withheld``:
+    how many values that looked like credentials were removed (never which)."""
+    from skillvc.secrets import redact_json_counted
+
+    clean, n = redact_json_counted(report)
+    clean["withheld"] = n
+    return dict(clean)
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     sc, usage = report["scores"], report["usage"]
     counts = report["dataset"].get("counts", {})
@@ -333,9 +345,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         if curve is not None and len(curve.points) > 1
         else []
     )
+    withheld = report.get("withheld") or 0
     out = [
         f"## skillvc training run `{report['run']}` ({report['status']})",
         "",
+        *(
+            [
+                f"{withheld} value(s) that looked like credentials were withheld from this report.",
+                "",
+            ]
+            if withheld
+            else []
+        ),
         *(
             [f"Stopped: {_md_text(report['stopped'], 600)} {_resume_hint(report['stopped'])}", ""]
             if report.get("stopped")

@@ -58,6 +58,7 @@ __all__ = [
     "findings",
     "is_secret_name",
     "redact_counted",
+    "redact_json_counted",
     "register_names",
     "register_values",
     "restore",
@@ -352,6 +353,26 @@ def scrub_json(value: Any, extra: Iterable[str] = (), *, urls: bool = False) -> 
         return v
 
     return walk(value)
+
+
+def redact_json_counted(value: Any, extra: Iterable[str] = ()) -> tuple[Any, int]:
+    """``value`` (JSON-like) with ``scrub`` applied to every string, and how many values it
+    removed: what a report or ``--json`` prints."""
+    total = 0
+
+    def walk(v: Any) -> Any:
+        nonlocal total
+        if isinstance(v, str):
+            clean, counts = redact_counted(v, extra)
+            total += sum(counts.values())
+            return clean
+        if isinstance(v, Mapping):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), total
 
 
 def scrub_stored_text(text: str) -> str:
