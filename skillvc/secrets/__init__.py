@@ -57,6 +57,7 @@ __all__ = [
     "encodings",
     "findings",
     "is_secret_name",
+    "looks_secret",
     "redact_counted",
     "redact_json_counted",
     "register_names",
@@ -115,6 +116,14 @@ def _looks_like_secret_value(value: str) -> bool:
     # "a/b" is a path more often than a key; a base64 key with "/" still needs entropy
     if pathish and not (len(value) >= 30 and scan.entropy(value) >= 4.5):
         return False
+    if len(value) < 20:
+        return False
+    if scan.HEX_RE.fullmatch(value):  # a hex key (a 64-hex hash or 40-hex sha is no key)
+        return len(value) >= 32 and not scan.is_ordinary_id(value)
+    parts = [p for p in re.split(r"[-_.]", value) if p]
+    if all(p.isdigit() or (p.isalpha() and p[1:].islower()) for p in parts):
+        return False  # "My-Project_Name-2024": words and numbers
+    # Three classes (a model name like "claude-3-5-sonnet-20241022" has two) and random.
     classes = sum(
         (
             any(c.islower() for c in value),
@@ -122,7 +131,7 @@ def _looks_like_secret_value(value: str) -> bool:
             any(c.isdigit() for c in value),
         )
     )
-    return classes >= 2 and scan.entropy(value) >= 3.5 and not scan.is_ordinary_id(value)
+    return classes == 3 and scan.entropy(value) >= 4.0
 
 
 def _plausible_named_value(value: str) -> bool:
@@ -373,6 +382,12 @@ def redact_json_counted(value: Any, extra: Iterable[str] = ()) -> tuple[Any, int
         return v
 
     return walk(value), total
+
+
+def looks_secret(value: str) -> bool:
+    """True for a value that holds a credential shape or a known secret, or is itself one long
+    random token (a key pasted where a setting belongs): it is never echoed."""
+    return bool(findings(value)) or _looks_like_secret_value(value)
 
 
 def scrub_stored_text(text: str) -> str:

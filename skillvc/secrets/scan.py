@@ -135,7 +135,7 @@ def entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
 
 
-_HEX = re.compile(r"[0-9a-fA-F]+")
+_HEX = HEX_RE = re.compile(r"[0-9a-fA-F]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 
 
