@@ -14,16 +14,17 @@ import threading
 from skillvc.secrets import findings
 
 _lock = threading.Lock()
-_warned: set[str] = set()
+_warned: set[tuple[str, int]] = set()  # (file, hash of its content): a changed file warns again
 
 
 def warn_task_file(display: str, text: str) -> list[str]:
     """Print (to stderr) and return one warning per finding in the task file ``display`` with
     content ``text``; nothing the second time the same file is read by this process."""
+    key = (display, hash(text))
     with _lock:
-        if display in _warned:
+        if key in _warned:
             return []
-        _warned.add(display)
+        _warned.add(key)
     found = findings(text)
     seen: set[tuple[int, str]] = set()
     lines = []
