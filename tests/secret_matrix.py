@@ -58,10 +58,14 @@ twilio_sid = "AC" + pick(HEX, 32)
 mailchimp = pick(HEX, 32) + "-us14"
 npm = "npm_" + pick(ALNUM, 36)
 pypi = "pypi-AgEIcHlwaS5vcmc" + pick(ALNUM + "_-", 80)
-jwt = ".".join(
-    base64.urlsafe_b64encode(part.encode()).decode().rstrip("=")
-    for part in ('{"alg":"HS256","typ":"JWT"}', '{"sub":"' + pick(DIGITS, 10) + '"}')
-) + "." + pick(ALNUM + "_-", 43)
+jwt = (
+    ".".join(
+        base64.urlsafe_b64encode(part.encode()).decode().rstrip("=")
+        for part in ('{"alg":"HS256","typ":"JWT"}', '{"sub":"' + pick(DIGITS, 10) + '"}')
+    )
+    + "."
+    + pick(ALNUM + "_-", 43)
+)
 discord_hook = f"https://discord.com/api/webhooks/{pick(DIGITS, 18)}/{pick(ALNUM + '_-', 68)}"
 telegram = f"{pick(DIGITS, 10)}:AA{pick(ALNUM + '_-', 33)}"
 azure_storage = pick(B64, 86) + "=="
@@ -118,7 +122,7 @@ def _env_forms() -> list[tuple[str, str, str]]:
         ("env base64 user:", f"Authorization: Basic {b64('deploy:' + b)}", b),
         ("env hex", f"dump {c.encode().hex()} end", c),
         ("env url-encoded", f"https://api.example.org/x?key={quote(d, safe='')}&v=1", d),
-        ("env json-escaped", json.dumps({"v": e.replace("/", "\\/")}), e),
+        ("env json-escaped", '{"v": "' + e.replace("/", "\\/") + '"}', e),
         ("env unicode-escaped", f'{{"v": "{uescape(f)}"}}', f),
         ("env line-wrapped", "blob:\n" + "\n".join(textwrap.wrap(b64(g * 2), 16)), g),
     ]
@@ -171,7 +175,11 @@ FORMS: list[tuple[str, str, str]] = [
         f"Authorization: Basic {b64('alice:' + basic_pass)}",
         basic_pass,
     ),
-    ("docker auth", json.dumps({"auths": {"r.io": {"auth": b64("bob:" + docker_pass)}}}), docker_pass),
+    (
+        "docker auth",
+        json.dumps({"auths": {"r.io": {"auth": b64("bob:" + docker_pass)}}}),
+        docker_pass,
+    ),
     ("netrc", f"machine api.example.com login bob password {netrc_pass}", netrc_pass),
     ("pgpass", f"db.example.com:5432:app:bob:{pgpass_pass}", pgpass_pass),
     ("curl -u", f"curl -u bob:{curl_pass} https://api.example.com", curl_pass),
@@ -196,3 +204,17 @@ FORMS: list[tuple[str, str, str]] = [
 assert len(FORMS) >= 60, len(FORMS)
 SECRETS = sorted({secret for _, _, secret in FORMS}, key=len)
 ALL_TEXT = "\n\n".join(text for _, text, _ in FORMS)
+
+
+def forms_of(secret: str) -> set[str]:
+    """``secret_forms.leaked_forms`` plus the JSON/``\\u``-escaped forms."""
+    from secret_forms import leaked_forms
+
+    escaped = {uescape(secret), secret.replace("/", "\\/")}
+    return leaked_forms(secret) | escaped
+
+
+def found_in(text: str, secret: str) -> bool:
+    """``secret`` in any form in ``text``, also once line breaks are taken out (wrapped)."""
+    joined = text.replace("\\n", "").replace("\n", "").replace("\r", "")
+    return any(f in text or f in joined for f in forms_of(secret))

@@ -67,6 +67,7 @@ __all__ = [
     "scrub_json",
     "scrub_stored_text",
     "scrub_values",
+    "scrub_values_counted",
     "scrubbed_output",
     "secret_values",
     "url_passwords",
@@ -314,6 +315,14 @@ def _without_password(m: re.Match[str]) -> str:
 def scrub_values(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` without the known secret values (in every encoding); see the module doc."""
     return _current(extra).sub(text)
+
+
+def scrub_values_counted(
+    text: str, marker: str = REDACTED, extra: Iterable[str] = ()
+) -> tuple[str, int]:
+    """``scrub_values`` with ``marker`` as the placeholder, and how many values it removed."""
+    text, n = _current(extra).subn(text)
+    return (text.replace(REDACTED, marker) if n and marker != REDACTED else text), n
 
 
 def scrub(text: str, extra: Iterable[str] = ()) -> str:

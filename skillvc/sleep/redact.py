@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from skillvc.secrets import scan
+from skillvc.secrets import scan, scrub_values_counted
 
 # (kind, pattern). Order matters: longer, more specific shapes first (sk-ant- before sk-).
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -114,6 +114,10 @@ class Redactor:
             if form in text:
                 counts["env_value"] += text.count(form)
                 text = text.replace(form, "[REDACTED:env_value]")
+        # The values every other write is cleaned of (the broad names, any credential-looking
+        # variable, registered ones; in every encoding, also wrapped), before the shapes.
+        text, n = scrub_values_counted(text, "[REDACTED:env_value]")
+        counts["env_value"] += n
         for kind, pattern in PATTERNS:
             text, n = pattern.subn(f"[REDACTED:{kind}]", text)
             counts[kind] += n
