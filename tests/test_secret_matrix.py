@@ -155,7 +155,7 @@ class Carrier:
                 {
                     "op": "add",
                     "content": f"- Authenticate with {M.openai_key} and {M.ENV['GH_PAT']}.",
-                    "rationale": f"The trajectory used the AWS secret {M.aws_secret} ({M.slack_hook}).",
+                    "rationale": f"It used the AWS secret {M.aws_secret} ({M.slack_hook}).",
                 },
             )
             for edit in data["edits"][1:]:

@@ -275,10 +275,32 @@ class _Matcher:
         n = 0
         if "\n" in text:  # a value wrapped over lines (base64 in a PEM-like block)
             text, n = self._wrapped(text)
-        if not any(needle in text for needle in self.needles):
+        present = [needle for needle in self.needles if needle in text]
+        if not present:
             return text, n
-        text, m = self.pattern.subn(REDACTED, text)
-        return text, n + m
+        # The regex starts with a character class, so run over a whole transcript it costs a
+        # step at every character; run it only around the needles found (a match reaches at
+        # most 3 base64 characters and 2 "=" past its needle).
+        spans = []
+        for needle in present:
+            pos = text.find(needle)
+            while pos >= 0:
+                spans.append((max(0, pos - 8), pos + len(needle) + 8))
+                pos = text.find(needle, pos + 1)
+        spans.sort()
+        merged = [list(spans[0])]
+        for start, end in spans[1:]:
+            if start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        parts, pos, m = [], 0, 0
+        for start, end in merged:
+            window, k = self.pattern.subn(REDACTED, text[start:end])
+            parts += [text[pos:start], window]
+            pos, m = end, m + k
+        parts.append(text[pos:])
+        return "".join(parts), n + m
 
     def _wrapped(self, text: str) -> tuple[str, int]:
         runs = [

@@ -60,6 +60,8 @@ class _Detector:
     # A cheap regex (literal prefix) that must match before ``pattern`` runs over the text: a
     # pattern that starts with a class or lookbehind costs a step at every character.
     trigger: re.Pattern[str] | None = None
+    left_boundary: bool = False  # the match may not follow a letter, digit, "_" or "-"
+    offset: int = 0  # the match starts this many characters after the secret (a lead letter)
 
 
 def _slug(name: str) -> str:
@@ -76,7 +78,6 @@ _TRIGGERS = {
     "ArtifactoryDetector": re.compile(r"AKC|AP[0-9A-F]"),
     "TelegramBotTokenDetector": re.compile(r":[0-9A-Za-z_-]{35}"),
     "DiscordBotTokenDetector": re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}"),
-    "GitLabTokenDetector": re.compile(r"gl[a-z]{2,6}-|GR1348941"),
     "MailchimpDetector": re.compile(r"-us[0-9]"),
 }
 _NEEDLES = {
@@ -85,6 +86,19 @@ _NEEDLES = {
     "BasicAuthDetector": ("://",),
     "CloudantDetector": ("cloudant", "clou", "cl_", "cl-", "clapi", "clkey", "clpw", "clpass"),
     "GitHubTokenDetector": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "GitLabTokenDetector": (
+        "glpat-",
+        "gldt-",
+        "glft-",
+        "glsoat-",
+        "glrt-",
+        "gr1348941",
+        "glcbt-",
+        "glimt-",
+        "glptt-",
+        "glagent-",
+        "gloas-",
+    ),
     "IbmCloudIamDetector": ("cloud_iam", "cloud-iam", "cloudiam"),
     "IbmCosHmacDetector": (
         "secretkey",
@@ -173,8 +187,9 @@ def _high_entropy_b64(value: str) -> bool:
         return False
     if _HEX.fullmatch(value):
         return len(value) >= 20 and entropy(value) >= 3.0
-    has_digit = any(c.isdigit() for c in value)
-    return has_digit and entropy(value) >= 4.5
+    if value.isdigit() or len(set(value)) < 23:  # fewer than 2**4.5 symbols: entropy < 4.5
+        return False
+    return any(c.isdigit() for c in value) and entropy(value) >= 4.5
 
 
 def _aws_secret(value: str) -> bool:
@@ -235,8 +250,8 @@ _OWN: tuple[_Detector, ...] = (
     ),
     _Detector(
         "url_password",
-        ("://",),
-        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@?#\"'<>]*:(?P<password>[^/\s?#\"'<>@]+)@"),
+        ("@",),
+        re.compile(r"://[^/\s:@?#\"'<>]*:(?P<password>[^/\s?#\"'<>@]+)@"),
         "password",
         lambda v: v != REDACTED,
     ),
@@ -267,11 +282,18 @@ _OWN: tuple[_Detector, ...] = (
     ),
     _Detector(
         "provider_key",
-        ("sk-", "sk_", "rk_", "pk_"),
-        re.compile(
-            _LEFT + r"(?:sk-(?:ant-(?:api\d\d-|admin\d\d-)?|proj-|svcacct-|or-v1-)?"
-            r"[A-Za-z0-9_-]{12,}|[sr]k_(?:live|test)_[0-9A-Za-z]{16,})"
-        ),
+        ("sk-",),
+        # (literal first, the word boundary checked after: a pattern that starts with a
+        # lookbehind costs a step at every character of the text)
+        re.compile(r"sk-(?:ant-(?:api\d\d-|admin\d\d-)?|proj-|svcacct-|or-v1-)?[A-Za-z0-9_-]{12,}"),
+        left_boundary=True,
+    ),
+    _Detector(
+        "provider_key",
+        ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+        re.compile(r"k_(?:live|test)_[0-9A-Za-z]{16,}"),
+        left_boundary=True,
+        offset=1,
     ),
     _Detector(
         "aws_access_key",
@@ -448,6 +470,13 @@ def _span(d: _Detector, m: re.Match[str]) -> tuple[int, int] | None:
     value = m.group(d.group)
     if value is not None and "[redacted" in value.lower():
         return None
+    if d.offset or d.left_boundary:
+        start = m.start() - d.offset
+        if start < 0 or (d.offset and m.string[start] not in "sr"):
+            return None
+        if start > 0 and (m.string[start - 1].isalnum() or m.string[start - 1] in "_-"):
+            return None
+        return start, m.end()
     if value is None or (d.accept is not None and not d.accept(value)):
         return None
     start, end = m.span(d.group)
@@ -534,7 +563,18 @@ def wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
         if m is None or m.end() <= nl:
             pos = nl + 1
             continue
-        yield m.start(), m.end(), _LINE_BREAK.sub("", m.group(0))
+        lines = _LINE_BREAK.split(m.group(0))
+        after = text[m.end() : m.end() + 1]
+        # Wrapping makes lines of one width (the last no longer) and ends where the block
+        # does; a hash followed by a path on the next line is no wrapped key.
+        if (
+            len(lines[0]) >= 16
+            and all(len(line) == len(lines[0]) for line in lines[:-1])
+            and len(lines[-1]) <= len(lines[0])
+            and after in ("", " ", "\t", "\r", "\n", '"', "'", "\\", ",", "`", "<")
+            and not is_ordinary_id(lines[0])
+        ):
+            yield m.start(), m.end(), "".join(lines)
         pos = max(m.end(), nl + 1)
         if pos >= n:
             return
