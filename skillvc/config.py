@@ -599,6 +599,11 @@ def check_ranges(config: Config) -> None:
         )
 
 
+def _show_repr(value: Any) -> str:
+    """``repr(value)``, or only its type when it looks like a credential (see ``_show``)."""
+    return _show(value) if isinstance(value, str) and looks_secret(value) else repr(value)
+
+
 def _show(value: Any) -> str:
     """A value as the user wrote it in TOML: nan, inf, 0.5, "x" (not Python's repr); a string
     that looks like a credential is named by its type only (a config mistake must not print a
@@ -650,7 +655,7 @@ def _validate_env(role: str, m: ModelConfig) -> None:
     for name, value in m.env.items():
         if not _ENV_NAME.match(name) or not isinstance(value, str):
             raise ConfigError(
-                f"[{role}] env {_show(name)} = {_show(value)} must be a variable name with a "
+                f"[{role}] env {name} = {_show_repr(value)} must be a variable name with a "
                 "string value.",
                 hint='For example: env = { ANTHROPIC_API_KEY = "${ANTHROPIC_API_KEY}" }.',
             )

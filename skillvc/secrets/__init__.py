@@ -354,9 +354,10 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
 
 def redact_counted(text: str, extra: Iterable[str] = ()) -> tuple[str, Counter[str]]:
     """``scrub``, with how many values of each kind it removed (``env_value``: a known value)."""
-    # Shapes first: "Basic <base64 of user:KEY>" then goes whole, not around the key's core.
-    text, counts = scan.redact(text)
+    # Known values first: a shape may end inside a value ("KEY=abc&def" stops at "&") and
+    # would leave the rest of it behind.
     text, n = _current(extra).subn(text)
+    text, counts = scan.redact(text)
     if n:
         counts["env_value"] += n
     return text, counts

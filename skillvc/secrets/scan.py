@@ -487,7 +487,8 @@ def _span(d: _Detector, m: re.Match[str]) -> tuple[int, int] | None:
             end -= 1
     if "[redacted" in m.string[start:end].lower():
         return None  # already a placeholder (ours or the harvest's "[REDACTED:kind]")
-    return (start, end) if end - start >= 4 else None
+    # (a named group is the secret itself: a URL's password may be short)
+    return (start, end) if end - start >= 4 or d.group != 0 else None
 
 
 @functools.lru_cache(maxsize=1)
