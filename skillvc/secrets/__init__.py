@@ -270,48 +270,45 @@ class _Matcher:
         return self.subn(text)[0]
 
     def subn(self, text: str) -> tuple[str, int]:
-        if self.pattern is None:
+        found = self.spans(text)
+        if not found:
             return text, 0
-        n = 0
+        return scan.replace(text, found, lambda kind: REDACTED), len(scan.merge(found))
+
+    def spans(self, text: str) -> list[Finding]:
+        """Where the known values are in ``text`` (any encoding, also wrapped over lines)."""
+        if self.pattern is None:
+            return []
+        found = []
         if "\n" in text:  # a value wrapped over lines (base64 in a PEM-like block)
-            text, n = self._wrapped(text)
+            found += [
+                Finding("env_value", start, end)
+                for start, end, joined in scan.wrapped_runs(text)
+                if any(needle in joined for needle in self.needles)
+            ]
         present = [needle for needle in self.needles if needle in text]
         if not present:
-            return text, n
+            return found
         # The regex starts with a character class, so run over a whole transcript it costs a
         # step at every character; run it only around the needles found (a match reaches at
         # most 3 base64 characters and 2 "=" past its needle).
-        spans = []
+        windows = []
         for needle in present:
             pos = text.find(needle)
             while pos >= 0:
-                spans.append((max(0, pos - 8), pos + len(needle) + 8))
+                windows.append((max(0, pos - 8), pos + len(needle) + 8))
                 pos = text.find(needle, pos + 1)
-        spans.sort()
-        merged = [list(spans[0])]
-        for start, end in spans[1:]:
+        windows.sort()
+        merged = [list(windows[0])]
+        for start, end in windows[1:]:
             if start <= merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], end)
             else:
                 merged.append([start, end])
-        parts, pos, m = [], 0, 0
         for start, end in merged:
-            window, k = self.pattern.subn(REDACTED, text[start:end])
-            parts += [text[pos:start], window]
-            pos, m = end, m + k
-        parts.append(text[pos:])
-        return "".join(parts), n + m
-
-    def _wrapped(self, text: str) -> tuple[str, int]:
-        runs = [
-            (start, end)
-            for start, end, joined in scan.wrapped_runs(text)
-            if any(needle in joined for needle in self.needles)
-        ]
-        if not runs:
-            return text, 0
-        found = [scan.Finding("env_value", start, end) for start, end in runs]
-        return scan.replace(text, found, lambda kind: REDACTED), len(runs)
+            for m in self.pattern.finditer(text, start, min(end, len(text))):
+                found.append(Finding("env_value", m.start(), m.end()))
+        return found
 
 
 @functools.lru_cache(maxsize=64)
@@ -354,24 +351,21 @@ def scrub(text: str, extra: Iterable[str] = ()) -> str:
 
 def redact_counted(text: str, extra: Iterable[str] = ()) -> tuple[str, Counter[str]]:
     """``scrub``, with how many values of each kind it removed (``env_value``: a known value)."""
-    # Known values first: a shape may end inside a value ("KEY=abc&def" stops at "&") and
-    # would leave the rest of it behind.
-    text, n = _current(extra).subn(text)
-    text, counts = scan.redact(text)
-    if n:
-        counts["env_value"] += n
-    return text, counts
+    # Values and shapes are found on the same text and their spans joined: a shape may end
+    # inside a value ("KEY=abc&def" stops at "&") and a value's base64 core sits inside a
+    # "Basic <base64>" shape; either way the union goes, whole.
+    values = _current(extra).spans(text)
+    shapes = scan.findings(text)
+    if not values and not shapes:
+        return text, Counter()
+    found = scan.merge(shapes + values)
+    counts = Counter(f.kind for f in found)
+    return scan.replace(text, found, lambda kind: REDACTED), counts
 
 
 def findings(text: str, extra: Iterable[str] = ()) -> list[Finding]:
     """What ``scrub`` would remove from ``text``, as spans with kinds (never printed)."""
-    found = scan.findings(text)
-    matcher = _current(extra)
-    if matcher.pattern is not None and any(n in text for n in matcher.needles):
-        found += [Finding("env_value", *m.span()) for m in matcher.pattern.finditer(text)]
-    elif "\n" in text and matcher.subn(text)[1]:
-        found.append(Finding("env_value", 0, len(text)))
-    return scan.merge(found)
+    return scan.merge(scan.findings(text) + _current(extra).spans(text))
 
 
 def scrub_json(value: Any, extra: Iterable[str] = (), *, urls: bool = False) -> Any:

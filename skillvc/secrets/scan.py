@@ -656,6 +656,8 @@ def findings(text: str, *, decode: bool = True) -> list[Finding]:
     found = list(_direct(text))
     if decode:
         for suffix, start, end, decoded in _decoded_views(text):
+            if any(f.start < end and start < f.end for f in found):
+                continue  # found in clear already ("postgres://u:p%40ss@db" keeps its URL)
             inner = next(iter(_direct(decoded)), None)
             if inner is not None:
                 found.append(Finding(f"{inner.kind}_{suffix}", start, end))
