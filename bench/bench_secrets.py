@@ -22,6 +22,7 @@ import os
 import random
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def transcript(mb: float, seed: int = 1) -> str:
             content = f"commit {rng.getrandbits(160):040x}\nAuthor: A <a@example.com>\n\n  fix"
         record = {
             "type": "assistant",
-            "uuid": str(random.Random(size).getrandbits(128)),
+            "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
             "requestId": f"req_{rng.getrandbits(96):024x}",
             "message": {"role": "assistant", "content": [{"type": "text", "text": content}]},
         }
@@ -143,10 +144,12 @@ def main() -> None:
 
     text = transcript(args.mb)
     size = len(text.encode())
-    best = min(_timed(lambda: scrub(text)) for _ in range(args.repeat))
+    scrub(text[:10_000])  # patterns compiled, detect-secrets imported: not part of the rate
+    times = [_timed(lambda: scrub(text)) for _ in range(args.repeat)]
+    wall, cpu = min(t[0] for t in times), min(t[1] for t in times)
     print(
-        f"pipeline throughput on a {size / 1e6:.1f} MB transcript: {size / 1e6 / best:.1f} MB/s "
-        f"({best:.2f} s)"
+        f"pipeline throughput on a {size / 1e6:.1f} MB transcript: {size / 1e6 / wall:.1f} MB/s "
+        f"wall ({wall:.2f} s), {size / 1e6 / cpu:.1f} MB/s of CPU time ({cpu:.2f} s)"
     )
     sample = text[:500_000]
     ds_wall, ds_cpu = _timed(lambda: detect_secrets_values(sample))

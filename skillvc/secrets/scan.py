@@ -185,6 +185,8 @@ def _quoted_credential(value: str) -> bool:
 def _high_entropy_b64(value: str) -> bool:
     if is_ordinary_id(value) or REDACTED in value:
         return False
+    if value.isdigit():  # a number (an id, a timestamp): detect-secrets discounts these too
+        return False
     if _HEX.fullmatch(value):
         return len(value) >= 20 and entropy(value) >= 3.0
     if value.isdigit() or len(set(value)) < 23:  # fewer than 2**4.5 symbols: entropy < 4.5
@@ -359,7 +361,7 @@ _OWN: tuple[_Detector, ...] = (
     _Detector(
         "netrc",
         ("password", "login"),
-        re.compile(r"(?:login|user)[ \t]+\S+[ \t]+password[ \t]+(?P<v>\S+)"),
+        re.compile(r"(?:login|user)[ \t]+\S+[ \t]+password[ \t]+(?P<v>[^\s\"'`\\]+)"),
         "v",
         lambda v: REDACTED not in v,
     ),
