@@ -58,7 +58,16 @@ def latest_run(store: EventStore) -> str:
 
 
 def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
-    """Everything the report shows, as JSON-able data (the ``--format json`` output)."""
+    """Everything the report shows, as JSON-able data (the ``--format json`` output), every
+    string through the redaction pipeline; ``withheld`` says how many values that looked like
+    credentials were removed (never which): a report is posted in pull requests."""
+    from skillvc.secrets import redact_json_counted
+
+    clean, withheld = redact_json_counted(_run_report(store, run_id, skill_path))
+    return {**clean, "withheld": withheld}
+
+
+def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     run_id = run_id or latest_run(store)
     runs = {r["run"]: r for r in list_runs(store)}
     if run_id not in runs:
@@ -94,60 +103,58 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
     steps.sort(key=lambda d: d["id"])
     train = started.get("config", {}).get("train", {})
     usage = run_usage(store, run_id)
-    return _withheld(
-        {
-            "run": run_id,
-            "status": runs[run_id]["status"],
-            "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
-            "models": started.get("models", {}),
-            "base_commit": started.get("base_commit"),
-            "best_commit": done.get("best_commit"),
-            "dataset": started.get("dataset", {}),
-            "settings": {k: train.get(k) for k in SETTINGS},
-            # A stopped or unfinished run has no run.finished yet: its scores so far (the baseline
-            # at least) come from the runs view, the same numbers `skillvc runs` shows.
-            "scores": {
-                "metric": train.get("gate_metric"),
-                **{
-                    key: done[key] if done.get(key) is not None else runs[run_id][key]
-                    for key in ("baseline_val", "best_val", "baseline_test", "test")
-                },
+    return {
+        "run": run_id,
+        "status": runs[run_id]["status"],
+        "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
+        "models": started.get("models", {}),
+        "base_commit": started.get("base_commit"),
+        "best_commit": done.get("best_commit"),
+        "dataset": started.get("dataset", {}),
+        "settings": {k: train.get(k) for k in SETTINGS},
+        # A stopped or unfinished run has no run.finished yet: its scores so far (the baseline
+        # at least) come from the runs view, the same numbers `skillvc runs` shows.
+        "scores": {
+            "metric": train.get("gate_metric"),
+            **{
+                key: done[key] if done.get(key) is not None else runs[run_id][key]
+                for key in ("baseline_val", "best_val", "baseline_test", "test")
             },
-            "counts": {
-                key: runs[run_id][key]
-                for key in (
-                    "steps",
-                    "accepted",
-                    "rejected",
-                    "slow_updates",
-                    "slow_updates_accepted",
-                    "slow_updates_rejected",
-                )
-            },
-            "usage": {
-                "calls": usage.calls,
-                "tokens": usage.tokens,
-                "cost_usd": usage.known_cost,
-                "unpriced_calls": usage.unpriced_calls,
-                "cached_tokens": usage.cached_tokens,
-                "cache_hit_ratio": usage.cache_hit_ratio,
-            },
-            "usage_by_phase": [
-                {
-                    "phase": u.phase,
-                    "step": u.step,
-                    "epoch": u.epoch,
-                    "calls": u.usage.calls,
-                    "tokens": u.usage.tokens,
-                    "cost_usd": u.usage.known_cost,
-                }
-                for u in usage_by_phase(store, run_id)
-            ],
-            "curve": run_curve(store, run_id).to_dict(),
-            "steps": steps,
-            "activation": _activation(store, run_id),
-        }
-    )
+        },
+        "counts": {
+            key: runs[run_id][key]
+            for key in (
+                "steps",
+                "accepted",
+                "rejected",
+                "slow_updates",
+                "slow_updates_accepted",
+                "slow_updates_rejected",
+            )
+        },
+        "usage": {
+            "calls": usage.calls,
+            "tokens": usage.tokens,
+            "cost_usd": usage.known_cost,
+            "unpriced_calls": usage.unpriced_calls,
+            "cached_tokens": usage.cached_tokens,
+            "cache_hit_ratio": usage.cache_hit_ratio,
+        },
+        "usage_by_phase": [
+            {
+                "phase": u.phase,
+                "step": u.step,
+                "epoch": u.epoch,
+                "calls": u.usage.calls,
+                "tokens": u.usage.tokens,
+                "cost_usd": u.usage.known_cost,
+            }
+            for u in usage_by_phase(store, run_id)
+        ],
+        "curve": run_curve(store, run_id).to_dict(),
+        "steps": steps,
+        "activation": _activation(store, run_id),
+    }
 
 
 # An accepted step whose one-sided p-value is above this is marked "not significant": the gate
@@ -307,16 +314,6 @@ def _resume_hint(stopped: str) -> str:
     if "budget" in stopped or "projected to cost" in stopped:
         return "Resume it with `skillvc train --budget-usd N` (a budget above its cost so far)."
     return "Run `skillvc train` to resume it."
-
-
-def _withheld(report: dict[str, Any]) -> dict[str, Any]:
-    """``report`` with every string passed through the redaction pipeline and ``withheld``:
-    how many values that looked like credentials were removed (never which)."""
-    from skillvc.secrets import redact_json_counted
-
-    clean, n = redact_json_counted(report)
-    clean["withheld"] = n
-    return dict(clean)
 
 
 def render_markdown(report: dict[str, Any]) -> str:
