@@ -29,6 +29,7 @@ from typing import Any
 
 from skillvc.backends import get_backend
 from skillvc.backends.base import Backend, CallRequest, TransientError
+from skillvc.backends.local import ServerInfo
 from skillvc.calls import secret_values
 from skillvc.config import CONFIG_FILE, Config, ModelConfig, load_config
 from skillvc.errors import AuthenticationFailed, BackendError, SkillvcError, redact
@@ -254,7 +255,32 @@ def check_role(role: str, config: ModelConfig) -> list[Check]:
         checks.append(Check(f"{role} reachable", SKIP, "not tried until the checks above pass."))
     else:
         checks.append(check_reachable(role, config))
+        server = check_server(role, config, backend)
+        if server is not None:
+            checks.append(server)
     return checks
+
+
+def check_server(role: str, config: ModelConfig, backend: Backend) -> Check | None:
+    """What a local server said about itself and what training makes of it (None: the model
+    is not on a server that says; nothing changes for it)."""
+    info_of = getattr(backend, "server_info", None)
+    info = info_of() if callable(info_of) else None
+    if not isinstance(info, ServerInfo):
+        return None
+    answer = info.answer_tokens(config.max_tokens)
+    limit = info.prompt_limit(answer)
+    uses = []
+    if role == "optimizer" and limit is not None:
+        uses.append(f"optimizer prompts fitted to ~{limit:,} tokens, answers capped at {answer:,}")
+    if role == "optimizer" and info.json_schema:
+        uses.append("edits asked for through a JSON Schema")
+    if info.slots:
+        uses.append(f"workers at most {info.slots}")
+    timeout = getattr(backend, "timeout_s", config.timeout_s)
+    uses.append(f"timeout {timeout:g} s")
+    uses.append("cost local ($0 unless [prices] names the model)")
+    return Check(f"{role} server", OK, f"{info.describe()}; {', '.join(uses)}.")
 
 
 # -- single checks ----------------------------------------------------------------------------
