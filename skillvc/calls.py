@@ -154,12 +154,27 @@ class ModelClient:
         # What local servers reported, per role (skillvc.backends.local), as the run recorded
         # it: the optimizer's prompts are fitted to it and its answers bounded by it.
         self.servers: dict[str, ServerInfo] = {}
+        # Per role, the slots of its local server: fresh calls wait for one here instead of in
+        # the server's queue, where their timeouts would run (``use_servers``).
+        self._slots: dict[str, threading.Semaphore] = {}
         self.forked = False  # see fork()
         self._lock = threading.Lock()
         self._limiters = {
             role: RateLimiter(c.requests_per_minute, c.tokens_per_minute)
             for role, c in self.configs.items()
         }
+
+    def use_servers(self, servers: Mapping[str, ServerInfo], urls: Mapping[str, str]) -> None:
+        """Record what local servers said (per role) and share each server's slots between
+        the roles it serves (``urls``: the role's base URL)."""
+        self.servers = dict(servers)
+        by_url: dict[str, threading.Semaphore] = {}
+        for role, info in servers.items():
+            if info.slots:
+                url = urls.get(role, role)
+                self._slots[role] = by_url.setdefault(url, threading.Semaphore(info.slots))
+        if "optimizer" in self._slots:
+            self._slots["judge"] = self._slots["optimizer"]
 
     def request(
         self,
@@ -287,8 +302,13 @@ class ModelClient:
             return backend.complete(req)
 
         policy = RetryPolicy(max_retries=self.configs[req.role].max_retries)
+        slot = self._slots.get(req.role)
         try:
-            result = call_with_retries(once, policy, sleep=self.sleep)
+            if slot is None:
+                result = call_with_retries(once, policy, sleep=self.sleep)
+            else:
+                with slot:
+                    result = call_with_retries(once, policy, sleep=self.sleep)
         except (BackendError, OSError) as exc:
             refused = isinstance(exc, AuthenticationFailed)
             error = self.record_failure(

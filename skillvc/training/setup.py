@@ -24,7 +24,7 @@ from skillvc.backends.base import PackageFile
 from skillvc.backends.local import ServerInfo, probe
 from skillvc.backends.pricing import price_for
 from skillvc.calls import ModelClient, secret_values
-from skillvc.config import Config
+from skillvc.config import Config, ModelConfig
 from skillvc.errors import (
     ConfigError,
     DirtySkillFile,
@@ -216,7 +216,7 @@ def prepare_run(
         replay_failures=failures_to_replay(store, run_id) if unfinished is not None else {},
         secrets=secret_values(config),
     )
-    client.servers = servers
+    client.use_servers(servers, {r: base_url(getattr(config, r)) or r for r in servers})
 
     def judge(system: str, user: str) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -262,6 +262,11 @@ def prepare_run(
     )
 
 
+def base_url(m: ModelConfig) -> str | None:
+    """Where an ``openai:`` model's calls go (the backend's rule), None for the default."""
+    return m.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+
 def probe_servers(config: Config) -> dict[str, ServerInfo]:
     """``{role: ServerInfo}`` for the roles whose model is on a local server that says what
     it is (``skillvc.backends.local``); hosted APIs and the simulator are not asked."""
@@ -270,7 +275,7 @@ def probe_servers(config: Config) -> dict[str, ServerInfo]:
         m = getattr(config, role)
         if not m.model.startswith("openai:") or m.harness != "chat" or m.azure:
             continue
-        url = m.base_url or os.environ.get("OPENAI_BASE_URL")
+        url = base_url(m)
         if not url:
             continue
         key = os.environ.get(m.api_key_env or "OPENAI_API_KEY", "").strip()
