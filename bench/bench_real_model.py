@@ -152,16 +152,18 @@ TASK_SETS = {
 }
 
 
-def write_tasks(task: TaskSet, root: Path, seed: int) -> None:
+def write_tasks(task: TaskSet, root: Path, seed: int, sizes: tuple[int, ...]) -> None:
+    """The task files: ``sizes`` items of train, val and test (the first of each split of
+    the full 24/20/20 set, so smaller sets are subsets of the full one)."""
     rng = random.Random(f"{seed}:{task.name}")
     total = sum(n for _, n in SPLITS)
     items = [task.make(rng, i) for i in range(total)]
     rng.shuffle(items)
     (root / "evals").mkdir(parents=True, exist_ok=True)
     start = 0
-    for split, n in SPLITS:
-        rows = items[start : start + n]
-        start += n
+    for (split, full), n in zip(SPLITS, sizes, strict=True):
+        rows = items[start : start + min(n, full)]
+        start += full
         text = "".join(json.dumps(r) + "\n" for r in rows)
         (root / "evals" / f"{split}.jsonl").write_text(text, encoding="utf-8")
 
@@ -174,7 +176,8 @@ def make_repo(task: TaskSet, root: Path, base_url: str, model: str, args: Any) -
         shutil.rmtree(root)
     (root / "skills" / task.name).mkdir(parents=True)
     (root / "skills" / task.name / "SKILL.md").write_text(task.seed_skill + "\n", "utf-8")
-    write_tasks(task, root, args.seed)
+    sizes = tuple(int(n) for n in args.sizes.split(","))
+    write_tasks(task, root, args.seed, sizes)
     lines = f'model = "openai:{model}"\nbase_url = "{base_url}"\ntemperature = 0.0'
     (root / "skillvc.toml").write_text(
         f'[skill]\npath = "skills/{task.name}/SKILL.md"\n\n'
@@ -287,7 +290,7 @@ def model_name(base_url: str) -> str:
 def fmt(pair: list[float | None] | None) -> str:
     if not pair:
         return "n/a"
-    return " -> ".join("n/a" if v is None else f"{v:.2f} ({round(v * 20)}/20)" for v in pair)
+    return " -> ".join("n/a" if v is None else f"{v:.2f}" for v in pair)
 
 
 def main() -> int:
@@ -305,6 +308,9 @@ def main() -> int:
     parser.add_argument("--minibatch-size", type=int, default=4)
     parser.add_argument("--lr", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--sizes", default="24,20,20", help="train,val,test items (at most 24,20,20) [24,20,20]"
+    )
     parser.add_argument("--out", default="bench-real-model")
     args = parser.parse_args()
     out = Path(args.out).resolve()
