@@ -235,6 +235,8 @@ def test_a_run_never_sends_a_prompt_over_the_servers_context(
     calls = events(repo, "model.call")
     assert {c["cost_usd"] for c in calls} == {0.0}, "a local model's calls cost nothing"
     assert summary["unpriced_calls"] == 0 and summary["cost_usd"] == 0.0
+    (projected,) = events(repo, "run.projected")
+    assert projected["unpriced"] == [] and projected["cost_usd"] == 0.0
 
 
 # -- structured output a small model cannot break -----------------------------------------------

@@ -919,6 +919,7 @@ class Trainer:
             n_test=len(self.ctx.test),
             n_slow=len(self.slow_items),
             skill_tokens=estimate_tokens(self.target_text(self.ctx.base_skill).encode("utf-8")),
+            local=[getattr(self.config, role).model for role in self.client.servers],
         )
         self.log.emit("run.projected", projection.to_dict())
         self.progress.note(
