@@ -434,3 +434,25 @@ def meta_notes(
         if text and note not in notes:
             notes.append(note)
     return "\n".join(notes)
+
+
+def generate_labels(n: int, seed: int, *, with_targets: bool = True) -> list[dict[str, object]]:
+    """``n`` items graded by a person who knows the true policy (judge calibration): each has
+    an output that is right about half the time, and the person's 0/1 label of it. With
+    ``with_targets`` the acceptable answer is given too (a reference-based judge); without,
+    a judge has only its rubric to go by."""
+    rng = random.Random(f"labels|{seed}")
+    rows: list[dict[str, object]] = []
+    for item in generate_items(n, seed):
+        right = str(item["target"])
+        given = right if rng.random() < 0.5 else rng.choice([a for a in ACTIONS if a != right])
+        row: dict[str, object] = {
+            "id": f"label-{str(item['id']).split('-')[-1]}",
+            "input": item["input"],
+            "output": f"Decided by the policy.\n<answer>{given}</answer>",
+            "label": int(given == right),
+        }
+        if with_targets:
+            row["target"] = right
+        rows.append(row)
+    return rows
