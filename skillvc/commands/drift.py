@@ -10,7 +10,7 @@ JSON: ``{"rev", "current", "new", "recorded", "retrain", "advice", "split", "n",
 "b_mean", "diff", "better", "worse", "p", "alpha", "regression", "down", "up"}``.
 
 Exit codes: 0 no significant drop, 7 retrain (the new model scores significantly worse),
-2 bad --target, 5/6 as ``skillvc eval``.
+5 a --target that is neither a table nor a model string, 5/6 as ``skillvc eval``.
 """
 
 from __future__ import annotations
