@@ -111,7 +111,7 @@ def _targets(row: dict[str, Any], where: str) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise TaskSetError(f"Line {where}: 'target' must be a string or a list of strings.")
+    raise TaskSetError(f"Line {where} needs 'target' to be a string or a list of strings.")
 
 
 # -- the judge as training uses it ------------------------------------------------------------
