@@ -153,6 +153,13 @@ def test_training_with_gate_targets_all_refuses_the_edit(
     assert projected == 2 * 30 * (2 * 3 + 2)  # val twice per gate: 6 steps, 2 slow updates
     # A run without the matrix gate records no projection for it and keeps its run id form.
     assert all("targets" not in g for g in _gates(free))
+    # The report shows the ungated run's best skill vs its seed on every model.
+    report = run_cli(free, monkeypatch, "report", "--matrix")
+    assert report.exit_code == 0, report.output
+    table = report.stdout.split("## Across target models (val: seed ")[1].splitlines()
+    assert table[4].startswith("| target | `sim:support` | ")
+    assert table[5].startswith("| literal | `sim:support-literal` | ")
+    assert table[5].endswith("| **significantly worse** |")
 
 
 @pytest.mark.parametrize(

@@ -96,3 +96,35 @@ def fail_on_regressions(changes: Sequence[TargetChange]) -> None:
             f"{bad[0].comparison.a.split} ({details}).",
             hint="See the items it breaks with: skillvc eval --matrix --compare BASE.",
         )
+
+
+def report_matrix(
+    ws: Workspace, report: dict[str, object], split: str = "val"
+) -> dict[str, object]:
+    """``report --matrix``: the run's best skill vs its seed on every target model, as
+    ``{"matrix": [...], "markdown": "..."}`` (model calls answered from the log when made)."""
+    from skillvc.errors import SkillvcError
+    from skillvc.matrix.scores import compare_matrix
+
+    base, best = report.get("base_commit"), report.get("best_commit")
+    if not isinstance(base, str) or not isinstance(best, str):
+        raise SkillvcError(
+            "The run has no best commit yet, so there is nothing to score across models.",
+            hint="Finish the run (skillvc train), then run skillvc report --matrix.",
+        )
+    changes = compare_matrix(ws, base, best, split, alpha=ws.config.train.gate_targets_alpha)
+    lines = [
+        "",
+        f"## Across target models ({split}: seed {base[:10]} -> best {best[:10]})",
+        "",
+        "| target | model | seed | best | diff | worse | better | sign test p | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in changes:
+        cmp = c.comparison
+        lines.append(
+            f"| {c.target} | `{c.model}` | {cmp.a_mean:.3f} | {cmp.b_mean:.3f} | "
+            f"{cmp.diff:+.3f} | {c.worse} | {c.better} | {c.p:.3g} | "
+            f"{'**significantly worse**' if c.regression else 'ok'} |"
+        )
+    return {"matrix": [c.to_dict() for c in changes], "markdown": "\n".join(lines) + "\n"}
