@@ -149,6 +149,11 @@ def command(
     # A skill package's notes (linked files cut, symbolic links left out), each side's.
     echo_notes([r for _, c in results if c.comparison for r in (c.comparison.a, c.comparison.b)])
     if results[0][0] is not None:  # many skills: a verdict per skill
+        if matrix:
+            raise click.UsageError(
+                "--matrix checks a config with one skill; [skills.<name>] configs are not "
+                "supported yet (use skillvc eval --matrix --compare BASE --skill NAME)."
+            )
         _many(results, as_json)
         return
     result = results[0][1]
