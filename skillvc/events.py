@@ -100,7 +100,6 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("batch.submitted", 1, "the provider's id of a wave's batch, before waiting"),
         EventType("batch.ended", 1, "a batch whose results were read"),
         EventType("judge.calibrated", 1, "the judge's agreement with a person's labels"),
-        EventType("gate.targets", 1, "a gate's candidate paired on every [targets] model"),
     ]
 }
 
