@@ -144,3 +144,10 @@ def test_bad_labels_are_one_sentence(
     result = run_cli(demo, monkeypatch, "judge", "calibrate", "--labels", "evals/bad.jsonl")
     assert result.exit_code == 5
     assert result.stderr.startswith("Error: Line evals/bad.jsonl:2 ") and message in result.stderr
+
+
+def test_the_trust_gate_knows_the_scorers_default_rubric() -> None:
+    from skillvc.judge.identity import DEFAULT_RUBRIC
+    from skillvc.scorers import DEFAULT_RUBRIC as SCORER_DEFAULT
+
+    assert DEFAULT_RUBRIC == SCORER_DEFAULT

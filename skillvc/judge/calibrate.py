@@ -25,17 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillvc.config import Config, JudgeConfig
 from skillvc.errors import ConfigError, TaskSetError
-from skillvc.evaluation import _judge, _model_identity, make_client
+from skillvc.evaluation import _judge, make_client
 from skillvc.hashing import content_id, sha256_hex
+from skillvc.judge.identity import EVENT, judge_id, judge_options, meets, read_in, rubric_text
 from skillvc.matrix.stats import cohen_kappa, wilson
 from skillvc.paths import inside_repo
-from skillvc.scorers import DEFAULT_RUBRIC, JudgeScorer, parse_judge_score
+from skillvc.scorers import JudgeScorer, parse_judge_score
 from skillvc.tasks import TaskItem
 from skillvc.workspace import Workspace
-
-EVENT = "judge.calibrated"
 
 
 @dataclass(frozen=True)
@@ -117,44 +115,6 @@ def _targets(row: dict[str, Any], where: str) -> tuple[str, ...]:
 # -- the judge as training uses it ------------------------------------------------------------
 
 
-def judge_options(config: Config) -> dict[str, Any]:
-    """The judge scorer's options (the configured ones when the scorer is ``judge``)."""
-    return dict(config.tasks.scorer_options) if config.tasks.scorer == "judge" else {}
-
-
-def rubric_text(options: dict[str, Any], read: Callable[[str], str | None]) -> str:
-    """The rubric the judge grades with (``rubric_file`` read with ``read``)."""
-    if "rubric_file" in options:
-        text = read(str(options["rubric_file"]))
-        if text is None:
-            raise ConfigError(
-                f"The judge's rubric file {options['rubric_file']} does not exist.",
-                hint="Write the rubric there and commit it, or use the rubric option instead.",
-            )
-        return text
-    return str(options.get("rubric", DEFAULT_RUBRIC))
-
-
-def judge_id(config: Config, rubric: str) -> str:
-    """What a calibration holds for: the judge model with its parameters, rubric, threshold."""
-    threshold = judge_options(config).get("threshold", 0.5)
-    return content_id(
-        {
-            "judge": _model_identity(config.optimizer),
-            "rubric": sha256_hex(rubric),
-            "threshold": threshold,
-        }
-    )
-
-
-def read_in(root: Path) -> Callable[[str], str | None]:
-    def read(name: str) -> str | None:
-        path = inside_repo(root, name, "[tasks.scorer_options] rubric_file")
-        return path.read_text(encoding="utf-8") if path.is_file() else None
-
-    return read
-
-
 # -- agreement --------------------------------------------------------------------------------
 
 
@@ -205,14 +165,6 @@ class Agreement:
 
 def _pair(interval: tuple[float, float] | None) -> list[float] | None:
     return list(interval) if interval else None
-
-
-def meets(agreement: dict[str, Any], judge: JudgeConfig) -> bool:
-    """True when the recorded agreement reaches [judge] min_accuracy and min_kappa."""
-    kappa = agreement.get("kappa")
-    return agreement["accuracy"] >= judge.min_accuracy and (
-        kappa is not None and kappa >= judge.min_kappa
-    )
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from typing import Any
 from skillvc.config import Config, SkillConfig, TasksConfig
 from skillvc.errors import ConfigError
 from skillvc.hashing import sha256_hex
-from skillvc.judge.calibrate import Calibration, Label, calibrate, read_labels, rubric_text
+from skillvc.judge.calibrate import Calibration, Label, calibrate, read_labels
+from skillvc.judge.identity import read_in, rubric_text
 from skillvc.paths import inside_repo
 from skillvc.progress import Progress
 from skillvc.scorers import JudgeScorer
@@ -151,14 +152,8 @@ def improve(
     def held_back(label: Label) -> bool:
         return label.id in held
 
-    seed = rubric_text(config.tasks.scorer_options, _reader(ws))
+    seed = rubric_text(config.tasks.scorer_options, read_in(ws.root))
     before = calibrate(ws, name, rubric=seed, only=held_back, record=False)
     summary = train(rubric_ws, progress=progress)
     after = calibrate(ws, name, only=held_back)
     return Improvement(summary, before, after)
-
-
-def _reader(ws: Workspace) -> Any:
-    from skillvc.judge.calibrate import read_in
-
-    return read_in(ws.root)

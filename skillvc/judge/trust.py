@@ -11,9 +11,8 @@ from typing import Any
 
 from skillvc.config import CONFIG_FILE, Config, parse_config
 from skillvc.errors import ConfigError
-from skillvc.judge.calibrate import EVENT, judge_id, judge_options, meets, read_in, rubric_text
+from skillvc.judge.identity import EVENT, judge_id, judge_options, meets, read_in, rubric_text
 from skillvc.paths import STATE_DIR
-from skillvc.store import open_store
 
 
 class JudgeNotTrusted(ConfigError):
@@ -24,6 +23,8 @@ def latest_calibration(db: Path, jid: str) -> dict[str, Any] | None:
     """The newest recorded calibration of judge ``jid`` (None: never calibrated, or no log)."""
     if not db.is_file():
         return None
+    from skillvc.store import open_store
+
     with open_store(db) as store:
         rows = store.query(
             "SELECT id FROM events WHERE type = ? AND json_extract(payload, '$.judge_id') = ? "
@@ -71,8 +72,8 @@ def require_trusted_judge_at(root: Path, base: str, skill: str | None, trust: bo
     with SkillRepo(root) as repo:
         repo.resolve(base)
         raw = _read_at(repo, CONFIG_FILE, base)
-        if raw is None:
-            return
+        if raw is None or b"judge" not in raw:
+            return  # no judge scorer at BASE: nothing to look up (keeps check fast)
         config = parse_config(_decode(raw, f"{CONFIG_FILE} at {base}"), root)
         if config.many and skill is None:
             configs = config.all_skills()
