@@ -394,6 +394,7 @@ def _summary_lines(summary: Any) -> list[str]:
     help="Stop cleanly at a step boundary past this cost.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--trust-judge", is_flag=True, help="Let an uncalibrated or disagreeing judge gate.")
 @skill_option
 @json_option
 def train(
@@ -402,6 +403,7 @@ def train(
     quiet: bool,
     as_json: bool,
     skill: str | None,
+    trust_judge: bool,
     **train_options: Any,
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
@@ -413,11 +415,13 @@ def train(
     """
     import dataclasses
 
+    from skillvc.judge.trust import require_trusted_judge_here
     from skillvc.training.loop import UP_TO_DATE
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
     ws = open_workspace(skill=skill)
+    require_trusted_judge_here(ws.config, trust_judge)
     summary = run_training(
         ws,
         new=new,

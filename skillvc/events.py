@@ -100,6 +100,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("batch.submitting", 1, "a wave about to be sent as a provider batch"),
         EventType("batch.submitted", 1, "the provider's id of a wave's batch, before waiting"),
         EventType("batch.ended", 1, "a batch whose results were read"),
+        EventType("judge.calibrated", 1, "the judge's agreement with a person's labels"),
     ]
 }
 

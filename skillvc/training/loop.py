@@ -44,6 +44,7 @@ from skillvc.events import Event
 from skillvc.executors import make_executor
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json, sha256_hex
+from skillvc.matrix.gate import matrix_gate, matrix_projection
 from skillvc.packages import SKILL_FILE, SkillPackage, skill_file_text
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.prompt import readable
@@ -508,6 +509,12 @@ class Trainer:
                     confidence=self.t.gate_confidence,
                 )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
+        # [train] gate_targets = "all": the other target models may veto an accepted candidate.
+        matrix = None
+        if result is not None and result.decision == "accepted":
+            matrix = matrix_gate(self, s.skill, candidate_text)
+            if matrix is not None and matrix["vetoed"]:
+                result = dataclasses.replace(result, decision="rejected")
         decision = result.decision if result else "forced"
         gate_event = self.log.emit(
             "gate",
@@ -519,6 +526,7 @@ class Trainer:
                 "current": self.store.put_blob(s.skill),
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
+                **({"targets": matrix} if matrix is not None else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
                 **({"files": sorted(files)} if package is not None else {}),
@@ -926,7 +934,10 @@ class Trainer:
             skill_tokens=estimate_tokens(self.target_text(self.ctx.base_skill).encode("utf-8")),
             local=[getattr(self.config, role).model for role in self.client.servers],
         )
-        self.log.emit("run.projected", projection.to_dict())
+        matrix = matrix_projection(self.config, len(self.ctx.val), self.total_steps)
+        self.log.emit("run.projected", projection.to_dict() | matrix)
+        for name, calls in matrix.get("matrix_calls", {}).items():
+            self.progress.note(f"projected matrix gate on {name}: at most {calls:,} target calls")
         self.progress.note(
             f"projected for run {self.ctx.run_id}: about {projection.sentence()} "
             "(an upper estimate)"
