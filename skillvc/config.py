@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.errors import ConfigError, NotInitialised
+from skillvc.inputs import reader as inputs
 from skillvc.secrets import register_names, register_values, url_passwords
 
 if sys.version_info >= (3, 11):
@@ -431,6 +432,14 @@ def parse_config_dict(data: dict[str, Any], root: Path) -> Config:
     return config
 
 
+def _unreadable_config(message: str) -> ConfigError:
+    if "UTF" in message:
+        return ConfigError(message, hint=f"Save {CONFIG_FILE} as UTF-8 (TOML files must be UTF-8).")
+    return ConfigError(
+        message, hint=f"Make {CONFIG_FILE} a regular text file (not a pipe, device or link to one)."
+    )
+
+
 def load_config(root: Path) -> Config:
     path = root / CONFIG_FILE
     if not path.exists():
@@ -440,15 +449,10 @@ def load_config(root: Path) -> Config:
             f"{CONFIG_FILE} in {root} is a directory, not a file.",
             hint=f"Move the directory aside and run 'skillvc init' to write a {CONFIG_FILE}.",
         )
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{CONFIG_FILE} is not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset "
-            f"{exc.start}).",
-            hint=f"Save {CONFIG_FILE} as UTF-8 (TOML files must be UTF-8).",
-        ) from None
+    # A pipe or device is refused by name, never waited on; a BOM (Notepad) is dropped.
+    text = inputs.read_text(
+        path, CONFIG_FILE, max_bytes=inputs.CONFIG_MAX_BYTES, error=_unreadable_config
+    )
     return parse_config(text, root)
 
 

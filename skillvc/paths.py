@@ -1,10 +1,11 @@
 """Every path skillvc reads from configuration or a patch resolves inside the work tree.
 
 Invariant: ``inside_repo`` returns ``root / path`` only when ``path`` is relative, does not
-climb out with ``..``, does not pass through a symlink that leads out of ``root`` (or into
-``.git/``), and names nothing under ``.git/`` or ``.skillvc/`` (case-insensitively, also the
-spellings macOS and Windows treat as ``.git``); otherwise it raises ``PathOutsideRepo`` naming
-the setting and the path. It reads no file, so a refused path's content is never seen.
+climb out with ``..``, holds no control character (a newline), does not pass through a
+symlink that leads out of ``root`` (or into ``.git/``), and names nothing under ``.git/`` or
+``.skillvc/`` (case-insensitively, also the spellings macOS and Windows treat as ``.git``);
+otherwise it raises ``PathOutsideRepo`` naming the setting and the path. It reads no file, so
+a refused path's content is never seen.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from skillvc.errors import PathOutsideRepo
 
 STATE_DIR = ".skillvc"
 # Code points HFS+ ignores in names (git's is_hfs_dotgit list): ".g\u200cit" is ".git" there.
+_CONTROL = re.compile("[\x01-\x1f\x7f]")
 _IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 
 
@@ -49,6 +51,10 @@ def inside_repo(root: Path, path: str, key: str) -> Path:
     text = str(path)
     if not text.strip() or "\0" in text:
         raise refused("is not a file path")
+    if _CONTROL.search(text):
+        # git quotes such names and line-based protocols (cat-file --batch) split them, so a
+        # path with a newline would train and then be "missing" for check: refuse it first.
+        raise refused("holds a control character (a newline, tab or the like)")
     if text.startswith(("/", "\\")) or os.path.isabs(text) or PureWindowsPath(text).drive:
         raise refused("is an absolute path")
     norm = posixpath.normpath(text.replace(os.sep, "/"))

@@ -22,12 +22,15 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillvc.errors import SkillDocumentError
 from skillvc.hashing import canonical_json
+from skillvc.inputs import reader as inputs
 from skillvc.skilldoc import SkillDocument
 
 if TYPE_CHECKING:
@@ -133,7 +136,12 @@ class SkillPackage:
         files = {}
         for rel in walk_files(directory):
             if matches(rel, include, exclude):
-                files[rel] = (directory / rel).read_bytes()
+                files[rel] = inputs.read_bytes(
+                    directory / rel,
+                    f"The skill package file {posixpath.join(root, rel)}",
+                    max_bytes=inputs.SKILL_MAX_BYTES,
+                    error=SkillDocumentError,
+                )
         return cls(root, files)
 
     @classmethod
