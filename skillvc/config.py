@@ -468,6 +468,22 @@ def override(config: Config, section: str, **values: Any) -> Config:
     return config
 
 
+def _refuse_control_paths(config: Config) -> None:
+    """Every path setting without control characters, checked when the config is read, so
+    commands that read a path through git (check, at BASE) refuse it as eval and train do."""
+    from skillvc.paths import refuse_control
+
+    refuse_control(config.skill.path, f"[skill] path in {CONFIG_FILE}")
+    for name, table in config.skills.items():
+        path = table.get("path") if isinstance(table, dict) else None
+        if isinstance(path, str):
+            refuse_control(path, f"[skills.{name}] path in {CONFIG_FILE}")
+    for key in ("train", "val", "test", "path", "skillopt_dir"):
+        value = getattr(config.tasks, key)
+        if isinstance(value, str):
+            refuse_control(value, f"[tasks] {key} in {CONFIG_FILE}")
+
+
 def validate(config: Config) -> None:
     from skillvc.backends.pricing import price_for
 
@@ -477,6 +493,7 @@ def validate(config: Config) -> None:
     for model in config.prices:  # a malformed price fails now, not after the first paid call
         price_for(model, config.prices)
     check_ranges(config)
+    _refuse_control_paths(config)
     t = config.train
     if t.lr_schedule not in ("cosine", "linear", "constant"):
         raise ConfigError(f"lr_schedule '{t.lr_schedule}' is not one of cosine, linear, constant.")

@@ -39,6 +39,16 @@ def _forbidden(parts: tuple[str, ...] | list[str]) -> bool:
     return any(_is_git_dir(p) for p in parts) or (bool(parts) and is_state_dir(parts[0]))
 
 
+def refuse_control(path: str, key: str) -> None:
+    """PathOutsideRepo when ``path`` holds a control character (a newline, a tab). git quotes
+    such names and line-based protocols (cat-file --batch) split them, so a path with a
+    newline would train and then be "missing" for check: every command refuses it first."""
+    if _CONTROL.search(path):
+        raise PathOutsideRepo(
+            f"{key} names {path!r}, which holds a control character (a newline, tab or the like)."
+        )
+
+
 def inside_repo(root: Path, path: str, key: str) -> Path:
     """``root / path`` when ``path`` stays inside the work tree ``root``, else PathOutsideRepo.
 
@@ -51,10 +61,7 @@ def inside_repo(root: Path, path: str, key: str) -> Path:
     text = str(path)
     if not text.strip() or "\0" in text:
         raise refused("is not a file path")
-    if _CONTROL.search(text):
-        # git quotes such names and line-based protocols (cat-file --batch) split them, so a
-        # path with a newline would train and then be "missing" for check: refuse it first.
-        raise refused("holds a control character (a newline, tab or the like)")
+    refuse_control(text, key)
     if text.startswith(("/", "\\")) or os.path.isabs(text) or PureWindowsPath(text).drive:
         raise refused("is an absolute path")
     norm = posixpath.normpath(text.replace(os.sep, "/"))

@@ -41,7 +41,7 @@ from skillvc.errors import (
     UnknownEventId,
     storage_error,
 )
-from skillvc.events import Event, current_version, event_from_row
+from skillvc.events import DAMAGED, Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.schema import SCHEMA_VERSION
 from skillvc.secrets import scrub_json, scrub_stored_text, scrub_values
@@ -283,7 +283,7 @@ class EventStore:
         self, type: str, run_id: str | None, seq: int | None, key: str | None
     ) -> Event | None:
         if run_id is not None and seq is not None:
-            row = self._row("WHERE run_id = ? AND seq = ?", (run_id, seq))
+            row = self._usable(self._row("WHERE run_id = ? AND seq = ?", (run_id, seq)))
             if row is not None and row.type != type:
                 raise SkillvcError(
                     f"Replay of run {run_id} diverged at event {seq}: the log has {row.type}, "
@@ -292,7 +292,7 @@ class EventStore:
                 )
             return row
         if key is not None:
-            return self._row("WHERE type = ? AND key = ?", (type, key))
+            return self._usable(self._row("WHERE type = ? AND key = ?", (type, key)))
         return None
 
     def _insert(
@@ -378,6 +378,16 @@ class EventStore:
             row = cur.fetchone()
         return event_from_row(row) if row is not None else None
 
+    def _usable(self, event: Event | None) -> Event | None:
+        """``event`` for code that replays its payload (a cached call, a run's event): a
+        damaged one stops the command instead of being half-used."""
+        if event is not None and DAMAGED in event.payload:
+            raise LogDamaged(
+                f"Event {event.id} ({event.type}) in {self.path} is damaged: "
+                f"{event.payload[DAMAGED]}."
+            )
+        return event
+
     def get(self, event_id: int) -> Event:
         event = self._row("WHERE id = ?", (event_id,))
         if event is None:
@@ -386,7 +396,7 @@ class EventStore:
 
     def find(self, type: str, key: str) -> Event | None:
         """The cache event of ``type`` stored under ``key``, if any."""
-        return self._row("WHERE type = ? AND key = ?", (type, key))
+        return self._usable(self._row("WHERE type = ? AND key = ?", (type, key)))
 
     def events(
         self,

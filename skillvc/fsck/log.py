@@ -8,13 +8,17 @@ Invariants:
   (each under its own id and columns, payload bytes unchanged) into a new file, checks that
   file, then moves the damaged log (with its -wal and -shm) aside as
   ``events.db.damaged-<time>`` and puts the copy in its place. It holds the writer lock, so
-  no training run writes meanwhile. Events whose payload is not JSON and blobs whose content
-  no longer matches their hash are left out of the copy (they stay in the file kept aside).
+  no training run writes meanwhile. An event whose payload is not JSON keeps its place (id,
+  run, seq) with ``{"damaged": ..., "stored": <the text>}`` as its payload (a cached model
+  call also loses its key, so the call is made again instead of replayed); blobs whose
+  content no longer matches their hash and rows on unreadable pages are not copied (they stay
+  in the file kept aside).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -23,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.errors import LogDamaged, NotADatabase
-from skillvc.events import DAMAGED, read_payload
-from skillvc.hashing import sha256_hex
+from skillvc.events import DAMAGED
+from skillvc.hashing import canonical_json, sha256_hex
 
 _CHUNK = 500
 _EVENT_COLUMNS = "id, type, payload, run_id, seq, step, epoch, key, created_at, version"
@@ -73,6 +77,15 @@ class RepairReport:
             "copied_events": self.copied_events,
             "copied_blobs": self.copied_blobs,
         }
+
+
+def _is_object(text: Any) -> bool:
+    """Whether a stored payload is a JSON object (one a repair wrapped is: it is not
+    damaged any more, only marked)."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -130,14 +143,20 @@ def check_log(path: Path, *, copy_to: sqlite3.Connection | None = None) -> FsckR
         report.sqlite = [] if found == ["ok"] else found
         for row in _rows(conn, "events", _EVENT_COLUMNS, report):
             report.events += 1
-            if not isinstance(row[3], str) or DAMAGED in read_payload(row[3]):
+            values = list(row[1:])
+            if not _is_object(row[3]):
                 report.bad_payloads.append(int(row[1]))
-                continue
+                # Kept, not dropped: its id, run and seq stay (a resume replays by seq), and
+                # readers show it as damaged; the stored text is there for a person to read.
+                stored = row[3] if isinstance(row[3], str) else repr(row[3])
+                values[2] = canonical_json({DAMAGED: "its payload was not JSON", "stored": stored})
+                if values[3] is None:  # a cached model call: free its key, so it is made again
+                    values[7] = None
             if copy_to is not None:
                 copy_to.execute(
                     f"INSERT OR IGNORE INTO events ({_EVENT_COLUMNS}) VALUES "
                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    row[1:],
+                    values,
                 )
         for row in _rows(conn, "blobs", "hash, size, content", report):
             report.blobs += 1

@@ -102,7 +102,7 @@ def read_bytes(
     except (FileNotFoundError, NotADirectoryError):
         raise (missing or error)(f"{what} does not exist.") from None
     except PermissionError:
-        raise PermissionDenied(f"Permission denied: {what} cannot be read.") from None
+        raise PermissionDenied(f"Permission denied: {path}.") from None
     except OSError as exc:
         # A socket cannot be opened at all (ENXIO); name it rather than quote the errno.
         check_regular(path, what, error)

@@ -55,8 +55,18 @@ def walk_files(directory: Path) -> list[str]:
         dirs[:] = [d for d in dirs if d != ".git" and not (here / d).is_symlink()]
         for name in names:
             path = here / name
-            if not path.is_symlink() and path.is_file():
+            if path.is_symlink():
+                continue
+            if path.is_file():
                 out.append(path.relative_to(directory).as_posix())
+                continue
+            kind = inputs.file_kind(path.lstat().st_mode)
+            if kind is not None:  # a pipe or a device: named, never read nor called missing
+                rel = path.relative_to(directory).as_posix()
+                raise SkillDocumentError(
+                    f"{rel} in the skill package {directory.name} is {kind}, not a regular file.",
+                    hint="Remove it or replace it with a regular file.",
+                )
     return sorted(out)
 
 
