@@ -519,6 +519,8 @@ def render_hook(name: str, python: str = sys.executable) -> str:
 
 def is_skillvc_hook(path: Path) -> bool:
     """True when the file at ``path`` carries skillvc's marker in its first lines."""
+    if not path.is_file():  # a pipe in .git/hooks would block the open
+        return False
     try:
         with path.open("rb") as f:
             head = f.read(1024)
@@ -629,6 +631,8 @@ def pre_commit_config_entry(pre_push: bool = False) -> str:
 
 def hook_manager(path: Path) -> str | None:
     """The manager whose generated script is at ``path``, or None (absent, plain, skillvc's)."""
+    if not path.is_file():  # absent, or a pipe that would block the open
+        return None
     try:
         with path.open("rb") as f:
             head = f.read(4096)
