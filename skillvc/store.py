@@ -129,7 +129,10 @@ class EventStore:
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
             )
         }
-        ours = {"events", "blobs"} <= tables or (found == 0 and tables <= {MIGRATIONS_TABLE})
+        if found == 0:  # blank, or from before user_version was set: migrations say whose
+            ours = tables <= {MIGRATIONS_TABLE} or MIGRATIONS_TABLE in tables
+        else:
+            ours = {"events", "blobs"} <= tables
         if not ours:
             # Another application's database: migrating it would fail half-way ("table events
             # already exists") or, worse, add our tables to someone else's file.

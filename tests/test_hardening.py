@@ -163,8 +163,8 @@ def _damage_a_page(db: Path) -> None:
 
 def test_log_states_that_are_not_a_skillvc_log(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.db"
-    sqlite3.connect(foreign).execute("CREATE TABLE events (x)").connection.commit()
-    with pytest.raises(NotASkillvcLog, match="not a skillvc event log .*the tables events"):
+    sqlite3.connect(foreign).executescript("CREATE TABLE events (x); CREATE TABLE blobs (y);")
+    with pytest.raises(NotASkillvcLog, match="not a skillvc event log .*the tables blobs, events"):
         open_store(foreign)
     link = tmp_path / "null.db"
     link.symlink_to("/dev/null")
