@@ -51,7 +51,7 @@ from skillvc.errors import (
 SKILLVC_REF_PREFIX = "refs/skillvc/"
 KEEP_PREFIX = "refs/skillvc/keep/"  # new commits, held against gc until a ref points at them
 _GC_RETRIES = 3  # rebuilds of a commit whose fresh objects a concurrent gc deleted
-_LOCK_RETRIES = 5  # tries of a ref move while another git process holds its lock (~1.5 s)
+_LOCK_RETRIES = 5  # tries of a ref move while another git process holds its lock (~1 s)
 
 
 class _ObjectsVanished(Exception):
@@ -101,7 +101,7 @@ class SkillRepo:
         self.root = Path(self.git_repo.working_tree_dir)
         self._git = self.git_repo.git
         self._signing: bool | None = None  # commit.gpgsign, read on the first commit
-        self._pins: dict[str, str] = {}  # commit sha -> its refs/skillvc/keep/ ref
+        self._pins: dict[str, list[str]] = {}  # commit sha -> its refs/skillvc/keep/ refs
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -531,15 +531,14 @@ class SkillRepo:
             if "nonexistent" in str(exc.stderr) or _vanished(exc):
                 raise _ObjectsVanished() from None
             raise
-        self._pins[sha] = pin
+        self._pins.setdefault(sha, []).append(pin)
         if self._missing_objects([sha, tree, *blobs.values()]):
             self._unpin(sha)
             raise _ObjectsVanished()
         return sha
 
     def _unpin(self, sha: str) -> None:
-        pin = self._pins.pop(sha, None)
-        if pin is not None:
+        for pin in self._pins.pop(sha, []):
             with contextlib.suppress(git.GitCommandError):
                 self._git.update_ref("-d", pin)
 
