@@ -231,6 +231,14 @@ class SkillRepo:
         except git.GitCommandError:
             return False
 
+    def has_common_history(self, a: str, b: str) -> bool:
+        """Whether commits ``a`` and ``b`` have a merge base (unrelated histories do not)."""
+        try:
+            self._git.merge_base(a, b)
+            return True
+        except git.GitCommandError:
+            return False
+
     def resolve(self, rev: str) -> str:
         """The full sha of the commit ``rev`` names."""
         # A leading dash would be read as an option, so it can never be a revision here.

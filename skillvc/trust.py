@@ -231,6 +231,31 @@ def check_skills(
     return [(n, check_change(root, base, head, split, skill=n, **options)) for n in names]
 
 
+def base_warning(root: Path, base: str, head: str | None) -> str | None:
+    """How BASE relates to the head: StateConflict when they share no history (an unrelated
+    branch: the check would compare two histories, not a change, and could pass silently);
+    a warning when BASE is not an ancestor but related (the target branch moved on since the
+    change branched: the check compares with BASE as it is now); None when BASE is an
+    ancestor, as a pull request's base commit is."""
+    with SkillRepo(root) as repo:
+        base_sha = repo.resolve(base)
+        head_sha = repo.resolve(head) if head is not None else repo.head_sha()
+        if head_sha is None or repo.is_ancestor(base_sha, head_sha):
+            return None
+        label = head or "HEAD"
+        if not repo.has_common_history(base_sha, head_sha):
+            raise StateConflict(
+                f"BASE {base} shares no history with {label}: the check compares a change "
+                "with the commit it is based on.",
+                hint="Pass the branch or commit the change was made from as --base.",
+            )
+        return (
+            f"BASE {base} is not an ancestor of {label} (it moved on since the change "
+            f"branched): the change is compared with {base} as it is now; for the change "
+            f"alone pass --base $(git merge-base {base} {label})."
+        )
+
+
 def check_change(
     root: Path,
     base: str,
@@ -248,16 +273,8 @@ def check_change(
     check_split(split)
     with SkillRepo(root) as repo:
         base_sha = repo.resolve(base)
-        head_rev = repo.resolve(head) if head is not None else repo.head_sha()
-        if head_rev is not None and not repo.is_ancestor(base_sha, head_rev):
-            # An unrelated BASE compares two histories, not a change: its verdict would mean
-            # nothing (and an unrelated branch can pass silently).
-            raise StateConflict(
-                f"BASE {base} is not an ancestor of {head or 'HEAD'}: the check compares a "
-                "change with the commit it is based on.",
-                hint="Pass the commit the change branched from, e.g. --base "
-                "$(git merge-base origin/main HEAD).",
-            )
+        if head is not None:
+            repo.resolve(head)
         result = CheckResult(base, head, split, allow_drop, allow_config_change, message="")
         base_toml = _read_at(repo, CONFIG_FILE, base)
         if base_toml is None:

@@ -290,7 +290,14 @@ def test_check_refuses_an_unrelated_base_and_reads_blobs(demo: Path) -> None:
     git(demo, "checkout", "-q", "-f", "main")
     result = run("check", "--base", "other")
     assert result.exit_code == 4
-    assert result.stderr.startswith("Error: BASE other is not an ancestor of HEAD")
+    assert result.stderr.startswith("Error: BASE other shares no history with HEAD")
+    # A BASE that moved on since the change branched is compared as it is now, with a warning.
+    git(demo, "checkout", "-q", "-b", "moved")
+    git(demo, "commit", "-q", "--allow-empty", "-m", "the target branch moves on")
+    git(demo, "checkout", "-q", "main")
+    result = run("check", "--base", "moved", "-q")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("warning: BASE moved is not an ancestor of HEAD (it moved on")
     # A PR's .gitattributes re-encodes the skill on checkout: check reads what git stores.
     (demo / ".gitattributes").write_text(f"{SKILL} working-tree-encoding=UTF-16LE\n")
     git(demo, "add", ".gitattributes")

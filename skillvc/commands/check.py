@@ -120,9 +120,12 @@ def command(
     head = rev if rev is not None else head
     from skillvc.errors import ConfigChanged, RegressionFound
     from skillvc.progress import Progress
-    from skillvc.trust import check_skills
+    from skillvc.trust import base_warning, check_skills
     from skillvc.workspace import find_root
 
+    warning = base_warning(find_root(), base, head)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     results = check_skills(
         find_root(),
         base,
