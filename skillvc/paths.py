@@ -1,7 +1,7 @@
 """Every path skillvc reads from configuration or a patch resolves inside the work tree.
 
 Invariant: ``inside_repo`` returns ``root / path`` only when ``path`` is relative, does not
-climb out with ``..``, holds no control character (a newline), does not pass through a
+climb out with ``..``, does not pass through a
 symlink that leads out of ``root`` (or into ``.git/``), and names nothing under ``.git/`` or
 ``.skillvc/`` (case-insensitively, also the spellings macOS and Windows treat as ``.git``);
 otherwise it raises ``PathOutsideRepo`` naming the setting and the path. It reads no file, so
@@ -61,7 +61,6 @@ def inside_repo(root: Path, path: str, key: str) -> Path:
     text = str(path)
     if not text.strip() or "\0" in text:
         raise refused("is not a file path")
-    refuse_control(text, key)
     if text.startswith(("/", "\\")) or os.path.isabs(text) or PureWindowsPath(text).drive:
         raise refused("is an absolute path")
     norm = posixpath.normpath(text.replace(os.sep, "/"))

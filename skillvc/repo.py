@@ -196,6 +196,10 @@ class SkillRepo:
             stale = sorted(target.parent.glob(f".{target.name}.skillvc-*.tmp"))
         for path in stale:
             path.unlink(missing_ok=True)
+        # A commit pinned against gc by a write that was killed: nothing is writing now.
+        for pin in self.refs(KEEP_PREFIX):
+            with contextlib.suppress(git.GitCommandError):
+                self._git.update_ref("-d", pin)
         return stale
 
     def switch_branch(self, name: str) -> None:

@@ -131,6 +131,9 @@ class EventStore:
         }
         if found == 0:  # blank, or from before user_version was set: migrations say whose
             ours = tables <= {MIGRATIONS_TABLE} or MIGRATIONS_TABLE in tables
+            if not ours and {"events", "blobs"} <= tables:  # a log older than its record
+                columns = {r[1] for r in self.conn.execute("PRAGMA table_info(events)")}
+                ours = {"payload", "run_id", "seq", "key"} <= columns
         else:
             ours = {"events", "blobs"} <= tables
         if not ours:
