@@ -50,7 +50,7 @@ from skillvc.errors import (
 
 SKILLVC_REF_PREFIX = "refs/skillvc/"
 KEEP_PREFIX = "refs/skillvc/keep/"  # new commits, held against gc until a ref points at them
-_GC_RETRIES = 3  # rebuilds of a commit whose fresh objects a concurrent gc deleted
+_GC_RETRIES = 5  # rebuilds of a commit whose fresh objects a concurrent gc deleted
 _LOCK_RETRIES = 5  # tries of a ref move while another git process holds its lock (~1 s)
 
 
