@@ -17,6 +17,7 @@ from skillvc import __version__
 from skillvc.errors import (
     INTERNAL_ERROR_EXIT_CODE,
     SkillvcError,
+    one_line,
     redact,
     should_reraise,
     storage_error,
@@ -49,9 +50,9 @@ class SkillvcGroup(click.Group):
         except SkillvcError as exc:
             if should_reraise():
                 raise
-            click.echo(f"Error: {redact(exc.message)}", err=True)
+            click.echo(f"Error: {one_line(redact(exc.message))}", err=True)
             if exc.hint:
-                click.echo(f"Hint: {redact(exc.hint)}", err=True)
+                click.echo(f"Hint: {one_line(redact(exc.hint))}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -71,7 +72,7 @@ class SkillvcGroup(click.Group):
                 raise
             known = storage_error(exc)  # a full disk or read-only file system is not a bug
             if known is not None:
-                click.echo(f"Error: {redact(known.message)}", err=True)
+                click.echo(f"Error: {one_line(redact(known.message))}", err=True)
                 click.echo(f"Hint: {known.hint}", err=True)
                 ctx.exit(known.exit_code)
             click.echo(

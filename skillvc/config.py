@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.errors import ConfigError, NotInitialised
+from skillvc.inputs import reader as inputs
 from skillvc.secrets import looks_secret, register_names, register_values, url_passwords
 
 if sys.version_info >= (3, 11):
@@ -463,6 +464,14 @@ def parse_config_dict(data: dict[str, Any], root: Path) -> Config:
     return config
 
 
+def _unreadable_config(message: str) -> ConfigError:
+    if "UTF" in message:
+        return ConfigError(message, hint=f"Save {CONFIG_FILE} as UTF-8 (TOML files must be UTF-8).")
+    return ConfigError(
+        message, hint=f"Make {CONFIG_FILE} a regular text file (not a pipe, device or link to one)."
+    )
+
+
 def load_config(root: Path) -> Config:
     path = root / CONFIG_FILE
     if not path.exists():
@@ -472,15 +481,10 @@ def load_config(root: Path) -> Config:
             f"{CONFIG_FILE} in {root} is a directory, not a file.",
             hint=f"Move the directory aside and run 'skillvc init' to write a {CONFIG_FILE}.",
         )
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{CONFIG_FILE} is not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset "
-            f"{exc.start}).",
-            hint=f"Save {CONFIG_FILE} as UTF-8 (TOML files must be UTF-8).",
-        ) from None
+    # A pipe or device is refused by name, never waited on; a BOM (Notepad) is dropped.
+    text = inputs.read_text(
+        path, CONFIG_FILE, max_bytes=inputs.CONFIG_MAX_BYTES, error=_unreadable_config
+    )
     return parse_config(text, root)
 
 
@@ -496,6 +500,22 @@ def override(config: Config, section: str, **values: Any) -> Config:
     return config
 
 
+def _refuse_control_paths(config: Config) -> None:
+    """Every path setting without control characters, checked when the config is read, so
+    commands that read a path through git (check, at BASE) refuse it as eval and train do."""
+    from skillvc.paths import refuse_control
+
+    refuse_control(config.skill.path, f"[skill] path in {CONFIG_FILE}")
+    for name, table in config.skills.items():
+        path = table.get("path") if isinstance(table, dict) else None
+        if isinstance(path, str):
+            refuse_control(path, f"[skills.{name}] path in {CONFIG_FILE}")
+    for key in ("train", "val", "test", "path", "skillopt_dir"):
+        value = getattr(config.tasks, key)
+        if isinstance(value, str):
+            refuse_control(value, f"[tasks] {key} in {CONFIG_FILE}")
+
+
 def validate(config: Config) -> None:
     from skillvc.backends.pricing import price_for
 
@@ -505,6 +525,7 @@ def validate(config: Config) -> None:
     for model in config.prices:  # a malformed price fails now, not after the first paid call
         price_for(model, config.prices)
     check_ranges(config)
+    _refuse_control_paths(config)
     t = config.train
     if t.lr_schedule not in ("cosine", "linear", "constant"):
         raise ConfigError(f"lr_schedule '{t.lr_schedule}' is not one of cosine, linear, constant.")

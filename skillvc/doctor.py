@@ -33,6 +33,7 @@ from skillvc.backends.local import LOCAL_TIMEOUT_S, ServerInfo
 from skillvc.calls import secret_values
 from skillvc.config import CONFIG_FILE, Config, ModelConfig, load_config
 from skillvc.errors import AuthenticationFailed, BackendError, SkillvcError, redact
+from skillvc.inputs import reader as inputs
 from skillvc.repo import SkillRepo
 from skillvc.secrets import scrub
 from skillvc.secrets import secret_values as known_secret_values
@@ -157,7 +158,14 @@ def check_skill(config: Config) -> Check:
         path = config.skill_path
     except SkillvcError as exc:  # a path outside the work tree is never read
         return Check("skill", FAIL, exc.message, exc.hint)
-    if not path.is_file():
+    regular = True  # until the look says it is missing
+    try:
+        regular = inputs.check_regular(path, config.skill.path)
+        raw = inputs.read_bytes(path, config.skill.path, max_bytes=inputs.SKILL_MAX_BYTES)
+    except SkillvcError as exc:  # a pipe, a device, a directory: named, never read
+        if regular:
+            return Check("skill", FAIL, exc.message, "Point [skill] path at a regular file.")
+    if not regular:
         return Check(
             "skill",
             FAIL,
@@ -166,7 +174,7 @@ def check_skill(config: Config) -> Check:
         )
     # The file's own path decides its format rules (a package's [skill] path is its directory).
     rel = path.relative_to(config.root).as_posix()
-    problems = check_bytes(rel, path.read_bytes(), max_bytes=config.skill.max_bytes)
+    problems = check_bytes(rel, raw, max_bytes=config.skill.max_bytes)
     # The size budget blocks only growth (training refuses candidates that grow past it), so a
     # skill already over it can still be trained.
     problems = [p for p in problems if p.rule != RULE_SIZE]

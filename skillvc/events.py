@@ -121,9 +121,27 @@ def current_version(type_: str) -> int:
     return spec.version if spec else 1
 
 
+DAMAGED = "damaged"  # the payload key of an event whose stored payload is not a JSON object
+
+
+def read_payload(text: Any) -> dict[str, Any]:
+    """A stored payload; one that is not a JSON object (edited by hand, a damaged page) is
+    ``{"damaged": "<why>"}``, so readers show it as damaged instead of crashing."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return {DAMAGED: f"the stored payload is not JSON ({type(exc).__name__})"}
+    if not isinstance(value, dict):
+        return {DAMAGED: "the stored payload is not a JSON object"}
+    return value
+
+
 def event_from_row(row: Mapping[str, Any]) -> Event:
-    payload = json.loads(row["payload"])
-    version, payload = upcast(row["type"], row["version"], payload)
+    payload = read_payload(row["payload"])
+    if DAMAGED in payload:
+        version = row["version"]  # never upcast: an upcaster would fail on it
+    else:
+        version, payload = upcast(row["type"], row["version"], payload)
     return Event(
         id=row["id"],
         type=row["type"],

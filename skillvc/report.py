@@ -8,13 +8,13 @@ a table of steps), long parts folded in ``<details>`` so it stays readable on Gi
 from __future__ import annotations
 
 import html
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from skillvc.charts import mermaid_xychart
 from skillvc.errors import UnknownEventId
+from skillvc.events import read_payload
 from skillvc.hashing import sha256_hex
 from skillvc.history import Curve, LogEntry, entry_patch, log_entries, run_curve
 from skillvc.runs import cache_text, list_runs, run_usage, usage_by_phase
@@ -457,12 +457,12 @@ def known_scores(store: EventStore, skill_text: str) -> dict[str, float]:
     digest = sha256_hex(skill_text)
     scores: dict[str, float] = {}
     for row in store.query("SELECT payload FROM events WHERE type = 'evaluation' ORDER BY id DESC"):
-        p = json.loads(row["payload"])
+        p = read_payload(row["payload"])
         if p.get("skill") == digest and p.get("mean") is not None:
             scores.setdefault(p.get("split", "val"), p["mean"])
     if "val" not in scores:
         for row in store.query("SELECT payload FROM events WHERE type = 'gate' ORDER BY id DESC"):
-            p = json.loads(row["payload"])
+            p = read_payload(row["payload"])
             if p.get("current") == digest and p.get("before", {}).get("mean") is not None:
                 scores["val"] = p["before"]["mean"]
                 break
@@ -533,7 +533,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
                 [sha],
             )
             if done:
-                gate_id = json.loads(done[0]["payload"]).get("gate_id")
+                gate_id = read_payload(done[0]["payload"]).get("gate_id")
                 gate = store.get(int(gate_id)) if gate_id is not None else None
         author = repo.git_repo.git.log("-1", "--format=%an", sha)
         if gate is not None:

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from skillvc import tasks
 from skillvc.errors import BackendError, ScorerError
 from skillvc.hashing import canonical_json
+from skillvc.inputs import reader as inputs
 from skillvc.paths import inside_repo
 from skillvc.tasks import TaskItem
 
@@ -499,8 +500,14 @@ def _make_json(options: Mapping[str, Any], judge: JudgeFn | None) -> JsonScorer:
         try:
             # Relative to the current directory, as a python scorer's module; never outside it.
             path = inside_repo(Path.cwd(), schema, "[tasks.scorer_options] schema")
-            schema = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            text = inputs.read_text(
+                path,
+                f"The json scorer's schema file {schema}",
+                max_bytes=inputs.CONFIG_MAX_BYTES,
+                error=ScorerError,
+            )
+            schema = inputs.loads(text)
+        except (ValueError, RecursionError) as exc:
             raise ScorerError(
                 f"The json scorer's schema file {schema} cannot be read ({exc})."
             ) from None

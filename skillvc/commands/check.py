@@ -129,10 +129,13 @@ def command(
     from skillvc.errors import ConfigChanged, RegressionFound
     from skillvc.judge.trust import require_trusted_judge_at
     from skillvc.progress import Progress
-    from skillvc.trust import check_skills
+    from skillvc.trust import base_warning, check_skills
     from skillvc.workspace import find_root
 
     require_trusted_judge_at(find_root(), base, skill, trust_judge)
+    warning = base_warning(find_root(), base, head)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     results = check_skills(
         find_root(),
         base,

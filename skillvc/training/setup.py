@@ -160,6 +160,7 @@ def prepare_run(
     # Before anything is repaired, switched or committed: not in the middle of a git operation.
     ensure_ready_to_train(repo, branch=config.train.branch)
     repo.ensure_identity()
+    repo.ensure_can_sign()  # commit.gpgsign: sign every commit, or stop before spending
     # The caller holds the writer lock: temp files beside the skill are leftovers of a killed
     # write, and the last commit intent may need finishing.
     package_dir = config.package_dir
