@@ -313,7 +313,14 @@ def _summary_lines(summary: Any) -> list[str]:
 
 @cli.command()
 @click.option(
-    "--new", is_flag=True, help="Start a new run even if one is unfinished or already done."
+    "--new",
+    is_flag=True,
+    help="Start a new run even if one is unfinished (it is marked abandoned) or done.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Resume the unfinished run with the settings it started with, whatever changed.",
 )
 @click.option("--epochs", type=POSITIVE, help="Passes over the train split [4].")
 @click.option("--batch-size", type=POSITIVE, help="Train items per step [40].")
@@ -391,6 +398,7 @@ def _summary_lines(summary: Any) -> list[str]:
 @json_option
 def train(
     new: bool,
+    resume: bool,
     budget_usd: float | None,
     quiet: bool,
     as_json: bool,
@@ -400,8 +408,10 @@ def train(
     """Train the skill: accepted edits become commits; resumes an unfinished run.
 
     When the last run already finished at HEAD with the same settings, templates and task
-    set, it says so and makes no call (--new trains again).
-    Every option overrides the [train] key of the same name in skillvc.toml.
+    set, it says so and makes no call (--new trains again). When the settings changed since
+    an unfinished run started, it says what changed: a run with no step done starts over by
+    itself; otherwise pick --new or --resume. Budget, workers and speculation may change on
+    a resume. Every option overrides the [train] key of the same name in skillvc.toml.
     Example: skillvc train --epochs 2 --lr-schedule constant
     """
     import dataclasses
@@ -410,10 +420,13 @@ def train(
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
+    if new and resume:
+        raise click.UsageError("--new and --resume exclude each other; pick one.")
     ws = open_workspace(skill=skill)
     summary = run_training(
         ws,
         new=new,
+        resume=resume,
         overrides={"train": train_options},
         budget_usd=budget_usd,
         progress=_progress(quiet),  # stderr: never mixed into the JSON
@@ -447,10 +460,19 @@ def train(
     metavar="N",
     help="Show at most N runs.",
 )
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also list abandoned runs (replaced by a new one)."
+)
 @skill_option
 @json_option
 @table_options
-def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str | None) -> None:
+def runs(
+    limit: int | None,
+    show_all: bool,
+    skill: str | None,
+    as_json: bool,
+    table_format: str | None,
+) -> None:
     """Training runs with their scores, calls, tokens and cost.
 
     Example: skillvc runs --json
@@ -461,7 +483,12 @@ def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str 
 
     ws = open_workspace(skill=skill, any_skill=True)
     with ws.store() as store:
-        rows = list_runs(store, limit, ws.config.skill.path if skill is not None else None)
+        rows = list_runs(
+            store,
+            limit,
+            ws.config.skill.path if skill is not None else None,
+            abandoned=show_all,
+        )
     if as_json:
         echo_json(rows)
         return

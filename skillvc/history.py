@@ -407,7 +407,9 @@ def show(
     elif event.type == "run.started":
         from skillvc.runs import list_runs
 
-        data["run"] = next((r for r in list_runs(store) if r["run"] == event.run_id), None)
+        data["run"] = next(
+            (r for r in list_runs(store, abandoned=True) if r["run"] == event.run_id), None
+        )
         data["entries"] = [e.to_dict() for e in reversed(log_entries(store, run_id=event.run_id))]
     elif event.type == "model.call":
         for name in ("prompt", "response"):

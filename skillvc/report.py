@@ -60,7 +60,7 @@ def latest_run(store: EventStore) -> str:
 def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     """Everything the report shows, as JSON-able data (the ``--format json`` output)."""
     run_id = run_id or latest_run(store)
-    runs = {r["run"]: r for r in list_runs(store)}
+    runs = {r["run"]: r for r in list_runs(store, abandoned=True)}
     if run_id not in runs:
         raise UnknownEventId(f"No run {run_id} in the event log.")
     started = store.events(run_id=run_id, types=["run.started"], limit=1)[0].payload
