@@ -121,6 +121,12 @@ def test_model_typo_fixed_in_the_config_trains_with_the_fix(
     (first,) = runs()
 
     write_config(repo, toml(loopback.url))
+    doctor = run("doctor")
+    assert doctor.exit_code == 0, doctor.output
+    assert (
+        f"ok    next run: run {first['run']} stopped before its first step; train starts over "
+        "with skillvc.toml's settings (target.model: openai:gpt-4o-mnii -> " in doctor.output
+    )
     result, summary = train()
 
     assert result.exit_code == 0, result.output
@@ -175,6 +181,12 @@ def test_refused_key_fixed_resumes_the_run(
     # Edited, not committed: the run's branch stays where the run left it.
     config = toml(loopback.url).replace('"LOOPBACK_KEY"', '"GOOD_KEY"')
     write_config(repo, config, commit=False)
+    doctor = run("doctor")
+    assert doctor.exit_code == 0, doctor.output
+    assert (
+        f"ok    next run: train resumes run {first['run']} with the settings it started with"
+        in doctor.output
+    )
     result, summary = train()
 
     assert result.exit_code == 0, result.output
@@ -219,6 +231,12 @@ def test_changed_task_file_says_what_changed_and_new_starts_over(
         f"{n_train} train, {len(lines) - 1} val, {n_test} test."
     )
     assert "'skillvc train --new' starts over with the new settings" in refused.stderr
+    doctor = run("doctor")
+    assert doctor.exit_code != 0
+    assert (
+        f"FAIL  next run: the settings changed since run {first['run']} started (1 step done), "
+        "so train stops: tasks.val: evals/val.jsonl -> evals/val2.jsonl;" in doctor.output
+    )
 
     result, summary = train("--new")
     assert result.exit_code == 0, result.output
@@ -237,7 +255,7 @@ def test_changed_scorer_resumes_as_it_was_with_resume(
     assert whole.exit_code == 0 and expected is not None, whole.output
 
     repo = stopped_after_a_step(tmp_path, monkeypatch, loopback.url, "r")
-    write_config(repo, toml(loopback.url, scorer="contains"))
+    write_config(repo, toml(loopback.url, scorer="contains"), commit=False)
     refused, _ = train()
     assert refused.exit_code != 0
     assert "tasks.scorer: exact -> contains." in refused.stderr
@@ -250,6 +268,9 @@ def test_changed_scorer_resumes_as_it_was_with_resume(
     for key in ("accepted", "rejected", "best_val", "test"):
         assert summary[key] == expected[key], key
     assert (repo / SKILL).read_text() == (reference / SKILL).read_text()
-    assert git(repo, "log", "--format=%s%n%b", "-n", "20") == git(
-        reference, "log", "--format=%s%n%b", "-n", "20"
-    )
+    # The same commits, but for the run id (the two repos' seed commits differ in time).
+    logs = [
+        git(r, "log", "--format=%s", "-p", "-n", "20").replace(run_id, "RUN")
+        for r, run_id in ((repo, summary["run"]), (reference, expected["run"]))
+    ]
+    assert logs[0] == logs[1]

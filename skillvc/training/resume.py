@@ -66,6 +66,10 @@ class ResumePlan:
     def run_id(self) -> str | None:
         return None if self.unfinished is None else str(self.unfinished.run_id)
 
+    @property
+    def steps_text(self) -> str:
+        return f"{self.steps_done} step{'s' if self.steps_done != 1 else ''} done"
+
     def sentence(self) -> str:
         """One sentence for a person: what changed since the run started."""
         return "; ".join(self.changes)
@@ -145,7 +149,7 @@ def plan_resume(
 
 
 def _moved(ws: Workspace, config: Config, started: Mapping[str, Any]) -> str | None:
-    """"main: moved from a to b" when the branch a run with no step done started from moved
+    """ "main: moved from a to b" when the branch a run with no step done started from moved
     (a commit of the fixed skillvc.toml): the run would start again from there anyway."""
     branch = ws.repo.current_branch()
     if config.train.branch not in (None, branch) or started.get("branch") != branch:
