@@ -39,7 +39,7 @@ from skillvc.backends import Backend, LazyBackend, lazy_backend
 from skillvc.backends.base import PackageFile
 from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig, listing
-from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
+from skillvc.errors import ApplyRegression, BackendError, SkillDocumentError, TaskSetError
 from skillvc.executors import make_executor
 from skillvc.hashing import content_id
 from skillvc.output import shown
@@ -608,3 +608,53 @@ def _item_result(store: EventStore, item: TaskItem, rollout: Rollout) -> ItemRes
 def _short(text: str, width: int = SHORT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- the gate of a hand edit (skillvc apply) ----------------------------------------------------
+
+
+class ApplyGate:
+    """The check ``skillvc apply`` runs before it records a patch: HEAD and the patched skill
+    scored on val, paired item by item; a lower mean is refused unless ``force``.
+
+    Evaluations are recorded (and reused) like ``skillvc eval``'s, so a second apply of the
+    same patch makes no model call.
+    """
+
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        force: bool = False,
+        workers: int | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.ws, self.force, self.workers = ws, force, workers
+        self.progress = progress or Progress.off()
+        self.comparison: Comparison | None = None
+
+    def __call__(self, parent: str, candidate: str) -> None:
+        self.comparison = compare(
+            self.ws, parent, candidate, "val", workers=self.workers, progress=self.progress
+        )
+        if self.regressed and not self.force:
+            raise ApplyRegression(
+                f"The patch makes the skill score worse on val: {gate_text(self.comparison)}; "
+                "nothing was committed."
+            )
+
+    @property
+    def regressed(self) -> bool:
+        c = self.comparison
+        return c is not None and c.diff is not None and c.diff < 0
+
+
+def gate_text(c: Comparison) -> str:
+    """``0.967 -> 0.900 (-0.067 ± 0.046 s.e., 2 items worse, 0 better, 30 items)``."""
+    if c.a_mean is None or c.b_mean is None or c.diff is None:
+        return f"no paired score ({c.n} items scored in both)"
+    spread = f" ± {c.stderr:.3f} s.e." if c.stderr is not None else ""
+    return (
+        f"{c.a_mean:.3f} -> {c.b_mean:.3f} ({c.diff:+.3f}{spread}, {len(c.down)} items worse, "
+        f"{len(c.up)} better, {c.n} items)"
+    )
