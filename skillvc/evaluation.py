@@ -75,6 +75,7 @@ class ItemResult:
     got: str | None  # the extracted answer, shortened (None when the call failed)
     output: str | None = None  # blob hash of the full output
     activated: bool | None = None  # agent harnesses: did the agent load the skill
+    text: str | None = None  # the full output (what to_dict gives as "output")
 
     @property
     def ok(self) -> bool:
@@ -92,7 +93,9 @@ class ItemResult:
             "error": self.error,
             "expected": self.expected,
             "got": self.got,
-            "output": self.output,
+            # The answer as text for people and pipes; the log keeps it as a blob.
+            "output": self.text,
+            "output_blob": self.output,
             "activated": self.activated,
         }
 
@@ -602,6 +605,7 @@ def _item_result(store: EventStore, item: TaskItem, rollout: Rollout) -> ItemRes
         _short(extract_answer(rollout.output)),
         store.put_blob(rollout.output),
         rollout.activated,
+        rollout.output,
     )
 
 
@@ -634,8 +638,19 @@ class ApplyGate:
         self.comparison: Comparison | None = None
 
     def __call__(self, parent: str, candidate: str) -> None:
-        self.comparison = compare(
-            self.ws, parent, candidate, "val", workers=self.workers, progress=self.progress
+        import dataclasses
+
+        # Named for the progress lines and the evaluation events: HEAD and "patched".
+        a = dataclasses.replace(read_skill(self.ws, parent), rev="HEAD")
+        b = dataclasses.replace(read_skill(self.ws, candidate), rev="patched")
+        self.comparison = compare_versions(
+            self.ws,
+            a,
+            b,
+            "val",
+            tasks_root=self.ws.root,
+            workers=self.workers,
+            progress=self.progress,
         )
         if self.regressed and not self.force:
             raise ApplyRegression(
