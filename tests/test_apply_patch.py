@@ -72,7 +72,7 @@ def test_apply_refuses_a_regression_on_val_unless_forced(repo: Path) -> None:
     first = refused.output.splitlines()[0]
     assert re.fullmatch(
         r"Error: The patch makes the skill score worse on val: (\d\.\d{3}) -> (\d\.\d{3}) "
-        r"\(-\d\.\d{3} ± \d\.\d{3} s\.e\., [1-9]\d* items worse, \d+ better, \d+ items\); "
+        r"\(-\d\.\d{3} ± \d\.\d{3} s\.e\.; [1-9]\d* worse, \d+ better of \d+; p=[\d.e-]+ sign\); "
         r"nothing was committed\.",
         first,
     ), first
@@ -85,7 +85,8 @@ def test_apply_refuses_a_regression_on_val_unless_forced(repo: Path) -> None:
     forced = CliRunner().invoke(cli, ["apply", "-q", "--force", str(patch)])
     assert forced.exit_code == 0, forced.output
     assert (
-        forced.output.startswith("Val: ") and "(a drop, committed with --force)." in forced.output
+        forced.output.startswith("Val: ")
+        and "\nA drop, committed because of --force.\n" in forced.output
     )
     assert git(repo, "rev-parse", "HEAD~1") == head
     with open_store(repo / ".skillvc/events.db") as store:  # the gate's scores were reused

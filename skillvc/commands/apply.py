@@ -56,8 +56,9 @@ def command(
     gate = None if no_gate else ApplyGate(ws, force=force, progress=Progress.to_stderr(quiet))
     applied = apply_patch(ws, data, message, check=gate)
     if gate is not None and gate.comparison is not None:
-        forced = " (a drop, committed with --force)" if gate.regressed else ""
-        click.echo(f"Val: {gate_text(gate.comparison)}{forced}.")
+        click.echo(f"Val: {gate_text(gate.comparison)}.")
+        if gate.regressed:
+            click.echo("A drop, committed because of --force.")
     ids = ", ".join(str(i) for i in applied.event_ids)
     into = f" to {', '.join(applied.files)}" if applied.files else ""  # a skill package's
     click.echo(
