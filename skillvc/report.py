@@ -94,10 +94,14 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
     steps.sort(key=lambda d: d["id"])
     train = started.get("config", {}).get("train", {})
     usage = run_usage(store, run_id)
+    status = runs[run_id]["status"]
+    stop = _last_stop(store, run_id) if status in ("stopped", "abandoned") else None
+    if status == "abandoned" and stop:  # a stopped run given up (a sleep's): say why it stopped
+        status = "stopped"
     return {
         "run": run_id,
-        "status": runs[run_id]["status"],
-        "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
+        "status": status,
+        "stopped": stop if status == "stopped" else None,
         "models": started.get("models", {}),
         "base_commit": started.get("base_commit"),
         "best_commit": done.get("best_commit"),
