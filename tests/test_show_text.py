@@ -59,6 +59,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
     "edits.selected": ({"selected": ["aaaa1111"], "dropped": ["bbbb2222"], "lr": 1}, "bbbb2222"),
     "edit.unmatched": ({"reason": "no-op", "detail": "Already there."}, "(no-op): Already"),
     "reflection.failed": ({"kind": "failures", "error": "not JSON"}, "error: not JSON"),
+    "edit.refused": ({"reason": "no op"}, "a malformed edit, refused: no op"),
     "step.empty": ({"reason": "no edit could be applied"}, "no candidate: no edit"),
     "gate": (
         {

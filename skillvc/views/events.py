@@ -204,6 +204,11 @@ def reflection_failed(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     )
 
 
+def edit_refused(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    lines = [f"  a malformed edit, refused: {_s(p.get('reason', '?'), WIDTH - 28)}"]
+    return lines + _fields(p, ("kind", "minibatch", "edit", "detail"))
+
+
 def step_empty(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     return [f"  no candidate: {p.get('reason', '?')}"]
 
@@ -390,6 +395,7 @@ RENDERERS: dict[str, Renderer] = {
     "edits.selected": edits_selected,
     "edit.unmatched": edit_unmatched,
     "reflection.failed": reflection_failed,
+    "edit.refused": edit_refused,
     "step.empty": step_empty,
     "gate": gate,
     "commit.intent": commit_intent,
