@@ -219,13 +219,17 @@ def show(ident: str, as_json: bool) -> None:
 
     ID is an event id, RUN/SEQ (a commit's Skillvc-Event trailer), an edit id, a run id, a
     model call's key or a blob hash (or a unique prefix of 6+ characters of either), or a
-    training commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag). Model
-    calls show their messages and response as text; rollouts their task, answer and score.
+    commit named any way git names it (sha prefix, HEAD~2, a skillvc/ tag): a training commit
+    shows its gate, any other commit that touches a skill (apply, a hand edit) its message,
+    recorded edits and diff. Model calls show their messages and response as text; rollouts
+    their task, answer and score; every other event a text of its own.
     Example: skillvc show 42
     """
     from skillvc.errors import SkillvcError
     from skillvc.history import show as show_event
+    from skillvc.history import skill_commit
     from skillvc.output import format_blob, format_call, format_rollout, format_runs
+    from skillvc.views.events import event_text, flip_lines
     from skillvc.workspace import open_workspace
 
     ws = open_workspace(any_skill=True)
@@ -237,15 +241,28 @@ def show(ident: str, as_json: bool) -> None:
             return None
 
     with ws.store() as store:
-        data = show_event(store, ident, resolve_rev=git_rev)
+        skills = [
+            s.package_dir if s.package_dir is not None else s.skill.path for s in skills_of(ws)
+        ]
+
+        def commit_view(sha: str) -> dict[str, Any] | None:
+            return skill_commit(store, ws.repo, skills, sha)
+
+        data = show_event(store, ident, resolve_rev=git_rev, commit_view=commit_view)
     if as_json:
         echo_json(data)
         return
     if "blob" in data:
         click.echo(format_blob(data["blob"], data["messages"]))
         return
+    if "commit" in data:
+        click.echo(format_commit(data["commit"]))
+        return
     if "entry" in data:
         click.echo(format_log_entry(data["entry"]))
+        flips = flip_lines(data["event"]["payload"], data.get("flips"))
+        if flips:
+            click.echo("\n".join(flips))
         return
     if data.get("run") is not None:
         click.echo(format_runs([data["run"]]))
@@ -259,11 +276,37 @@ def show(ident: str, as_json: bool) -> None:
     if "rollout" in data:
         click.echo(format_rollout(event, data["rollout"]))
         return
-    run = f"  run {event['run_id']}" if event["run_id"] else ""  # eval, sleep: no run
-    click.echo(f"event {event['id']}  {event['type']}{run}  {event['created_at']}")
-    echo_json(event["payload"])
+    click.echo(event_text(event, data))
     if data.get("gates"):
-        click.echo(f"in candidates (gate events): {', '.join(map(str, data['gates']))}")
+        click.echo(f"  in candidates (gate events): {', '.join(map(str, data['gates']))}")
+
+
+def skills_of(ws: Any) -> list[Any]:
+    """Every skill of the workspace's config (one for a single-skill repository)."""
+    return list(ws.config.all_skills())
+
+
+def format_commit(commit: dict[str, Any]) -> str:
+    """A commit that touches a skill but is no training step (``apply``, a hand edit)."""
+    from skillvc.output import format_edit
+
+    lines = [
+        f"commit {commit['sha'][:10]}  {commit['authored_at']}",
+        f"    {commit['subject']}",
+        f"    skill files: {', '.join(commit['files'])}",
+    ]
+    if commit["edits"]:
+        lines.append(
+            f"    recorded edits (events {', '.join(str(e['id']) for e in commit['edits'])}):"
+        )
+        for e in commit["edits"]:
+            lines.extend(format_edit(e["payload"].get("edit") or {}))
+    else:
+        lines.append("    a hand commit: no edit events (not made by skillvc)")
+    if commit["patch"]:
+        lines.append("")
+        lines.extend("    " + line for line in commit["patch"].rstrip("\n").splitlines())
+    return "\n".join(lines)
 
 
 def _progress(quiet: bool) -> Any:
@@ -321,7 +364,14 @@ def _summary_lines(summary: Any) -> list[str]:
 
 @cli.command()
 @click.option(
-    "--new", is_flag=True, help="Start a new run even if one is unfinished or already done."
+    "--new",
+    is_flag=True,
+    help="Start a new run even if one is unfinished (it is marked abandoned) or done.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Resume the unfinished run with the settings it started with, whatever changed.",
 )
 @click.option("--epochs", type=POSITIVE, help="Passes over the train split [4].")
 @click.option("--batch-size", type=POSITIVE, help="Train items per step [40].")
@@ -400,6 +450,7 @@ def _summary_lines(summary: Any) -> list[str]:
 @json_option
 def train(
     new: bool,
+    resume: bool,
     budget_usd: float | None,
     quiet: bool,
     as_json: bool,
@@ -410,8 +461,10 @@ def train(
     """Train the skill: accepted edits become commits; resumes an unfinished run.
 
     When the last run already finished at HEAD with the same settings, templates and task
-    set, it says so and makes no call (--new trains again).
-    Every option overrides the [train] key of the same name in skillvc.toml.
+    set, it says so and makes no call (--new trains again). When the settings changed since
+    an unfinished run started, it says what changed: a run with no step done starts over by
+    itself; otherwise pick --new or --resume. Budget, workers and speculation may change on
+    a resume. Every option overrides the [train] key of the same name in skillvc.toml.
     Example: skillvc train --epochs 2 --lr-schedule constant
     """
     import dataclasses
@@ -421,11 +474,14 @@ def train(
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
+    if new and resume:
+        raise click.UsageError("--new and --resume exclude each other; pick one.")
     ws = open_workspace(skill=skill)
     require_trusted_judge_here(ws.config, trust_judge)
     summary = run_training(
         ws,
         new=new,
+        resume=resume,
         overrides={"train": train_options},
         budget_usd=budget_usd,
         progress=_progress(quiet),  # stderr: never mixed into the JSON
@@ -475,10 +531,19 @@ def _fail_when_optimizer_unusable(summary: Any) -> None:
     metavar="N",
     help="Show at most N runs.",
 )
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also list abandoned runs (replaced by a new one)."
+)
 @skill_option
 @json_option
 @table_options
-def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str | None) -> None:
+def runs(
+    limit: int | None,
+    show_all: bool,
+    skill: str | None,
+    as_json: bool,
+    table_format: str | None,
+) -> None:
     """Training runs with their scores, calls, tokens and cost.
 
     Example: skillvc runs --json
@@ -489,7 +554,12 @@ def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str 
 
     ws = open_workspace(skill=skill, any_skill=True)
     with ws.store() as store:
-        rows = list_runs(store, limit, ws.config.skill.path if skill is not None else None)
+        rows = list_runs(
+            store,
+            limit,
+            ws.config.skill.path if skill is not None else None,
+            abandoned=show_all,
+        )
     if as_json:
         echo_json(rows)
         return

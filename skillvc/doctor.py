@@ -5,8 +5,13 @@ resolves, its credentials and endpoint settings are present, and one tiny call g
 Each check is one line: ``ok``, ``FAIL`` with what exactly to fix, or ``skip`` (a check that
 cannot run until an earlier one of its role passes).
 
+When ``train`` would resume an unfinished run, the checks use that run's settings (what
+``train`` really uses), and a first line says so; when the settings changed since the run
+started, that line says what changed and how ``train`` goes on (a FAIL when it would stop).
+
 Invariants:
-- Read-only and live: it never opens the event log or writes a file; the reachability probe
+- Read-only and live: it reads the event log only to learn whether ``train`` would resume
+  (an existing log; nothing appended) and never writes a file; the reachability probe
   goes straight through the backend (no ``ModelClient``, so no cache, no retries, no events),
   one call per role with a small token limit and a short timeout.
 - A secret is never printed: it reports whether a key variable is set, never its value, and
@@ -114,6 +119,9 @@ def diagnose(path: str | Path = ".", skill: str | None = None) -> Report:
         seen: list[tuple[str, ModelConfig]] = []
         for one in skills:
             label = f" {one.skill_name}" if one.skill_name else ""
+            resuming, one = check_next_run(one)
+            if resuming is not None:
+                checks.append(dataclasses.replace(resuming, name=resuming.name + label))
             for check in (check_skill(one), check_tasks(one)):
                 checks.append(dataclasses.replace(check, name=check.name + label))
             for role in ROLES:
@@ -135,6 +143,52 @@ def _skills(config: Config, skill: str | None, checks: list[Check]) -> list[Conf
     except SkillvcError as exc:
         checks.append(Check("skill", FAIL, exc.message, exc.hint))
         return []
+
+
+def check_next_run(config: Config) -> tuple[Check | None, Config]:
+    """What the next ``train`` does with an unfinished run, and the config it will use: the
+    run's own settings when it resumes, skillvc.toml's otherwise. None without one."""
+    from skillvc.store import open_store
+    from skillvc.training import resume
+    from skillvc.training.setup import find_unfinished
+    from skillvc.workspace import Workspace
+
+    db = config.root / ".skillvc" / "events.db"
+    if not db.is_file():
+        return None, config
+    ws = Workspace(root=config.root, config=config)
+    try:
+        with open_store(db, create=False) as store:
+            unfinished = find_unfinished(store, config.skill.path if config.skill_name else None)
+            if unfinished is None:
+                return None, config
+            plan = resume.plan_resume(ws, store, config, unfinished)
+        run = plan.run_id
+        if plan.action == resume.RESUME:
+            used = resume.resumed_config(ws, unfinished, config)
+            return Check(
+                "next run",
+                OK,
+                f"train resumes run {run} with the settings it started with; "
+                "the checks below use them",
+            ), used
+    except SkillvcError:
+        return None, config  # the task and config checks report what is wrong
+    if plan.action == resume.RESTART:
+        return Check(
+            "next run",
+            OK,
+            f"run {run} stopped before its first step; train starts over with "
+            f"skillvc.toml's settings ({plan.sentence()})",
+        ), config
+    return Check(
+        "next run",
+        FAIL,
+        f"the settings changed since run {run} started ({plan.steps_text}), "
+        f"so train stops: {plan.sentence()}.",
+        "'skillvc train --new' starts over with these settings, or 'skillvc train --resume' "
+        "resumes it as it was.",
+    ), config
 
 
 def check_config(path: str | Path) -> tuple[Check, Config | None]:

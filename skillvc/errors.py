@@ -240,6 +240,12 @@ class RegressionFound(SkillvcError):
     hint = "Look at the flipped items, or pass --allow-drop to tolerate a small drop."
 
 
+class ApplyRegression(RegressionFound):
+    """'skillvc apply' found that the patched skill scores worse on val than HEAD."""
+
+    hint = "Pass --force to commit it anyway, or --no-gate to commit without scoring it."
+
+
 class ConfigChanged(RegressionFound):
     """'skillvc check' found that the change edits skillvc.toml, a task file or the skill's path."""
 

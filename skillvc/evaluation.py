@@ -39,7 +39,7 @@ from skillvc.backends import Backend, LazyBackend, lazy_backend
 from skillvc.backends.base import PackageFile
 from skillvc.calls import ModelClient, RoleStats, model_params
 from skillvc.config import Config, ModelConfig, listing
-from skillvc.errors import BackendError, SkillDocumentError, TaskSetError
+from skillvc.errors import ApplyRegression, BackendError, SkillDocumentError, TaskSetError
 from skillvc.executors import make_executor
 from skillvc.hashing import content_id
 from skillvc.output import shown
@@ -75,6 +75,7 @@ class ItemResult:
     got: str | None  # the extracted answer, shortened (None when the call failed)
     output: str | None = None  # blob hash of the full output
     activated: bool | None = None  # agent harnesses: did the agent load the skill
+    text: str | None = None  # the full output (what to_dict gives as "output")
 
     @property
     def ok(self) -> bool:
@@ -92,7 +93,9 @@ class ItemResult:
             "error": self.error,
             "expected": self.expected,
             "got": self.got,
-            "output": self.output,
+            # The answer as text for people and pipes; the log keeps it as a blob.
+            "output": self.text,
+            "output_blob": self.output,
             "activated": self.activated,
         }
 
@@ -602,9 +605,84 @@ def _item_result(store: EventStore, item: TaskItem, rollout: Rollout) -> ItemRes
         _short(extract_answer(rollout.output)),
         store.put_blob(rollout.output),
         rollout.activated,
+        rollout.output,
     )
 
 
 def _short(text: str, width: int = SHORT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- the gate of a hand edit (skillvc apply) ----------------------------------------------------
+
+
+class ApplyGate:
+    """The check ``skillvc apply`` runs before it records a patch: HEAD and the patched skill
+    scored on val, paired item by item; a lower mean is refused unless ``force``.
+
+    Evaluations are recorded (and reused) like ``skillvc eval``'s, so a second apply of the
+    same patch makes no model call.
+    """
+
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        force: bool = False,
+        workers: int | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.ws, self.force, self.workers = ws, force, workers
+        self.progress = progress or Progress.off()
+        self.comparison: Comparison | None = None
+
+    def __call__(self, parent: str, candidate: str) -> None:
+        import dataclasses
+
+        # Named for the progress lines and the evaluation events: HEAD and "patched".
+        a = dataclasses.replace(read_skill(self.ws, parent), rev="HEAD")
+        b = dataclasses.replace(read_skill(self.ws, candidate), rev="patched")
+        self.comparison = compare_versions(
+            self.ws,
+            a,
+            b,
+            "val",
+            tasks_root=self.ws.root,
+            workers=self.workers,
+            progress=self.progress,
+        )
+        if self.regressed and not self.force:
+            raise ApplyRegression(
+                f"The patch makes the skill score worse on val: {gate_text(self.comparison)}; "
+                "nothing was committed."
+            )
+
+    @property
+    def regressed(self) -> bool:
+        c = self.comparison
+        return c is not None and c.diff is not None and c.diff < 0
+
+
+def gate_text(c: Comparison) -> str:
+    """``0.967 -> 0.900 (-0.067 ± 0.046 s.e.; 2 worse, 0 better of 30; p=0.25 sign)``: the
+    p-value is the chance of a change at least this large, up or down as it went, if the
+    patch made no difference (the training gate's test, one-sided in the observed way)."""
+    if c.a_mean is None or c.b_mean is None or c.diff is None:
+        return f"no paired score ({c.n} items scored in both)"
+    from skillvc.training.evaluate import one_sided_p_value
+
+    spread = f" ± {c.stderr:.3f} s.e." if c.stderr is not None else ""
+    in_b = {i.id: i for i in c.b.items}
+    diffs = [
+        in_b[x.id].value(c.metric) - x.value(c.metric)
+        for x in c.a.items
+        if x.ok and x.id in in_b and in_b[x.id].ok
+    ]
+    sign = -1.0 if c.diff < 0 else 1.0
+    p, test = one_sided_p_value([sign * d for d in diffs])
+    significance = f"; p={p:.2g} {test}" if p is not None else ""
+    return (
+        f"{c.a_mean:.3f} -> {c.b_mean:.3f} ({c.diff:+.3f}{spread}; {len(c.down)} worse, "
+        f"{len(c.up)} better of {c.n}{significance})"
+    )

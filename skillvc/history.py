@@ -18,7 +18,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from skillvc.store import EventStore
 
 if TYPE_CHECKING:  # diffs parse skill documents (YAML, unidiff): only -p and reports need them
     from skillvc.packages.diff import VersionDiff
+    from skillvc.repo import SkillRepo
 
 LOG_KEYS = (
     "id",
@@ -348,11 +349,13 @@ def show(
     *,
     with_patch: bool = True,
     resolve_rev: Callable[[str], str | None] | None = None,
+    commit_view: Callable[[str], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """Everything the log knows about one event, with the evidence behind it.
 
     ``resolve_rev`` turns a git revision (``HEAD~2``, a tag) into a commit sha, so a
-    training commit can be named the way git names it.
+    training commit can be named the way git names it. ``commit_view`` describes any other
+    commit that touches a skill (``skill_commit``: an ``apply`` or a hand commit).
     """
     try:
         event = resolve(store, ident)
@@ -384,8 +387,13 @@ def show(
         try:
             event = resolve(store, sha)
         except UnknownEventId:
+            described = commit_view(sha) if commit_view is not None else None
+            if described is not None:
+                return {"commit": described}
             raise UnknownEventId(
-                f"{ident} ({sha[:10]}) is not a commit made by skillvc training."
+                f"{ident} ({sha[:10]}) is a commit that touches no skill."
+                if commit_view is not None
+                else f"{ident} ({sha[:10]}) is not a commit made by skillvc training."
             ) from None
     if DAMAGED in event.payload:  # nothing in it can be shown: say so, and how to repair
         raise LogDamaged(
@@ -415,7 +423,9 @@ def show(
     elif event.type == "run.started":
         from skillvc.runs import list_runs
 
-        data["run"] = next((r for r in list_runs(store) if r["run"] == event.run_id), None)
+        data["run"] = next(
+            (r for r in list_runs(store, abandoned=True) if r["run"] == event.run_id), None
+        )
         data["entries"] = [e.to_dict() for e in reversed(log_entries(store, run_id=event.run_id))]
     elif event.type == "model.call":
         for name in ("prompt", "response"):
@@ -425,7 +435,82 @@ def show(
         data["call"] = _call_view(store, event)
     elif event.type == "rollout":
         data["rollout"] = _rollout_view(store, event)
+    if event.type == "gate":
+        data["flips"] = gate_flips(store, event)
+    elif event.type == "slow_update":
+        data["previous"] = _previous_guidance(store, event)
     return data
+
+
+def gate_flips(store: EventStore, gate: Event) -> list[dict[str, Any]]:
+    """The items a gate flipped, each with its answer under the current skill and under the
+    candidate (the val rollouts of each version; None when the log has none)."""
+    from skillvc.scorers import extract_answer
+
+    p = gate.payload
+    flipped = p.get("flipped") or {}
+    out = []
+    for item in [*(flipped.get("gained") or []), *(flipped.get("lost") or [])]:
+        answers = []
+        for skill in (p.get("current"), p.get("candidate")):
+            rows = store.query(
+                "SELECT json_extract(payload, '$.output') AS output FROM events "
+                "WHERE type = 'rollout' AND json_extract(payload, '$.skill') = ? "
+                "AND json_extract(payload, '$.item') = ? "
+                "AND json_extract(payload, '$.split') = 'val' ORDER BY id DESC LIMIT 1",
+                [skill, item],
+            )
+            text = _blob_text(store, rows[0]["output"]) if rows else None
+            answers.append(None if text is None else extract_answer(text))
+        out.append({"item": item, "before": answers[0], "after": answers[1]})
+    return out
+
+
+def _previous_guidance(store: EventStore, event: Event) -> str:
+    """The guidance the run's previous slow update wrote ("" for its first)."""
+    rows = store.query(
+        "SELECT json_extract(payload, '$.guidance') AS guidance FROM events "
+        "WHERE type = 'slow_update' AND run_id = ? AND id < ? "
+        "AND COALESCE(json_extract(payload, '$.skipped'), 0) = 0 ORDER BY id DESC LIMIT 1",
+        [event.run_id, event.id],
+    )
+    return str(rows[0]["guidance"] or "") if rows else ""
+
+
+def skill_commit(
+    store: EventStore, repo: SkillRepo, skill_dirs: Sequence[str], rev: str
+) -> dict[str, Any] | None:
+    """A commit that touches a skill but is no training step (``skillvc apply``, a hand
+    edit): its message, the skill files it changes, their diff, and the edit events its
+    ``Skillvc-Event`` trailer names. None when it touches no file under ``skill_dirs``
+    (skill files or package directories, repository paths; "" is the whole repository)."""
+    info = repo.commit_info(rev)
+
+    def in_skill(path: str) -> bool:
+        return any(path == d or not d or path.startswith(d.rstrip("/") + "/") for d in skill_dirs)
+
+    files = [path for _, path in repo.changed_files(info.sha) if in_skill(path)]
+    if not files:
+        return None
+    patch = ""
+    if info.parents:
+        patch = "".join(repo.diff(info.parents[0], info.sha, path) for path in files)
+    edits = []
+    for ident in re.split(r"[,\s]+", info.trailers.get("Skillvc-Event", "")):
+        if ident:
+            try:
+                edits.append(resolve(store, ident).to_dict())
+            except UnknownEventId:
+                continue  # a trailer of another clone's log
+    return {
+        "sha": info.sha,
+        "subject": info.subject,
+        "message": info.message,
+        "authored_at": info.authored_at,
+        "files": files,
+        "edits": edits,
+        "patch": patch,
+    }
 
 
 # -- curves -----------------------------------------------------------------------------
@@ -560,3 +645,52 @@ def run_curve(store: EventStore, run_id: str) -> Curve:
 def mean(values: list[float]) -> float | None:
     """The loop's mean (``math.fsum``), so a curve shows the very numbers the loop logged."""
     return math.fsum(values) / len(values) if values else None
+
+
+# -- model calls (skillvc calls) -----------------------------------------------------------
+
+
+def recent_calls(
+    store: EventStore,
+    *,
+    limit: int | None = 3,
+    query: str | None = None,
+    role: str | None = None,
+    run: str | None = None,
+) -> list[dict[str, Any]]:
+    """Model calls, newest first, with their messages and response as text (``llm logs``).
+
+    ``query``: only calls whose prompt or response contains it (case-insensitive for ASCII
+    letters); ``role``: target, optimizer or judge; ``run``: the calls a run made (an answer
+    it reused from the log belongs to the run that paid for it).
+    """
+    conditions, params = ["e.type = 'model.call'"], []
+    if query:
+        escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        conditions.append(
+            "EXISTS (SELECT 1 FROM blobs b WHERE b.hash IN (json_extract(e.payload, '$.prompt'), "
+            "json_extract(e.payload, '$.response')) AND b.content LIKE ? ESCAPE '\\')"
+        )
+        params.append(f"%{escaped}%")
+    if role:
+        conditions.append("json_extract(e.payload, '$.role') = ?")
+        params.append(role)
+    if run:
+        conditions.append("e.run_id = ?")
+        params.append(run)
+    sql = f"SELECT e.id FROM events e WHERE {' AND '.join(conditions)} ORDER BY e.id DESC"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    out = []
+    for row in store.query(sql, params):
+        event = store.get(row["id"])
+        out.append(
+            {
+                "id": event.id,
+                "created_at": event.created_at,
+                "run": event.run_id,
+                "step": event.step,
+            }
+            | _call_view(store, event)
+        )
+    return out

@@ -13,13 +13,15 @@ which may touch several of its files, follows ``skillvc.packages.patch``):
   format rules.
 
 Either every edit applies and one commit is made, or nothing is written: all checks run
-before the event log is opened.
+before the event log is opened. A ``check`` (``skillvc apply``'s gate, ``skillvc.review.
+apply_gate``) gets the parent and an unreferenced commit of the result before anything is
+recorded, and may refuse it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,13 +48,20 @@ class AppliedPatch:
     files: tuple[str, ...] = ()  # a skill package: the repository paths the commit changed
 
 
-def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
+# Called with (parent, candidate): the commit the patch applies to and an unreferenced commit
+# of the result. It raises to refuse the patch; nothing is recorded or committed then.
+PatchCheck = Callable[[str, str], None]
+
+
+def apply_patch(
+    ws: Workspace, diff: bytes | str, message: str, *, check: PatchCheck | None = None
+) -> AppliedPatch:
     """Apply a human-written diff of the skill as edits; log them and commit the result.
     A skill package's diff may touch several of its files (``skillvc.packages.patch``)."""
     if ws.config.package_dir is not None:
         from skillvc.packages.patch import apply_package_patch
 
-        return apply_package_patch(ws, diff, message)
+        return apply_package_patch(ws, diff, message, check=check)
     patch = parse_diff(read_patch(diff))
     path = ws.skill_relpath
     check_files(ws.root, patch, path)
@@ -73,7 +82,8 @@ def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
     problems = new_problems(path, doc, result.document, max_bytes=ws.config.skill.max_bytes)
     if problems:
         raise PatchError(f"The patched skill would break its format rules: {problems[0].message}")
-    return record_and_commit(ws, result.applied, {path: result.document.render()}, message, head)
+    files = {path: result.document.render()}
+    return record_and_commit(ws, result.applied, files, message, head, check=check)
 
 
 def record_and_commit(
@@ -84,10 +94,14 @@ def record_and_commit(
     head: str | None,
     *,
     package: bool = False,
+    check: PatchCheck | None = None,
 ) -> AppliedPatch:
     """Log ``edits`` as human ``edit.proposed`` events, then commit ``files`` (repository
     paths) on ``head`` in one commit whose ``Skillvc-Event`` trailer names those events.
-    ``package``: the result names the files (a skill package's patch may touch several)."""
+    ``package``: the result names the files (a skill package's patch may touch several).
+    ``check``: called first with ``head`` and an unreferenced commit of the result."""
+    if check is not None and head is not None:
+        check(head, ws.repo.build_commit_files(files, message, head))
     with ws.store(create=True) as store:
         events = [
             store.append(

@@ -69,7 +69,7 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
 
 def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     run_id = run_id or latest_run(store)
-    runs = {r["run"]: r for r in list_runs(store)}
+    runs = {r["run"]: r for r in list_runs(store, abandoned=True)}
     if run_id not in runs:
         raise UnknownEventId(f"No run {run_id} in the event log.")
     started = store.events(run_id=run_id, types=["run.started"], limit=1)[0].payload
@@ -103,10 +103,14 @@ def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[
     steps.sort(key=lambda d: d["id"])
     train = started.get("config", {}).get("train", {})
     usage = run_usage(store, run_id)
+    status = runs[run_id]["status"]
+    stop = _last_stop(store, run_id) if status in ("stopped", "abandoned") else None
+    if status == "abandoned" and stop:  # a stopped run given up (a sleep's): say why it stopped
+        status = "stopped"
     return {
         "run": run_id,
-        "status": runs[run_id]["status"],
-        "stopped": _last_stop(store, run_id) if runs[run_id]["status"] == "stopped" else None,
+        "status": status,
+        "stopped": stop if status == "stopped" else None,
         "models": started.get("models", {}),
         "base_commit": started.get("base_commit"),
         "best_commit": done.get("best_commit"),

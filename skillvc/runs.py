@@ -117,25 +117,42 @@ def usage_by_run(store: EventStore) -> dict[str, RunUsage]:
     return {run: _sum_usage(rs) for run, rs in rows.items()}
 
 
+# Runs given up unfinished. A finished run is never abandoned (the runs view says finished).
+_ABANDONED = (
+    "SELECT a.run_id FROM events a WHERE a.type = 'run.abandoned' AND NOT EXISTS "
+    "(SELECT 1 FROM events f WHERE f.type = 'run.finished' AND f.run_id = a.run_id)"
+)
+
+
 def list_runs(
-    store: EventStore, limit: int | None = None, skill_path: str | None = None
+    store: EventStore,
+    limit: int | None = None,
+    skill_path: str | None = None,
+    *,
+    abandoned: bool = False,
 ) -> list[dict[str, Any]]:
-    """Runs, newest first; ``skill_path``: only the runs of that skill."""
+    """Runs, newest first; ``skill_path``: only the runs of that skill; ``abandoned``: also
+    the runs given up unfinished (replaced by ``train --new`` or new settings), whose status
+    is then ``abandoned``."""
     from skillvc.history import _OF_SKILL, run_curve
 
-    where, params = (f" WHERE {_OF_SKILL}", [skill_path]) if skill_path is not None else ("", [])
+    conditions, params = ([_OF_SKILL], [skill_path]) if skill_path is not None else ([], [])
+    if not abandoned:
+        conditions.append(f"run_id NOT IN ({_ABANDONED})")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     sql = f"SELECT * FROM runs{where} ORDER BY started_at DESC, run_id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     rows = store.query(sql, params)
     usage = usage_by_run(store)
+    gone = {r["run_id"] for r in store.query(_ABANDONED)} if abandoned else set()
     out = []
     for r in rows:
         u = usage.get(r["run_id"], RunUsage())
         out.append(
             {
                 "run": r["run_id"],
-                "status": r["status"],
+                "status": "abandoned" if r["run_id"] in gone else r["status"],
                 "started_at": r["started_at"],
                 "target_model": r["target_model"],
                 "optimizer_model": r["optimizer_model"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,53 @@ def test_a_patch_becomes_recorded_edits_and_one_commit(repo: Path) -> None:
     blame = json.loads(CliRunner().invoke(cli, ["blame", "--json"]).output)
     line = next(b for b in blame if b["text"] == "Keep the reply short.")
     assert line["human"] is True and line["commit"] == git(repo, "rev-parse", "HEAD")
+
+
+def test_apply_refuses_a_regression_on_val_unless_forced(repo: Path) -> None:
+    # Moving the 14-day rule and the style line: the simulated target scores worse on val.
+    patch = repo.parent / "change.diff"
+    patch.write_text(
+        headed(f"a/{SKILL}", f"b/{SKILL}")
+        + headed(
+            f"a/{SKILL}",
+            f"b/{SKILL}",
+            "@@ -12 +12 @@\n-- After 14 days from delivery, deny all returns.\n"
+            "+- After 30 days, deny all returns.\n",
+        )
+    )
+    head = git(repo, "rev-parse", "HEAD")
+    refused = CliRunner().invoke(cli, ["apply", "-q", str(patch)])
+    assert refused.exit_code == 7, refused.output
+    first = refused.output.splitlines()[0]
+    assert re.fullmatch(
+        r"Error: The patch makes the skill score worse on val: (\d\.\d{3}) -> (\d\.\d{3}) "
+        r"\(-\d\.\d{3} ± \d\.\d{3} s\.e\.; [1-9]\d* worse, \d+ better of \d+; p=[\d.e-]+ sign\); "
+        r"nothing was committed\.",
+        first,
+    ), first
+    assert "Hint: Pass --force to commit it anyway" in refused.output
+    assert git(repo, "rev-parse", "HEAD") == head and git(repo, "status", "--porcelain") == ""
+    with open_store(repo / ".skillvc/events.db") as store:
+        assert store.events(types=["edit.proposed"]) == []
+        calls = len(store.events(types=["model.call"]))
+
+    forced = CliRunner().invoke(cli, ["apply", "-q", "--force", str(patch)])
+    assert forced.exit_code == 0, forced.output
+    assert (
+        forced.output.startswith("Val: ")
+        and "\nA drop, committed because of --force.\n" in forced.output
+    )
+    assert git(repo, "rev-parse", "HEAD~1") == head
+    with open_store(repo / ".skillvc/events.db") as store:  # the gate's scores were reused
+        assert len(store.events(types=["model.call"])) == calls
+
+
+def test_apply_without_the_gate_makes_no_model_call(repo: Path) -> None:
+    patch = diff_of(repo, "Keep the reply short and friendly.", "Keep the reply short.")
+    result = CliRunner().invoke(cli, ["apply", "--no-gate", str(patch)])
+    assert result.exit_code == 0 and "Val:" not in result.output
+    with open_store(repo / ".skillvc/events.db") as store:
+        assert store.events(types=["model.call"]) == []
 
 
 def test_a_patch_that_no_longer_applies_writes_nothing(repo: Path) -> None:
@@ -104,7 +152,8 @@ def apply_text(repo: Path, diff: str | bytes) -> tuple[int, str]:
     """`skillvc apply -` with ``diff`` on stdin; asserts a refusal leaves no trace."""
     head = git(repo, "rev-parse", "HEAD")
     skill = (repo / SKILL).read_bytes()
-    result = CliRunner().invoke(cli, ["apply", "-"], input=diff)
+    # --no-gate (issue 24): these tests are about reading diffs, not about scoring them.
+    result = CliRunner().invoke(cli, ["apply", "--no-gate", "-"], input=diff)
     if result.exit_code != 0:
         assert git(repo, "rev-parse", "HEAD") == head
         assert git(repo, "status", "--porcelain") == ""

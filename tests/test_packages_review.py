@@ -328,7 +328,7 @@ def test_a_two_file_diff_is_one_commit_and_edits_that_name_their_file(package_re
     forms.write_text(forms.read_text() + "- Gold customers get an exchange.\n")
     diff = worktree_diff(package_repo)
     head = git(package_repo, "rev-parse", "HEAD")
-    code, out = run("apply", "-", "-m", "Exchange rule", input=diff)
+    code, out = run("apply", "--no-gate", "-", "-m", "Exchange rule", input=diff)
     assert code == 0, out
     sha = git(package_repo, "rev-parse", "HEAD")
     assert out == (f"Committed {sha[:10]}: 2 edit(s) to {SKILL}, {FORMS} recorded (events 1, 2).\n")
@@ -361,7 +361,7 @@ def test_a_new_file_that_skill_md_links_to_is_added(package_repo: Path) -> None:
     (package_repo / CHECKLIST).write_text("# Checklist\n\n- Check the tier.\n")
     diff = worktree_diff(package_repo, CHECKLIST)
     assert "\nnew file mode 100644\n" in diff  # as git writes it
-    code, out = run("apply", "-", "-m", "A checklist", input=diff)
+    code, out = run("apply", "--no-gate", "-", "-m", "A checklist", input=diff)
     assert code == 0, out
     assert changed_in(package_repo, "HEAD") == [SKILL, CHECKLIST]
     assert (package_repo / CHECKLIST).read_text() == "# Checklist\n\n- Check the tier.\n"
@@ -393,7 +393,7 @@ def refused(repo: Path, diff: str) -> tuple[int, str]:
     """`skillvc apply -` with ``diff``; asserts that nothing was written."""
     head = git(repo, "rev-parse", "HEAD")
     files = {p: p.read_bytes() for p in (repo / DIR).rglob("*") if p.is_file()}
-    code, out = run("apply", "-", input=diff)
+    code, out = run("apply", "--no-gate", "-", input=diff)
     assert code != 0, out
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
@@ -405,7 +405,7 @@ def refused(repo: Path, diff: str) -> tuple[int, str]:
 
 def test_the_skill_hunk_alone_applies(package_repo: Path) -> None:
     """The refusals below add a section to SKILL_HUNK: it must be fine on its own."""
-    code, out = run("apply", "-", input=SKILL_HUNK)
+    code, out = run("apply", "--no-gate", "-", input=SKILL_HUNK)
     assert code == 0, out
     assert changed_in(package_repo, "HEAD") == [SKILL]
 
@@ -505,7 +505,7 @@ def test_a_new_file_already_in_the_working_tree_is_not_overwritten(package_repo:
         f"--- /dev/null\n+++ b/{CHECKLIST}\n@@ -0,0 +1 @@\n+# Checklist\n"
     )
     head = git(package_repo, "rev-parse", "HEAD")
-    code, out = run("apply", "-", input=diff)
+    code, out = run("apply", "--no-gate", "-", input=diff)
     assert code == 4
     assert out == (
         f"Error: The diff creates {CHECKLIST}, but the working tree already has it.\n"
@@ -514,7 +514,7 @@ def test_a_new_file_already_in_the_working_tree_is_not_overwritten(package_repo:
     assert (package_repo / CHECKLIST).read_text() == "mine\n"
     assert git(package_repo, "rev-parse", "HEAD") == head
     (package_repo / CHECKLIST).unlink()
-    code, out = run("apply", "-", input=diff)
+    code, out = run("apply", "--no-gate", "-", input=diff)
     assert code == 0, out
     assert changed_in(package_repo, "HEAD") == [SKILL, CHECKLIST]
 
@@ -609,7 +609,7 @@ def test_with_many_skills_a_diff_inside_a_package_applies_to_that_skill(
     forms = package_repo / FORMS
     forms.write_text(forms.read_text() + "- Gold customers get an exchange.\n")
     diff = worktree_diff(package_repo)  # forms.md only: its +++ path is inside the package
-    code, out = run("apply", "-", input=diff)
+    code, out = run("apply", "--no-gate", "-", input=diff)
     assert code == 0, out
     assert changed_in(package_repo, "HEAD") == [FORMS]
     assert edit_events(package_repo)[0]["edit"]["file"] == "references/forms.md"
@@ -640,6 +640,6 @@ def test_a_new_reference_file_opening_with_a_rule_line_is_not_frontmatter(
     skill = package_repo / SKILL
     skill.write_text(skill.read_text() + "Check [the checklist](references/checklist.md).\n")
     (package_repo / CHECKLIST).write_text("---\n\n# Checklist\n\n- Check the tier.\n")
-    code, out = run("apply", "-", input=worktree_diff(package_repo, CHECKLIST))
+    code, out = run("apply", "--no-gate", "-", input=worktree_diff(package_repo, CHECKLIST))
     assert code == 0, out
     assert (package_repo / CHECKLIST).read_text() == "---\n\n# Checklist\n\n- Check the tier.\n"

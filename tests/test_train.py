@@ -164,14 +164,22 @@ def test_dirty_skill_file_is_refused_and_nothing_is_written(seed_repo: Path, tmp
     assert git(repo, "rev-list", "--count", "HEAD") == "1"
 
 
-def test_resume_refuses_changed_settings(seed_repo: Path, tmp_path: Path) -> None:
+def test_resume_with_changed_settings_and_no_step_done_starts_over(
+    seed_repo: Path, tmp_path: Path
+) -> None:
+    # Changed deliberately (issue 24): an override on an unfinished run used to be refused
+    # outright; a run with no step done now starts over with it, the old one abandoned.
     repo = copy_repo(seed_repo, tmp_path / "r")
     with open_store(repo / ".skillvc/events.db") as store:
         store.append(
             "run.started", {"config": {}, "base_commit": "x", "skill": "y"}, run_id="run-old", seq=1
         )
-    with pytest.raises(ConfigError, match="Run run-old is unfinished"):
-        train(open_workspace(repo), overrides={"train": {"epochs": 1}})
+    summary = train(open_workspace(repo), overrides={"train": {"epochs": 1}})
+    assert summary.status == "finished" and not summary.resumed
+    with open_store(repo / ".skillvc/events.db") as store:
+        (gone,) = store.events(types=["run.abandoned"])
+    assert gone.run_id == "run-old" and gone.payload["by"] == summary.run_id
+    assert "train.epochs: 4 -> 1" in gone.payload["changes"]
 
 
 def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: Path) -> None:

@@ -21,8 +21,15 @@ if TYPE_CHECKING:
     show_default=True,
     help="The commit message.",
 )
+@click.option("--force", is_flag=True, help="Commit the patch even when it scores worse on val.")
+@click.option(
+    "--no-gate", "no_gate", is_flag=True, help="Do not score it on val (offline; no model call)."
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @skill_option
-def command(patch: BinaryIO, message: str, skill: str | None) -> None:
+def command(
+    patch: BinaryIO, message: str, force: bool, no_gate: bool, quiet: bool, skill: str | None
+) -> None:
     """Apply PATCH (a unified diff of the skill, '-' for stdin) as recorded edits.
 
     Each hunk becomes an edit event (source "human") and the result one commit, under the same
@@ -31,9 +38,13 @@ def command(patch: BinaryIO, message: str, skill: str | None) -> None:
     lines), or that touches the frontmatter or a protected region, is refused and nothing is
     written. For a skill package the diff may change several of its files (one commit) and
     add a file that a link from SKILL.md leads to; it never deletes or renames one.
+    Like a training step, it is gated: HEAD and the patched skill are scored on val and a
+    lower score is refused (exit 7) unless --force; --no-gate skips the scoring.
     Example: git diff HEAD~1 -- SKILL.md | skillvc apply - -m "Tighten the refund rule"
     """
+    from skillvc.evaluation import ApplyGate, gate_text
     from skillvc.patches import apply_patch
+    from skillvc.progress import Progress
     from skillvc.workspace import open_workspace
 
     data = patch.read()
@@ -41,7 +52,13 @@ def command(patch: BinaryIO, message: str, skill: str | None) -> None:
         ws = open_workspace(any_skill=True)
         if ws.config.many:
             skill = _skill_of(ws.config, _patched_path(data))
-    applied = apply_patch(open_workspace(skill=skill), data, message)
+    ws = open_workspace(skill=skill)
+    gate = None if no_gate else ApplyGate(ws, force=force, progress=Progress.to_stderr(quiet))
+    applied = apply_patch(ws, data, message, check=gate)
+    if gate is not None and gate.comparison is not None:
+        click.echo(f"Val: {gate_text(gate.comparison)}.")
+        if gate.regressed:
+            click.echo("A drop, committed because of --force.")
     ids = ", ".join(str(i) for i in applied.event_ids)
     into = f" to {', '.join(applied.files)}" if applied.files else ""  # a skill package's
     click.echo(

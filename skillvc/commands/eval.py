@@ -20,8 +20,9 @@ JSON (``--json``), stable keys. Without --compare, one evaluation object:
     mean, hard, soft    means over the scored items (null when none was scored)
     stderr          standard error of ``mean`` (null below two scored items)
     n               items scored;  errors: items whose target call failed (not scored)
-    items           [{id, hard, soft, error, expected, got, output, activated}] in split
-                    order (hard/soft null when error is set; output is a blob hash;
+    items           [{id, hard, soft, error, expected, got, output, output_blob, activated}]
+                    in split order (hard/soft null when error is set; output is the full
+                    answer text, output_blob its hash in the event log;
                     activated: did an agent target load the skill, null for other targets)
     activation      {loaded, of, rate}: items whose agent loaded the skill (null: no agent)
     failures        ids of scored items with hard score 0

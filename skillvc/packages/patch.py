@@ -39,6 +39,7 @@ from skillvc.packages.model import (
 from skillvc.patches import (
     DEV_NULL,
     AppliedPatch,
+    PatchCheck,
     diff_paths,
     read_patch,
     record_and_commit,
@@ -58,7 +59,9 @@ class _FileChange:
     sections: list[Any] = dataclasses.field(default_factory=list)  # unidiff PatchedFile
 
 
-def apply_package_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
+def apply_package_patch(
+    ws: Workspace, diff: bytes | str, message: str, *, check: PatchCheck | None = None
+) -> AppliedPatch:
     """Apply a human-written diff of the configured skill package; see the module docstring."""
     patch = parse_diff(read_patch(diff))
     repo = ws.repo
@@ -75,7 +78,7 @@ def apply_package_patch(ws: Workspace, diff: bytes | str, message: str) -> Appli
     result = apply_package_edits(package, edits)
     _check(ws, package, result)
     files = {package.repo_path(n): result.package.files[n] for n in result.changed}
-    return record_and_commit(ws, result.applied, files, message, head, package=True)
+    return record_and_commit(ws, result.applied, files, message, head, package=True, check=check)
 
 
 def _changes(ws: Workspace, patch: Sequence[Any], package: SkillPackage) -> list[_FileChange]:

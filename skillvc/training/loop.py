@@ -14,7 +14,8 @@ Invariants:
 - A skill package is trained as one unit: its version is its bundle (``skillvc.packages``), an
   edit names its file, and a candidate is one commit touching only files of the package. A
   single-file skill goes through exactly the code paths and events it always did.
-- An unfinished run is resumed with the settings it started with; only the budget may change.
+- An unfinished run is resumed with the settings it started with; only settings that cannot
+  change its results (budget, workers, ...: ``training/resume.py``) may change.
 - Calls may be sent ahead of the stage that uses them (``training/prefetch.py``: the next
   rollouts while a gate runs, the baseline test beside the baseline val, ...), but each stage
   still asks for its calls itself, in order, and gets them from the log: prefetching and
@@ -37,13 +38,13 @@ from typing import Any
 from skillvc import prompts
 from skillvc.backends.pricing import cost_usd
 from skillvc.calls import CallFailed, RoleStats
-from skillvc.config import Config, override, parse_config_dict, validate, with_execution
+from skillvc.config import Config, override, validate
 from skillvc.edits import ApplyResult, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
 from skillvc.executors import make_executor
 from skillvc.formats import new_problems
-from skillvc.hashing import canonical_json, sha256_hex
+from skillvc.hashing import sha256_hex
 from skillvc.matrix.gate import matrix_gate, matrix_projection
 from skillvc.packages import SKILL_FILE, SkillPackage, skill_file_text
 from skillvc.packages.edits import PackageApplyResult
@@ -52,7 +53,7 @@ from skillvc.packages.render import chat_rendering, config_view
 from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
-from skillvc.secrets import REDACTED, restore, scrub
+from skillvc.secrets import scrub
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
@@ -73,6 +74,15 @@ from skillvc.training.optimize import (
 )
 from skillvc.training.prefetch import Batch, Prefetcher
 from skillvc.training.projection import ProjectionTooHigh, project, refuse_unbudgeted
+from skillvc.training.resume import (
+    NEW,
+    REFUSE,
+    RESTART,
+    RESUME,
+    abandon,
+    plan_resume,
+    resumed_config,
+)
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import RunContext, find_unfinished, finished_here, prepare_run
 from skillvc.training.state import Edits, RunState
@@ -125,11 +135,16 @@ def train(
     ws: Workspace,
     *,
     new: bool = False,
+    resume: bool = False,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     budget_usd: float | None = None,
     progress: Progress | Callable[[str], None] | None = None,
 ) -> RunSummary:
     """Train the workspace's skill (resuming its unfinished run unless ``new``).
+
+    An unfinished run whose settings changed since it started is resumed only with
+    ``resume``; otherwise it restarts when no step completed, else the change is refused
+    (``skillvc.training.resume``).
 
     ``progress`` gets the stages and step summaries (a plain callable: lines only).
     """
@@ -143,32 +158,39 @@ def train(
     with ws.store(create=True) as store, store.writer_lock():
         # Many skills: only this skill's runs resume (another skill's run is not ours to finish).
         many = ws.config.skill.path if ws.config.skill_name else None
-        unfinished = None if new else find_unfinished(store, many)
-        if unfinished is not None and given:
-            raise ConfigError(
-                f"Run {unfinished.run_id} is unfinished and resumes with the settings it "
-                "started with.",
-                hint="Drop the overrides to resume it, or pass --new to start another run.",
-            )
-        if unfinished is not None:
-            snapshot = unfinished.payload["config"]
-            if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
-                snapshot = restore(snapshot, ws.config.to_dict())
-            config = with_execution(parse_config_dict(snapshot, ws.root), ws.config)
-            config.skill_name, config.skills = ws.config.skill_name, ws.config.skills
-        else:
-            config = ws.config
-            for section, values in given.items():
-                config = override(config, section, **values)
-            done = None if new else finished_here(ws, store, config)
-            if done is not None:
-                return up_to_date(done)
+        unfinished = find_unfinished(store, many)
+        config = ws.config
+        for section, values in given.items():
+            config = override(config, section, **values)
         if budget_usd is not None:
             config = dataclasses.replace(
                 config, train=dataclasses.replace(config.train, budget_usd=budget_usd)
             )
             validate(config)  # a zero, negative or NaN budget is a usage error, not a stop
+        plan = plan_resume(ws, store, config, unfinished, new=new, resume=resume)
+        if resume and unfinished is None:
+            raise ConfigError(
+                "There is no unfinished run to resume.", hint="Run 'skillvc train' to start one."
+            )
+        if plan.action == REFUSE:
+            raise plan.error()
+        if plan.action == RESUME:
+            assert unfinished is not None
+            config = resumed_config(ws, unfinished, config)
+        else:
+            unfinished = None
+            if plan.action == RESTART:
+                progress.note(
+                    f"Run {plan.run_id} stopped before its first step; starting over with "
+                    f"the new settings ({plan.sentence()})."
+                )
+            done = None if new or plan.run_id else finished_here(ws, store, config)
+            if done is not None:
+                return up_to_date(done)
         ctx = prepare_run(ws, store, config, unfinished)
+        if plan.action in (NEW, RESTART) and plan.unfinished is not None:
+            reason = "settings changed" if plan.action == RESTART else "--new"
+            abandon(store, plan, reason, ctx.run_id)
         trainer = Trainer(ws, store, config, ctx, progress)
         try:
             return trainer.train()

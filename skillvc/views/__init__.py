@@ -1,0 +1,1 @@
+"""Text for people: how the event log's records read in a terminal (``skillvc show``)."""
