@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from skillvc.backends import children
 from skillvc.backends.base import CallRequest, CallResult, PackageFile
 from skillvc.config import ENV_REFERENCE, ModelConfig
 from skillvc.errors import BackendError, ConfigError, SkillDocumentError, redact
@@ -191,10 +191,7 @@ class CommandBackend:
         return Path(self.config.command[0]).name
 
     def complete(self, request: CallRequest) -> CallResult:
-        with tempfile.TemporaryDirectory(
-            prefix="skillvc-task-", ignore_cleanup_errors=True
-        ) as scratch:
-            workdir = Path(scratch)
+        with children.tracked_dir(Path(tempfile.mkdtemp(prefix="skillvc-task-"))) as workdir:
             rel = self.config.skill_install_path.replace("{name}", skill_name(request.system))
             skill_path = workdir / rel
             if request.system.strip():
@@ -257,8 +254,10 @@ def start_process(
     stdin: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[str]:
-    """Start ``argv`` (no shell) with text pipes, in its own process group on POSIX."""
-    return subprocess.Popen(
+    """Start ``argv`` (no shell) with text pipes, in its own process group on POSIX, tracked
+    (``children``) so that a signal stopping skillvc ends it; nothing starts once one has."""
+    children.check_stopping()
+    proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=env,
@@ -271,6 +270,8 @@ def start_process(
         # Its own process group, so a timeout can kill the program and all its children.
         start_new_session=os.name == "posix",
     )
+    children.register_process(proc.pid)
+    return proc
 
 
 def communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) -> tuple[str, str]:
@@ -280,8 +281,17 @@ def communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) 
     with the stderr read so far; if anything else interrupts the wait (Ctrl-C), the group is
     killed too. After a normal exit, children the program left running in its group (a
     daemon, a language server) are killed as well: they would outlive the task and its
-    scratch directory.
+    scratch directory. If a signal is stopping skillvc (``children``), the agent was killed
+    for that, not by its own fault: ``children.Interrupted`` is raised, never a result.
     """
+    try:
+        return _communicate(proc, stdin, timeout)
+    finally:
+        children.unregister_process(proc.pid)
+        children.check_stopping()
+
+
+def _communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) -> tuple[str, str]:
     try:
         stdout, stderr = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -304,12 +314,7 @@ def communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) 
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        if os.name == "posix":
-            # Also after the leader was reaped: its id stays taken while any member of the
-            # group lives, and an empty group just gives ProcessLookupError.
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - non-POSIX
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass  # nothing left in the group
+    if os.name == "posix":
+        children.kill_group(proc.pid)
+    else:  # pragma: no cover - non-POSIX
+        proc.kill()
