@@ -18,6 +18,7 @@ no lock is taken here, because the handler runs on the main thread, which may be
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -82,6 +83,24 @@ def tracked_dir(path: Path) -> Iterator[Path]:
         _dirs.discard(str(path))
 
 
+def track_path(path: str) -> None:
+    """Track a path some agent CLI writes outside its scratch folder, to remove on a signal."""
+    _dirs.add(path)
+
+
+def remove_path(path: str) -> None:
+    _remove(path)
+    _dirs.discard(path)
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):  # never made, or gone already
+            os.unlink(path)
+
+
 def kill_group(pid: int) -> None:
     try:
         if os.name == "posix":
@@ -101,7 +120,7 @@ def kill_all() -> None:
 
 def remove_dirs() -> None:
     for path in list(_dirs):
-        shutil.rmtree(path, ignore_errors=True)
+        _remove(path)
         _dirs.discard(path)
 
 
