@@ -315,6 +315,13 @@ def _summary_lines(summary: Any) -> list[str]:
             f"speculation: {wasted} of these calls were started while a gate ran and were "
             "not used, because it accepted its candidate"
         )
+    answered = getattr(summary, "reflections", 0)
+    usable = getattr(summary, "reflections_usable", 0)
+    if answered > usable:
+        lines.append(
+            f"optimizer: {answered - usable} of {answered} reflections gave no usable edits "
+            "(the reflection.failed events in .skillvc/events.db say why)"
+        )
     return lines
 
 
@@ -429,6 +436,7 @@ def train(
         data = dataclasses.asdict(summary)
         data = {"run": data.pop("run_id"), **data}  # the same key as `skillvc runs --json`
         echo_json(data)
+        _fail_when_optimizer_unusable(summary)
         return
     if summary.status == UP_TO_DATE:
         click.echo(
@@ -438,10 +446,25 @@ def train(
         )
         return
     click.echo("\n".join(_summary_lines(summary)))
+    _fail_when_optimizer_unusable(summary)
     named = f" --skill {ws.config.skill_name}" if ws.config.skill_name else ""  # many skills
     click.echo(
         f"Review it: git log -p (accepted edits), skillvc log --rejected -p{named} (refused "
         f"ones), skillvc report{named} (a pull-request description)."
+    )
+
+
+def _fail_when_optimizer_unusable(summary: Any) -> None:
+    """A run whose optimizer answered and never usably did trained nothing: exit 6, loudly."""
+    if not getattr(summary, "optimizer_unusable", False):
+        return
+    from skillvc.errors import OptimizerOutputError
+
+    raise OptimizerOutputError(
+        f"Run {summary.run_id} trained nothing: none of the optimizer's {summary.reflections} "
+        "answers gave a usable edit (the reflection.failed events in .skillvc/events.db say why).",
+        hint="Use a stronger optimizer model, or one on a server that enforces JSON Schema "
+        "output (llama.cpp, Ollama, vLLM); then run 'skillvc train --new'.",
     )
 
 

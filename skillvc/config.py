@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.errors import ConfigError, NotInitialised
-from skillvc.secrets import register_names, register_values, url_passwords
+from skillvc.secrets import looks_secret, register_names, register_values, url_passwords
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -599,8 +599,17 @@ def check_ranges(config: Config) -> None:
         )
 
 
+def _show_repr(value: Any) -> str:
+    """``repr(value)``, or only its type when it looks like a credential (see ``_show``)."""
+    return _show(value) if isinstance(value, str) and looks_secret(value) else repr(value)
+
+
 def _show(value: Any) -> str:
-    """A value as the user wrote it in TOML: nan, inf, 0.5, "x" (not Python's repr)."""
+    """A value as the user wrote it in TOML: nan, inf, 0.5, "x" (not Python's repr); a string
+    that looks like a credential is named by its type only (a config mistake must not print a
+    key on the terminal, in CI logs or in ``doctor``)."""
+    if isinstance(value, str) and looks_secret(value):
+        return "a string that looks like a credential (not shown)"
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, bool):
@@ -631,6 +640,14 @@ def _type_name(expected: str) -> str:
 
 
 def _validate_env(role: str, m: ModelConfig) -> None:
+    if m.api_key_env is not None and not _ENV_NAME.match(m.api_key_env):
+        # A key pasted where its variable's name belongs: say so without echoing it.
+        raise ConfigError(
+            f"[{role}] api_key_env in {CONFIG_FILE} must name an environment variable; it holds "
+            f"{_show(m.api_key_env)}.",
+            hint=f"Put the key in a variable (export MY_KEY=...) and write api_key_env = "
+            f'"MY_KEY" under [{role}]; if that was a real key, rotate it.',
+        )
     if m.env and m.harness == "chat":
         raise ConfigError(
             f"[{role}] env applies only to agent harnesses (command, claude-code, codex)."
@@ -638,7 +655,8 @@ def _validate_env(role: str, m: ModelConfig) -> None:
     for name, value in m.env.items():
         if not _ENV_NAME.match(name) or not isinstance(value, str):
             raise ConfigError(
-                f"[{role}] env {name} = {value!r} must be a variable name with a string value.",
+                f"[{role}] env {name} = {_show_repr(value)} must be a variable name with a "
+                "string value.",
                 hint='For example: env = { ANTHROPIC_API_KEY = "${ANTHROPIC_API_KEY}" }.',
             )
 

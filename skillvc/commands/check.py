@@ -145,7 +145,10 @@ def command(
     if as_json:
         echo_json(result.to_dict())
     else:
-        click.echo("\n".join(result_lines(result)))
+        from skillvc.secrets import scrub
+
+        # Posted as a pull-request comment: through the redaction pipeline first.
+        click.echo(scrub("\n".join(result_lines(result))))
     if result.refused_changes:
         raise ConfigChanged(
             f"The change edits {result.changes.summary()}, which the check takes from "
@@ -225,7 +228,9 @@ def _many(results: list[tuple[str | None, CheckResult]], as_json: bool) -> None:
             lines = result_lines(result)
             if result.regression and not result.refused_changes:
                 lines.append(result.message)  # the error sentence names one skill only
-            click.echo("\n".join(lines))
+            from skillvc.secrets import scrub
+
+            click.echo(scrub("\n".join(lines)))
     if refused:
         raise ConfigChanged(
             f"The change edits what the check takes from BASE only, for skill {listing(refused)}."
