@@ -7,6 +7,7 @@ is a crash (exit 70) whose traceback ``SKILLVC_RAISE_ERRORS=1`` shows.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import click
 
 from skillvc import __version__
+from skillvc.backends import children
 from skillvc.errors import (
     INTERNAL_ERROR_EXIT_CODE,
     SkillvcError,
@@ -41,7 +43,8 @@ class SkillvcGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         # Everything printed, by any command, loses the values of known secrets (any encoding).
-        with scrubbed_output():
+        # SIGTERM (timeout, systemd, docker stop) and SIGHUP end a run like Ctrl-C does.
+        with scrubbed_output(), children.stop_on_signals():
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
@@ -62,11 +65,15 @@ class SkillvcGroup(click.Group):
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(1)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            # Agents were killed by their process group and scratch folders removed on the
+            # way here (``children``); the event log holds only what completed.
+            signum = exc.signum if isinstance(exc, children.Interrupted) else signal.SIGINT
+            by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
             training = ctx.invoked_subcommand == "train"
             resume = "; run 'skillvc train' again to resume" if training else ""
-            click.echo(f"Interrupted{resume}.", err=True)
-            ctx.exit(130)
+            click.echo(f"Interrupted{by}{resume}.", err=True)
+            ctx.exit(128 + signum)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if should_reraise():
                 raise

@@ -18,6 +18,8 @@ Invariants:
   every line passes through ``redact`` with the values of the key variables it looked at.
 - ``sim:`` models need nothing and are always reachable. A ``command`` harness is checked by
   finding its executable, never by running it (an agent run takes minutes and real money).
+  An agent preset (claude-code, codex) answers ``--version`` and then one tiny real prompt,
+  which shows whether its key and API work (``--no-agent-prompt`` skips that paid request).
 - The resolution rules (which variable, which URL) are the backends' own properties, so the
   doctor reports exactly what a training run would use.
 """
@@ -48,6 +50,8 @@ ROLES = ("target", "optimizer")
 PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},)
 PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+# An agent CLI starts, loads its tools and may take a few turns: longer than one API call.
+AGENT_PROBE_TIMEOUT_S = 60.0
 PROBE_TIMEOUT_S = 30.0  # a doctor that waits the run's full 120 s timeout feels hung
 LOCAL_PROBE_TIMEOUT_S = 180.0  # a CPU model answers a first call in seconds to minutes
 
@@ -106,7 +110,9 @@ class Report:
 # -- the whole diagnosis ----------------------------------------------------------------------
 
 
-def diagnose(path: str | Path = ".", skill: str | None = None) -> Report:
+def diagnose(
+    path: str | Path = ".", skill: str | None = None, *, agent_prompt: bool = True
+) -> Report:
     """Every check for the repository containing ``path`` (nothing is raised for a failure).
 
     Many skills: ``skill`` names one (``--skill``); without it every skill's file and task set
@@ -127,7 +133,7 @@ def diagnose(path: str | Path = ".", skill: str | None = None) -> Report:
             for role in ROLES:
                 if (role, getattr(one, role)) not in seen:
                     seen.append((role, getattr(one, role)))
-                    checks.extend(check_role(role, getattr(one, role)))
+                    checks.extend(check_role(role, getattr(one, role), agent_prompt))
     secrets = secret_values(config) if config is not None else sorted(known_secret_values())
     return Report([c.redacted(secrets) for c in checks])
 
@@ -285,8 +291,9 @@ def check_tasks(config: Config) -> Check:
     return Check("tasks", OK, f"the task set loads ({summary}).")
 
 
-def check_role(role: str, config: ModelConfig) -> list[Check]:
-    """The checks of one role; a failure skips the checks that depend on it."""
+def check_role(role: str, config: ModelConfig, agent_prompt: bool = True) -> list[Check]:
+    """The checks of one role; a failure skips the checks that depend on it. An agent preset
+    gets one tiny real prompt unless ``agent_prompt`` is False (``--no-agent-prompt``)."""
     try:
         backend = get_backend(config)
     except SkillvcError as exc:
@@ -302,13 +309,18 @@ def check_role(role: str, config: ModelConfig) -> list[Check]:
             found = version()
         except SkillvcError as exc:
             return [Check(f"{role} backend", FAIL, exc.message, exc.hint)]
-        return [
+        checks = [
             Check(
                 f"{role} backend",
                 OK,
                 f"{config.model} runs {config.harness} ({found}) per task, hermetically.",
             )
         ]
+        if agent_prompt:
+            checks.append(check_agent_prompt(role, config))
+        else:
+            checks.append(Check(f"{role} agent prompt", SKIP, "not sent (--no-agent-prompt)."))
+        return checks
     if config.model.startswith("sim:"):
         return [
             Check(f"{role} backend", OK, f"{config.model} (offline simulator, always reachable).")
@@ -472,6 +484,35 @@ def check_reachable(role: str, config: ModelConfig, *, local: bool = False) -> C
     ms = (time.perf_counter() - started) * 1000.0
     tokens = result.prompt_tokens + result.completion_tokens
     return Check(name, OK, f"answered one tiny call in {ms:.0f} ms ({tokens} tokens).")
+
+
+def check_agent_prompt(role: str, config: ModelConfig) -> Check:
+    """One tiny prompt through the agent CLI, hermetically like a task: does its key work and
+    its API answer? Not cached, not recorded; a refused key is reported after the CLI's
+    second refusal (seconds), a dead server when the short timeout ends, with the CLI's own
+    last retry notice."""
+    name = f"{role} agent prompt"
+    quick = dataclasses.replace(
+        config, task_timeout_s=min(config.task_timeout_s, AGENT_PROBE_TIMEOUT_S)
+    )
+    request = CallRequest(role="doctor", model=config.model, messages=PROBE_MESSAGES)
+    started = time.perf_counter()
+    try:
+        result = get_backend(quick).complete(request)
+    except AuthenticationFailed as exc:
+        return Check(name, FAIL, exc.message, exc.hint)
+    except SkillvcError as exc:
+        return Check(
+            name,
+            FAIL,
+            exc.message,
+            "Check the agent's key and API address in [target] env of "
+            f"{CONFIG_FILE}, and run the agent by hand on one prompt.",
+        )
+    seconds = time.perf_counter() - started
+    cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
+    tokens = result.prompt_tokens + result.completion_tokens
+    return Check(name, OK, f"answered one tiny prompt in {seconds:.1f} s ({tokens} tokens{cost}).")
 
 
 def check_executable(role: str, config: ModelConfig) -> Check:

@@ -225,7 +225,9 @@ def test_a_json_error_result_is_parsed_and_quoted(tmp_path: Path) -> None:
         "Agent 'claude' (Claude Code) exited with code 1: API Error: 400 "
         '{"type":"error","error":{"type":"invalid_request_error","message":"model: bad-model'
     )
-    assert '"total_cost_usd": 0, "usage": ' in info.value.message  # the stdout tail
+    # The stdout quoted is what the agent said (issue 23), not the JSON fields of its last line.
+    assert "[stdout: API Error: 400 " in info.value.message
+    assert "total_cost_usd" not in info.value.message
     assert info.value.returncode == 1
     assert "--- stderr ---\n" in info.value.stderr_tail
 
@@ -601,13 +603,13 @@ def test_timeout_and_missing_result_are_errors(tmp_path: Path, scratch_tmp: Path
     assert info.value.timed_out
     assert info.value.message == (
         "Agent 'claude' (Claude Code) timed out after 1 s and was killed: working on it. "
-        "[stdout: (empty); stderr: working on it]"
+        "[stdout: (no message); stderr: working on it]"
     )
     with pytest.raises(AgentFailed) as info:
         agent.complete(request("quick"))
-    assert info.value.message == (
+    assert info.value.message == (  # an init line says nothing (issue 23: no JSON noise)
         "Agent 'claude' (Claude Code) ended without a final result: working on it. "
-        '[stdout: {"type": "system", "subtype": "init"}; stderr: working on it]'
+        "[stdout: (no message); stderr: working on it]"
     )
     assert list(scratch_tmp.iterdir()) == []
 

@@ -27,15 +27,18 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from skillvc.agents import hermetic
-from skillvc.agents.presets import PRESETS, Preset, activated, files_used
+from skillvc.agents.presets import PRESETS, Note, Preset, activated, files_used, notes
+from skillvc.backends import children
 from skillvc.backends.base import CallRequest, CallResult, PackageFile
 from skillvc.backends.command import (
     AgentFailed,
+    AgentRefused,
     communicate,
     install_skill,
     skill_name,
@@ -48,12 +51,43 @@ from skillvc.hashing import sha256_hex
 TAIL = 2000  # characters of stdout and of stderr kept with an error
 QUOTE = 300  # characters of each tail quoted in the one-line message
 VERSION_TIMEOUT_S = 30.0
+SYSTEM_TMP = "/tmp"  # where a CLI that ignores TMPDIR writes (a test points it elsewhere)
 KEY_VARIABLES = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY", "CODEX_API_KEY")
 
 
 def _one_line(text: str, limit: int) -> str:
     text = " | ".join(ln.strip() for ln in text.strip().splitlines() if ln.strip())
     return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _stray_path(name: str) -> str:
+    """A ``stray_temp`` name in the system temp folder the CLI uses whatever TMPDIR says."""
+    uid = str(os.getuid()) if hasattr(os, "getuid") else "0"
+    return os.path.join(SYSTEM_TMP, name.replace("{uid}", uid))
+
+
+class _Watch:
+    """Reads an agent's stdout as it arrives: keeps its last Note, and stops the agent once
+    its API requests were refused twice for a reason retrying cannot fix (Claude Code would
+    otherwise retry a bad key for about 3 minutes)."""
+
+    REFUSALS = 2  # one refusal may be a hiccup of the service; two are the key
+
+    def __init__(self, preset: Preset) -> None:
+        self.preset = preset
+        self.last: Note | None = None
+        self.refusals = 0
+        self.refused: Note | None = None
+
+    def __call__(self, line: str) -> bool:
+        for note in notes(self.preset, line):
+            self.last = note
+            if note.kind == "retry" and note.permanent:
+                self.refusals += 1
+                if self.refusals >= self.REFUSALS:
+                    self.refused = note
+                    return True
+        return False
 
 
 def _hash_path(path: Path) -> str:
@@ -90,6 +124,9 @@ class AgentBackend:
         self.file_hashes = {p.name: _hash_path(p) for p in self.files}
         self._version: str | None = None
         self._lock = threading.Lock()
+        self._strays_lock = threading.Lock()  # not _lock: version() runs a task holding it
+        self._running = 0  # tasks in flight, and the stray temp paths they may leave (_strays)
+        self._ours: list[str] = []
         # For messages: "Agent 'claude' (Claude Code) exited with code 1: ..."
         self.label = f"'{Path(self.executable).name}' ({self.preset.title})"
 
@@ -158,7 +195,11 @@ class AgentBackend:
                 f"exited with code {code}", stdout, stderr, trajectory.error, returncode=code
             )
         if trajectory.error is not None:
-            raise self._failure("reported an error", stdout, stderr, trajectory.error)
+            # Claude Code's result names the HTTP status of a refused key: it stops the run.
+            refused = trajectory.info.get("api_error_status") in (401, 403)
+            raise self._failure(
+                "reported an error", stdout, stderr, trajectory.error, refused=refused
+            )
         if "result" not in trajectory.info:
             raise self._failure("ended without a final result", stdout, stderr)
         answer = redact(trajectory.answer, self.secrets).strip()
@@ -197,10 +238,14 @@ class AgentBackend:
         """(exit code, stdout, stderr) of ``argv`` run in a fresh scratch world, removed after.
 
         Raises AgentFailed when the program cannot start or times out (then it is killed)."""
-        with hermetic.scratch() as s:
+        watch = _Watch(self.preset)
+        with hermetic.scratch() as s, self._strays():
             if skill.strip():
                 rel = self.preset.install_path.replace("{name}", skill_name(skill))
                 install_skill(s.work / rel, skill, files)  # a package: its files beside it
+            # The config dir exists even when no file is copied in: Codex refuses a CODEX_HOME
+            # that does not exist ("Error finding codex home").
+            (s.home / self.preset.config_dir).mkdir(parents=True, exist_ok=True)
             hermetic.copy_in(self.files, s.home / self.preset.config_dir)
             env = hermetic.agent_env(s, self.preset.config_env, self.preset.config_dir, self.env)
             try:
@@ -209,13 +254,57 @@ class AgentBackend:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise AgentFailed(f"Agent {self.label} could not be started ({reason}).") from None
             try:
-                stdout, stderr = communicate(proc, stdin, timeout)
+                stdout, stderr = communicate(proc, stdin, timeout, watch)
             except subprocess.TimeoutExpired as exc:
+                out = exc.output if isinstance(exc.output, str) else ""
                 err = exc.stderr if isinstance(exc.stderr, str) else ""
+                last = watch.last
+                # Why it was slow: the CLI's own last word, e.g. a retry notice with its reason.
+                why = (
+                    f"still retrying: {last.text}"
+                    if last is not None and last.kind == "retry"
+                    else None
+                )
                 raise self._failure(
-                    f"timed out after {timeout:g} s and was killed", "", err, timed_out=True
+                    f"timed out after {timeout:g} s and was killed",
+                    out,
+                    err,
+                    why,
+                    timed_out=True,
                 ) from None
+        if watch.refused is not None:
+            raise self._failure(
+                "was stopped: its API requests were refused, and retrying cannot fix that",
+                stdout,
+                stderr,
+                watch.refused.text,
+                returncode=proc.returncode,
+                refused=True,
+            )
         return proc.returncode, stdout, stderr
+
+    @contextmanager
+    def _strays(self) -> Iterator[None]:
+        """Remove what the CLI wrote in the system temp folder ignoring TMPDIR (``stray_temp``,
+        e.g. Codex's ``codex-daemon-<uid>``) when the last of this backend's tasks ends. Only
+        paths that did not exist when the first task started: one the user's own CLI made is
+        left alone. A signal that stops skillvc removes them too (``children``)."""
+        paths = [_stray_path(name) for name in self.preset.stray_temp]
+        with self._strays_lock:
+            if self._running == 0:
+                self._ours = [p for p in paths if not os.path.lexists(p)]
+                for p in self._ours:
+                    children.track_path(p)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._strays_lock:
+                self._running -= 1
+                if self._running == 0:
+                    for p in self._ours:
+                        children.remove_path(p)
+                    self._ours = []
 
     def _failure(
         self,
@@ -226,21 +315,31 @@ class AgentBackend:
         *,
         returncode: int | None = None,
         timed_out: bool = False,
+        refused: bool = False,
     ) -> AgentFailed:
-        """``Agent '<program>' (<title>) <what>: <reason>. [stdout: ...; stderr: ...]``"""
+        """``Agent '<program>' (<title>) <what>: <reason>. [stdout: ...; stderr: ...]``
+
+        The stdout quoted is what the agent said (its messages, errors and retry notices, read
+        from its structured output by the preset), not the tail of the JSON lines."""
         out = redact(stdout[-TAIL:], self.secrets)
         err = redact(stderr[-TAIL:], self.secrets)
+        said = notes(self.preset, stdout)
         # Claude Code prints "API Error: 400 ..." on stdout with an empty stderr: the reason is
-        # the parsed error if there is one, else the last line of either stream.
+        # the parsed error if there is one, else the agent's last error or retry notice, else
+        # the last line of stderr, else the last thing it said.
         if reason is None:
-            lines = [ln.strip() for ln in (out + "\n" + err).splitlines() if ln.strip()]
-            reason = lines[-1] if lines else None
+            errors = [n.text for n in said if n.kind != "message"]
+            lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+            texts = [n.text for n in said]
+            found = errors or lines or texts
+            reason = found[-1] if found else None
         detail = f": {_one_line(redact(reason, self.secrets), 200).rstrip('.')}" if reason else ""
-        tails = (
-            f" [stdout: {_one_line(out, QUOTE) or '(empty)'}; "
-            f"stderr: {_one_line(err, QUOTE) or '(empty)'}]"
-        )
-        return AgentFailed(
+        quoted = _one_line(redact(" | ".join(n.text for n in said[-3:]), self.secrets), QUOTE)
+        if not quoted:
+            quoted = "(no message)" if stdout.strip() else "(empty)"
+        tails = f" [stdout: {quoted}; stderr: {_one_line(err, QUOTE) or '(empty)'}]"
+        kind = AgentRefused if refused else AgentFailed
+        return kind(
             f"Agent {self.label} {what}{detail}.{tails}",
             returncode=returncode,
             stderr_tail=f"--- stdout ---\n{out}\n--- stderr ---\n{err}",

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillvc.backends import command
+from skillvc.backends import children, command
 from skillvc.config import ENV_REFERENCE
 from skillvc.errors import ConfigError
 
@@ -54,14 +54,12 @@ class Scratch:
 @contextmanager
 def scratch() -> Iterator[Scratch]:
     """A new scratch directory (see the module docstring), removed on exit."""
-    root = Path(tempfile.mkdtemp(prefix="skillvc-agent-"))
-    try:
+    # Tracked while it lives, so a signal that stops skillvc removes it too (``children``).
+    with children.tracked_dir(Path(tempfile.mkdtemp(prefix="skillvc-agent-"))) as root:
         s = Scratch(root, root / "home", root / "work", root / "tmp")
         for d in (s.home, s.work, s.tmp):
             d.mkdir()
         yield s
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def resolve_env(table: Mapping[str, str], role: str = "target") -> tuple[dict[str, str], list[str]]:

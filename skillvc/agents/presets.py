@@ -32,11 +32,22 @@ Formats, as documented by each CLI (checked November 2026):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from skillvc.agents.trajectory import Step, Trajectory
+
+
+@dataclass(frozen=True)
+class Note:
+    """One meaningful thing an agent said in its structured output, for messages: its text,
+    an error, or a notice that it is retrying an API request (and whether retrying can help)."""
+
+    text: str
+    kind: str = "message"  # message | error | retry
+    permanent: bool = False  # a retry notice for a reason that retrying cannot fix
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,98 @@ class Preset:
     config_env: str  # the variable naming the CLI's own configuration directory
     config_dir: str  # that directory, relative to the scratch HOME
     parse: Callable[[str], Trajectory]
+    note: Callable[[Mapping[str, Any]], Note | None]  # one output event, as a Note if it says much
+    # Paths the CLI writes in the system temp folder whatever TMPDIR says ({uid}: the user's id).
+    stray_temp: tuple[str, ...] = ()
+
+
+def notes(preset: Preset, stdout: str) -> list[Note]:
+    """What the agent said, in order: its structured events read by ``preset.note``, and any
+    plain-text line (``API Error: ...``) as an error; JSON bookkeeping (init, usage) is left out."""
+    out: list[Note] = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = json.loads(line) if line.startswith("{") else None
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            found = preset.note(value)
+            if found is not None and found.text.strip():
+                out.append(found)
+        elif not line.startswith("{"):
+            out.append(Note(line, "error"))
+    return out
+
+
+# Claude Code retries these statuses ~10 times over about 3 minutes; a key that was refused
+# twice will not be accepted on the third try.
+_PERMANENT_STATUSES = (401, 403)
+_PERMANENT_ERRORS = ("authentication_failed", "permission_error", "billing_error")
+_CODEX_RETRY = re.compile(r"Reconnecting\.\.\. (\d+)/(\d+) \((.*)\)$", re.S)
+_CODEX_PERMANENT = re.compile(r"unexpected status (401|403)\b")
+
+
+def note_claude_code(ev: Mapping[str, Any]) -> Note | None:
+    kind = ev.get("type")
+    if kind == "system" and ev.get("subtype") == "api_retry":
+        status = ev.get("error_status")
+        error = str(ev.get("error") or "unknown")
+        if error == "unknown" and status is None:
+            error = "no response (connection refused or lost)"
+        http = f"HTTP {status} " if isinstance(status, int) else ""
+        delay = ev.get("retry_delay_ms")
+        wait = f", next in {delay / 1000:.0f} s" if isinstance(delay, (int, float)) else ""
+        text = (
+            f"API request failed ({http}{error}); retry {_int(ev.get('attempt'))} of "
+            f"{_int(ev.get('max_retries'))}{wait}"
+        )
+        permanent = status in _PERMANENT_STATUSES or error in _PERMANENT_ERRORS
+        return Note(text, "retry", permanent)
+    if kind == "assistant":
+        message = ev.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            return Note(content)
+        texts = [
+            str(b.get("text", ""))
+            for b in (content if isinstance(content, list) else [])
+            if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        return Note("\n".join(texts)) if texts else None
+    if kind == "result":
+        subtype = ev.get("subtype")
+        failed = ev.get("is_error") is True or (isinstance(subtype, str) and subtype != "success")
+        result = ev.get("result") if isinstance(ev.get("result"), str) else ""
+        errors = ev.get("errors")
+        listed = "; ".join(map(str, errors)) if isinstance(errors, list) else ""
+        text = result or listed or (str(subtype) if failed else "")
+        return Note(text, "error" if failed else "message")
+    return None
+
+
+def note_codex(ev: Mapping[str, Any]) -> Note | None:
+    kind = ev.get("type")
+    if kind == "error":
+        message = str(ev.get("message", ""))
+        retry = _CODEX_RETRY.match(message)
+        if retry:
+            reason = retry.group(3)
+            text = f"API request failed ({reason}); retry {retry.group(1)} of {retry.group(2)}"
+            return Note(text, "retry", bool(_CODEX_PERMANENT.search(reason)))
+        return Note(message, "error")
+    if kind == "turn.failed":
+        err = ev.get("error")
+        return Note(str(err.get("message", "")) if isinstance(err, dict) else str(err), "error")
+    if kind == "item.completed" and isinstance(ev.get("item"), dict):
+        item = ev["item"]
+        if item.get("type") == "agent_message":
+            return Note(str(item.get("text", "")))
+        if item.get("type") == "error":
+            return Note(str(item.get("message", "")), "error")
+    return None
 
 
 def _int(value: Any) -> int:
@@ -141,7 +244,7 @@ def parse_claude_code(stdout: str) -> Trajectory:
             total = ev.get("total_cost_usd")
             if isinstance(total, (int, float)) and not isinstance(total, bool):
                 cost = float(total)
-            for k in ("subtype", "num_turns", "duration_ms"):
+            for k in ("subtype", "num_turns", "duration_ms", "api_error_status"):
                 if k in ev:
                     info[k] = ev[k]
             subtype = ev.get("subtype")
@@ -219,8 +322,10 @@ def parse_codex(stdout: str) -> Trajectory:
             else:
                 info["result"] = True
         elif kind == "error":
-            error = str(ev.get("message", ""))
-            steps.append(Step("error", error))
+            message = str(ev.get("message", ""))
+            steps.append(Step("error", message))
+            if not _CODEX_RETRY.match(message):  # "Reconnecting... 2/5 (...)" may still heal
+                error = message
     return Trajectory("codex", tuple(steps), answer, prompt, completion, None, error, info)
 
 
@@ -234,6 +339,7 @@ PRESETS: dict[str, Preset] = {
         config_env="CLAUDE_CONFIG_DIR",
         config_dir=".claude",
         parse=parse_claude_code,
+        note=note_claude_code,
     ),
     "codex": Preset(
         name="codex",
@@ -244,6 +350,8 @@ PRESETS: dict[str, Preset] = {
         config_env="CODEX_HOME",
         config_dir=".codex",
         parse=parse_codex,
+        note=note_codex,
+        stray_temp=("codex-daemon-{uid}",),
     ),
 }
 

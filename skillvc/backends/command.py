@@ -35,16 +35,23 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from skillvc.backends import children
 from skillvc.backends.base import CallRequest, CallResult, PackageFile
 from skillvc.config import ENV_REFERENCE, ModelConfig
-from skillvc.errors import BackendError, ConfigError, SkillDocumentError, redact
+from skillvc.errors import (
+    AuthenticationFailed,
+    BackendError,
+    ConfigError,
+    SkillDocumentError,
+    redact,
+)
 from skillvc.hashing import sha256_hex
 from skillvc.secrets import register_names, scrub
 from skillvc.skilldoc import SkillDocument
@@ -112,6 +119,15 @@ class AgentFailed(BackendError):
         self.returncode = returncode
         self.stderr_tail = stderr_tail
         self.timed_out = timed_out
+
+
+class AgentRefused(AgentFailed, AuthenticationFailed):
+    """The agent's API requests were refused for a reason retrying cannot fix (a bad key)."""
+
+    hint = (
+        "Check the key the agent gets through [target] env in skillvc.toml, and run "
+        "'skillvc doctor', which sends the agent one tiny prompt."
+    )
 
 
 def skill_name(skill_text: str) -> str:
@@ -191,10 +207,7 @@ class CommandBackend:
         return Path(self.config.command[0]).name
 
     def complete(self, request: CallRequest) -> CallResult:
-        with tempfile.TemporaryDirectory(
-            prefix="skillvc-task-", ignore_cleanup_errors=True
-        ) as scratch:
-            workdir = Path(scratch)
+        with children.tracked_dir(Path(tempfile.mkdtemp(prefix="skillvc-task-"))) as workdir:
             rel = self.config.skill_install_path.replace("{name}", skill_name(request.system))
             skill_path = workdir / rel
             if request.system.strip():
@@ -257,8 +270,10 @@ def start_process(
     stdin: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[str]:
-    """Start ``argv`` (no shell) with text pipes, in its own process group on POSIX."""
-    return subprocess.Popen(
+    """Start ``argv`` (no shell) with text pipes, in its own process group on POSIX, tracked
+    (``children``) so that a signal stopping skillvc ends it; nothing starts once one has."""
+    children.check_stopping()
+    proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=env,
@@ -271,17 +286,40 @@ def start_process(
         # Its own process group, so a timeout can kill the program and all its children.
         start_new_session=os.name == "posix",
     )
+    children.register_process(proc.pid)
+    return proc
 
 
-def communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) -> tuple[str, str]:
+def communicate(
+    proc: subprocess.Popen[str],
+    stdin: str | None,
+    timeout: float,
+    on_line: Callable[[str], bool] | None = None,
+) -> tuple[str, str]:
     """``proc.communicate`` that never leaves processes behind.
+
+    ``on_line`` sees each stdout line as it arrives (an agent's stream of events); when it
+    returns True the agent is stopped there (its group killed) and what it printed so far is
+    returned. With ``on_line``, a timeout's ``TimeoutExpired`` also carries the stdout read so
+    far (``output``): an agent's partial stream says why it was slow.
 
     On timeout the whole process group is killed and ``subprocess.TimeoutExpired`` is raised
     with the stderr read so far; if anything else interrupts the wait (Ctrl-C), the group is
     killed too. After a normal exit, children the program left running in its group (a
     daemon, a language server) are killed as well: they would outlive the task and its
-    scratch directory.
+    scratch directory. If a signal is stopping skillvc (``children``), the agent was killed
+    for that, not by its own fault: ``children.Interrupted`` is raised, never a result.
     """
+    try:
+        if on_line is not None:
+            return _communicate_lines(proc, stdin, timeout, on_line)
+        return _communicate(proc, stdin, timeout)
+    finally:
+        children.unregister_process(proc.pid)
+        children.check_stopping()
+
+
+def _communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) -> tuple[str, str]:
     try:
         stdout, stderr = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -303,13 +341,62 @@ def communicate(proc: subprocess.Popen[str], stdin: str | None, timeout: float) 
     return stdout or "", stderr or ""
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _communicate_lines(
+    proc: subprocess.Popen[str], stdin: str | None, timeout: float, on_line: Callable[[str], bool]
+) -> tuple[str, str]:
+    out: list[str] = []
+    err: list[str] = []
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.append(line)
+            if on_line(line):
+                _kill_group(proc)
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        for chunk in iter(lambda: proc.stderr.read(65536) if proc.stderr else "", ""):
+            err.append(chunk)
+
+    def feed() -> None:
+        try:
+            if proc.stdin is not None:
+                proc.stdin.write(stdin or "")
+                proc.stdin.close()
+        except (OSError, ValueError):
+            pass  # the agent exited (or was stopped) before reading all of it
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (pump_out, pump_err, feed)]
+    for t in threads:
+        t.start()
+
+    def drain() -> None:
+        # The group is dead, so the pipes close; a child that escaped the group may hold
+        # them open, and then what was read so far is all there is.
+        for t in threads[:2]:
+            t.join(5)
+
     try:
-        if os.name == "posix":
-            # Also after the leader was reaped: its id stays taken while any member of the
-            # group lives, and an empty group just gives ProcessLookupError.
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - non-POSIX
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass  # nothing left in the group
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        proc.wait()
+        drain()
+        raise subprocess.TimeoutExpired(
+            exc.cmd, exc.timeout, output="".join(out), stderr="".join(err)
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    _kill_group(proc)
+    drain()
+    return "".join(out), "".join(err)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    if os.name == "posix":
+        children.kill_group(proc.pid)
+    else:  # pragma: no cover - non-POSIX
+        proc.kill()

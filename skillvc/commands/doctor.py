@@ -14,7 +14,14 @@ from skillvc.output import echo_json, json_option, skill_option
 @click.command("doctor")
 @skill_option
 @json_option
-def command(skill: str | None, as_json: bool) -> None:
+@click.option(
+    "--no-agent-prompt",
+    "no_agent_prompt",
+    is_flag=True,
+    help="Do not send an agent CLI (claude-code, codex) its one tiny test prompt (a paid "
+    "request on a paid key); only its --version is checked.",
+)
+def command(skill: str | None, as_json: bool, no_agent_prompt: bool) -> None:
     """Check skillvc.toml, model credentials and reachability (one tiny call per model).
 
     Nothing is recorded or cached; keys are never printed. Exits 6 when a check fails.
@@ -23,7 +30,7 @@ def command(skill: str | None, as_json: bool) -> None:
     """
     from skillvc.doctor import diagnose
 
-    report = diagnose(".", skill)
+    report = diagnose(".", skill, agent_prompt=not no_agent_prompt)
     if as_json:
         echo_json(report.to_dict())
     else:
