@@ -7,6 +7,9 @@ whatever the thread, process or order. Knobs:
 
 - ``SKILLVC_SIM_LATENCY_MS``: sleep this long per call, so concurrency and resume can be
   exercised against realistic waits;
+- ``temperature`` > 0 on the target (``sim:support``): the stochastic mode, where each call
+  departs from the skill's rules with a probability set by the temperature and the true
+  accuracy of any skill is exact (``simworld.true_accuracy``);
 - ``SKILLVC_SIM_JOURNAL``: append each completed call's cache key to this file (tests use it to
   prove a resumed run makes no call twice).
 
@@ -83,6 +86,11 @@ class SimBackend:
     def _answer(self, request: CallRequest) -> str:
         """The simulated target: the world's answer to the task with the skill it was sent."""
         salt = f"{self.model}|{request.sample}"
+        temperature = float(request.params.get("temperature") or 0.0)
+        if self.world == "support" and temperature > 0:
+            # The stochastic mode: one draw per call, keyed by the call (simworld).
+            salt += f"|{request.params.get('seed')}"
+            return simworld.answer_stochastic(request.system, request.user, temperature, salt=salt)
         if self.world == "support-package":
             # The installed text files (a simulated agent runs no carried script).
             texts = [(f.path, f.text) for f in request.files if f.text is not None]

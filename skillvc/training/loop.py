@@ -38,7 +38,7 @@ from skillvc import prompts
 from skillvc.backends.pricing import cost_usd
 from skillvc.calls import CallFailed, RoleStats
 from skillvc.config import Config, override, parse_config_dict, validate, with_execution
-from skillvc.edits import ApplyResult, Unmatched
+from skillvc.edits import ApplyResult, Edit, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
 from skillvc.executors import make_executor
@@ -55,8 +55,18 @@ from skillvc.secrets import REDACTED, restore
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
-from skillvc.training import commits
-from skillvc.training.evaluate import Evaluator, GateResult, Rollout, gate, mean
+from skillvc.training import attribution, commits, significance
+from skillvc.training.attribution import Attribution
+from skillvc.training.commits import Honesty
+from skillvc.training.evaluate import (
+    Evaluator,
+    GateResult,
+    Rollout,
+    focus_items,
+    gate,
+    mean,
+    resample_gate,
+)
 from skillvc.training.optimize import (
     Merged,
     Proposal,
@@ -77,6 +87,7 @@ from skillvc.training.state import Edits, RunState
 from skillvc.workspace import Workspace
 
 SLOW_UPDATE_REGION = "slow-update"
+DEFAULT_CONFIDENCE = 0.8  # the gate's, with attribution on: one-sided alpha 0.2
 Usage = Mapping[str, RoleStats]
 
 
@@ -142,6 +153,9 @@ def train(
             )
         if unfinished is not None:
             snapshot = unfinished.payload["config"]
+            if "attribution" not in snapshot.get("train", {}):
+                # A run started before attribution existed resumes with the bundle gate it had.
+                snapshot = {**snapshot, "train": {**snapshot["train"], "attribution": False}}
             if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
                 snapshot = restore(snapshot, ws.config.to_dict())
             config = with_execution(parse_config_dict(snapshot, ws.root), ws.config)
@@ -219,6 +233,14 @@ class Trainer:
         # rejects: what a gate speculates on.
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
         self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
+        # The gate's confidence: as set, else 0.8 with attribution and 0 (any strict gain,
+        # the paper's gate) without.
+        self.confidence = effective_confidence(self.t)
+        # The alpha of each look of a test (more rounds of val only on a stochastic target).
+        stochastic = config.target.temperature > 0 and self.t.samples == 1
+        tests = self.t.attribution and self.t.gate_metric == "hard"
+        rounds = self.t.gate_rounds if stochastic and tests else 1
+        self.alphas = significance.look_alphas(significance.alpha_of(self.confidence), rounds)
 
     # The spine ---------------------------------------------------------------------------
 
@@ -304,6 +326,7 @@ class Trainer:
                 [_unmatched(u) for u in result.unmatched],
                 before,
                 package=result.package if isinstance(result, PackageApplyResult) else None,
+                bundle=result.applied,
             )
         else:
             reason = "no edit could be applied" if chosen else "no edits proposed"
@@ -439,25 +462,18 @@ class Trainer:
         *,
         gated: bool = True,
         package: SkillPackage | None = None,
+        bundle: Sequence[Edit] = (),
     ) -> str:
         """Gate a candidate, then commit it (accepted) or keep it under a rejected ref.
 
         ``candidate`` is the skill file; for a skill package, ``package`` is the whole
-        candidate (its SKILL.md is ``candidate``)."""
+        candidate (its SKILL.md is ``candidate``). ``bundle``: the applied edits, which
+        attribution (``[train] attribution``) takes apart when the candidate passes."""
         s = self.state
+        credit: Attribution | None = None
         if s.package is not None and package is None:  # a slow update: only SKILL.md changed
             package = s.package.with_file(SKILL_FILE, candidate.render())
-        if package is None:
-            candidate_text = candidate.render().decode("utf-8")
-            files = {self.relpath: candidate.render()}
-        else:
-            assert s.package is not None
-            candidate_text = package.bundle()
-            files = {
-                package.repo_path(name): raw
-                for name, raw in package.files.items()
-                if s.package.files.get(name) != raw
-            }
+        candidate_text, files = self.files_of(candidate, package)
         self.phase = (
             f"the gate of step {s.step}"
             if kind == "step"
@@ -482,9 +498,21 @@ class Trainer:
                     metric=self.t.gate_metric,
                     early_stop=self.t.early_stop,
                     chunk=self.t.workers,
-                    confidence=self.t.gate_confidence,
+                    confidence=1 - self.alphas[0] if self.t.attribution else self.confidence,
+                    sequential=self.t.attribution and len(self.alphas) == 1,
+                )
+                val, alphas = self.ctx.val, self.alphas
+                result = resample_gate(
+                    self.evaluator, s.skill, candidate_text, val, result, alphas=alphas
                 )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
+            if result.decision == "accepted" and self.t.attribution and len(bundle) > 1:
+                credit = self.attribute(name, bundle, candidate_text, result)
+                if credit.dropped:
+                    candidate, package = credit.document, credit.package
+                    candidate_text, files = self.files_of(candidate, package)
+                    edits = [e.to_dict() for e in credit.kept]
+                    result = credit.result
         decision = result.decision if result else "forced"
         gate_event = self.log.emit(
             "gate",
@@ -496,6 +524,7 @@ class Trainer:
                 "current": self.store.put_blob(s.skill),
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
+                **({"attribution": credit.payload()} if credit is not None else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
                 **({"files": sorted(files)} if package is not None else {}),
@@ -506,20 +535,24 @@ class Trainer:
                 ),
             },
         )
+        honesty = self.honest(result, credit)
         sha = commits.commit(
             self.repo,
             self.log,
             gate_id=gate_event.id,
             files=files,
             version=candidate_text,
-            text=commits.message(self.evidence(kind, epoch, lr, edits, result, before)),
+            text=commits.message(self.evidence(kind, epoch, lr, edits, result, before), honesty),
             accepted=decision != "rejected",
             parent=s.head,
             step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
             skill=self.config.skill_name,
             fresh=not self.ctx.resumed,
             branch=self.branch_ref,
+            significance_trailer=honesty.trailer() if honesty is not None else None,
         )
+        if credit is not None and credit.dropped:
+            s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
         if decision == "rejected":
             s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
         else:
@@ -533,6 +566,11 @@ class Trainer:
                 s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
         if result is None:
             return f"forced (ungated), val {_fmt(s.current_val)}"
+        if honesty is not None:
+            return f"{self.verdict_line(result)} ({honesty.summary()})"
+        return self.verdict_line(result)
+
+    def verdict_line(self, result: GateResult) -> str:
         if result.early_stopped:
             # The mean over the items evaluated (those the current skill fails come first) says
             # little; the best mean the candidate could still have reached is what decided.
@@ -542,7 +580,110 @@ class Trainer:
             )
         else:
             after = _fmt(result.after)
-        return f"val {_fmt(result.before)} -> {after} {decision}"
+        return f"val {_fmt(result.before)} -> {after} {result.decision}"
+
+    def files_of(
+        self, candidate: SkillDocument, package: SkillPackage | None
+    ) -> tuple[str, dict[str, bytes]]:
+        """A candidate's identity text and the repository files its commit writes."""
+        if package is None:
+            return candidate.render().decode("utf-8"), {self.relpath: candidate.render()}
+        assert self.state.package is not None
+        files = {
+            package.repo_path(name): raw
+            for name, raw in package.files.items()
+            if self.state.package.files.get(name) != raw
+        }
+        return package.bundle(), files
+
+    def attribute(
+        self, name: str, bundle: Sequence[Edit], candidate_text: str, result: GateResult
+    ) -> Attribution:
+        """Take apart a bundle that passed the gate (``training/attribution.py``): drop the
+        edits that do not earn their place, then gate what is left against the current skill."""
+        s, t = self.state, self.t
+        alpha = significance.alpha_of(self.confidence)
+        credit = Attribution(list(bundle), list(bundle), [], alpha, result)
+        text = candidate_text
+        document: SkillDocument | None = None
+        package: SkillPackage | None = None
+        focus = None
+        if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
+            focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
+        total = len(self.ctx.val) * len(bundle) * t.samples
+        with self.progress.stage(f"{name} attribution", total):
+            for edit in reversed(bundle):  # the least supported edit first
+                if len(credit.kept) == 1:
+                    break  # the last edit's test is the gate of the pruned candidate
+                rest = [e for e in credit.kept if e is not edit]
+                applied = self.apply_quietly(rest)
+                if len(applied.applied) != len(rest):
+                    continue  # another kept edit needs this one (an anchor it wrote): keep it
+                doc = applied.document
+                pkg = applied.package if isinstance(applied, PackageApplyResult) else None
+                without, _ = self.files_of(doc, pkg)
+                test = attribution.compare(
+                    self.evaluator,
+                    text,
+                    without,
+                    self.ctx.val,
+                    metric=t.gate_metric,
+                    alphas=self.alphas,
+                    chunk=t.workers,
+                    early_stop=t.early_stop,
+                    edit=edit.to_dict(),
+                    focus=focus,
+                )
+                credit.tests.append(test)
+                if test.outcome != attribution.KEPT:
+                    credit.kept, text, document, package = rest, without, doc, pkg
+        if credit.dropped:
+            assert document is not None
+            with self.stage(f"{name} gate of the kept edits", [(text, self.ctx.val, "val")]):
+                credit.result = gate(
+                    self.evaluator,
+                    s.skill,
+                    text,
+                    self.ctx.val,
+                    metric=t.gate_metric,
+                    early_stop=t.early_stop,
+                    chunk=t.workers,
+                    confidence=1 - self.alphas[0],
+                    sequential=len(self.alphas) == 1,
+                )
+                credit.result = resample_gate(
+                    self.evaluator, s.skill, text, self.ctx.val, credit.result, alphas=self.alphas
+                )
+            s.calls_saved += credit.result.calls_saved * t.samples
+            credit.text, credit.document, credit.package = text, document, package
+        return credit
+
+    def apply_quietly(self, edits: Sequence[Edit]) -> ApplyResult | PackageApplyResult:
+        """``apply`` without its events: attribution's versions of the candidate."""
+        max_bytes, describe = self.config.skill.max_bytes, self.t.train_description
+        if self.state.package is None:
+            return apply_selected(
+                self.state.doc, edits, self.relpath, max_bytes=max_bytes, describe=describe
+            )
+        return apply_selected_package(
+            self.state.package, edits, max_bytes=max_bytes, describe=describe
+        )
+
+    def honest(self, result: GateResult | None, credit: Attribution | None) -> Honesty | None:
+        """How sure the decision is, in numbers and words (None: the paper's bundle gate,
+        whose messages stay as they were)."""
+        if not self.t.attribution or result is None:
+            return None
+        return Honesty(
+            alpha=significance.alpha_of(self.confidence),
+            p_value=result.p_value,
+            test=result.test,
+            decision=result.decision,
+            edits=tuple(
+                (t.edit, t.outcome, t.up, t.down, t.n, t.p_value)
+                for t in (credit.tests if credit is not None else [])
+            ),
+        )
 
     def slow_update(self, epoch: int, epoch_start_skill: str) -> None:
         s = self.state
@@ -857,7 +998,7 @@ class Trainer:
             lost=result.lost if result else [],
             p_value=result.p_value if result else None,
             test=result.test if result else None,
-            confidence=self.t.gate_confidence,
+            confidence=self.confidence,
             run_id=self.ctx.run_id,
             step=self.state.step if kind == "step" else None,
             epoch=epoch,
@@ -958,6 +1099,13 @@ class Trainer:
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
             f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s elapsed"
         )
+
+
+def effective_confidence(t: Any) -> float:
+    """``[train] gate_confidence`` as the gate uses it (unset: by ``attribution``)."""
+    if t.gate_confidence is not None:
+        return float(t.gate_confidence)
+    return DEFAULT_CONFIDENCE if t.attribution else 0.0
 
 
 def _unmatched(miss: Unmatched) -> dict[str, Any]:

@@ -73,5 +73,12 @@ class RunState:
             self.rejected += 1
         self.epoch_rejected.extend(rejected)
 
+    def drop(self, dropped: Edits, buffer_size: int, bundle_size: int) -> None:
+        """Edits attribution took out of a passing bundle: into the rejected buffer with their
+        evidence, as edits rejected inside a bundle (the step itself is not counted here)."""
+        entries = [{**e, "candidate_size": bundle_size} for e in dropped]
+        self.buffer = (self.buffer + entries)[-buffer_size:] if buffer_size > 0 else []
+        self.epoch_rejected.extend(entries)
+
     def new_epoch(self) -> None:
         self.epoch_accepted, self.epoch_rejected = [], []
