@@ -158,8 +158,11 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     # Evidence-based use of the buffer: an edit that was rejected is proposed again only when
     # it was rejected inside a bundle (never on its own) and this minibatch gives it at least
     # two supporting failures.
-    rejected_alone = {_sig(e) for e in rejected if e.get("candidate_size", 1) <= 1}
-    rejected_any = {_sig(e) for e in rejected}
+    # An edit whose test was inconclusive (it did better, within noise) is not evidence
+    # against it: it may be proposed again like any other.
+    refuted = [e for e in rejected if not e.get("inconclusive")]
+    rejected_alone = {_sig(e) for e in refuted if e.get("candidate_size", 1) <= 1}
+    rejected_any = {_sig(e) for e in refuted}
     avoid = [line[6:].strip().lower() for line in meta.splitlines() if line.startswith("AVOID:")]
 
     proposals: list[dict[str, Any]] = []
@@ -281,7 +284,7 @@ def _meta_update(prompt: str) -> str:
     """Notes from evidence: edits rejected on their own, or twice, are marked AVOID."""
     return simworld.meta_notes(
         section(prompt, "previous_notes"),
-        _load(prompt, "rejected_edits"),
+        [e for e in _load(prompt, "rejected_edits") if not e.get("inconclusive")],
         _load(prompt, "accepted_edits"),
         _sig,
         lambda edit: "",

@@ -183,6 +183,8 @@ class Attribution:
                 "decision": "dropped",
                 "dropped_as": t.outcome,
                 "evidence": {"up": t.up, "down": t.down, "n": t.n, "p_value": t.p_value},
+                # More wins than losses, not significant: not enough for it, not against it.
+                "inconclusive": t.up > t.down,
             }
             for t in self.dropped
         ]

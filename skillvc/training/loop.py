@@ -554,7 +554,12 @@ class Trainer:
         if credit is not None and credit.dropped:
             s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
         if decision == "rejected":
-            s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
+            s.reject(
+                edits,
+                self.t.rejected_buffer_size,
+                slow=kind != "step",
+                evidence=rejection_evidence(result, self.alphas) if self.t.attribution else None,
+            )
         else:
             self.waste(speculation, gate_event)
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
@@ -1099,6 +1104,19 @@ class Trainer:
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
             f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s elapsed"
         )
+
+
+def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> dict[str, Any]:
+    """What the rejected buffer says of a rejected candidate's edits: its paired counts and
+    p-value, and ``inconclusive`` when it did better than the current skill without that
+    being significant (so not evidence against its edits, only not enough for them)."""
+    if result is None:
+        return {}
+    up, down = result.discordant or (len(result.gained), len(result.lost))
+    return {
+        "evidence": {"up": up, "down": down, "p_value": result.p_value},
+        "inconclusive": not result.early_stopped and up > down,
+    }
 
 
 def effective_confidence(t: Any) -> float:

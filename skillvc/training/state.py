@@ -60,11 +60,22 @@ class RunState:
             self.accepted += 1
         self.epoch_accepted.extend(edits)
 
-    def reject(self, edits: Edits, buffer_size: int, *, slow: bool = False) -> None:
+    def reject(
+        self,
+        edits: Edits,
+        buffer_size: int,
+        *,
+        slow: bool = False,
+        evidence: dict[str, Any] | None = None,
+    ) -> None:
         # Only facts a full and an early-stopped gate agree on enter the buffer, so early
         # stopping never changes what later reflections see; candidate_size tells the optimizer
         # whether an edit failed on its own or inside a bundle.
-        rejected = [{**e, "decision": "rejected", "candidate_size": len(edits)} for e in edits]
+        # With attribution, ``evidence`` (paired counts, p-value, inconclusive) goes with them.
+        rejected = [
+            {**e, "decision": "rejected", "candidate_size": len(edits), **(evidence or {})}
+            for e in edits
+        ]
         # Not [-buffer_size:] alone: [-0:] is the whole list, so a size of 0 kept everything.
         self.buffer = (self.buffer + rejected)[-buffer_size:] if buffer_size > 0 else []
         if slow:
