@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -472,6 +473,13 @@ class BlameLine:
     val_before: float | None
     val_after: float | None
     author: str
+    # The edit that wrote the line and its own evidence: its gain and p-value from
+    # attribution's test, or the gate's when the candidate had that one edit (or it was the
+    # last one standing, whose test is the gate).
+    edit: str | None = None
+    edit_gain: float | None = None
+    p_value: float | None = None
+    verdict: str | None = None
 
     @property
     def human(self) -> bool:
@@ -495,6 +503,10 @@ class BlameLine:
             "val_before": self.val_before,
             "val_after": self.val_after,
             "val_gain": gain,
+            "edit": self.edit,
+            "edit_gain": self.edit_gain,
+            "p_value": self.p_value,
+            "verdict": self.verdict,
         }
 
 
@@ -502,6 +514,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
     """Each line of the skill with the commit that introduced it and the gate behind it."""
     lines = repo.blame(relpath, rev)
     info: dict[str, tuple[Any, ...]] = {}
+    gates: dict[str, Any] = {}
     for sha, _ in lines:
         if sha in info:
             continue
@@ -520,6 +533,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
         author = repo.git_repo.git.log("-1", "--format=%an", sha)
         if gate is not None:
             p = gate.payload
+            gates[sha] = p
             info[sha] = (
                 run,
                 gate.step,
@@ -530,7 +544,66 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
             )
         else:
             info[sha] = (run, None, None, None, None, author)
-    return [BlameLine(i + 1, text, sha, *info[sha]) for i, (sha, text) in enumerate(lines)]
+    out = []
+    for i, (sha, text) in enumerate(lines):
+        evidence = line_evidence(gates[sha], text) if sha in gates else (None, None, None, None)
+        edit, gain, p_value, words = evidence
+        run, step, kind, before, after, author = info[sha]
+        out.append(
+            BlameLine(
+                i + 1,
+                text,
+                sha,
+                run,
+                step,
+                kind,
+                before,
+                after,
+                author,
+                edit=edit,
+                edit_gain=gain,
+                p_value=p_value,
+                verdict=words,
+            )
+        )
+    return out
+
+
+def line_evidence(
+    payload: Mapping[str, Any], text: str
+) -> tuple[str | None, float | None, float | None, str | None]:
+    """(edit id, its gain, its p-value, the verdict) for the line ``text`` a gate's commit
+    wrote: the edit whose content holds the line, and that edit's own test."""
+    from skillvc.history import gate_alpha, verdict
+
+    line = " ".join(text.split())
+    edits = list(payload.get("edits", []))
+    edit = next(
+        (
+            e
+            for e in edits
+            if line
+            and any(line == " ".join(c.split()) for c in (e.get("content") or "").splitlines())
+        ),
+        None,
+    )
+    before, after = payload.get("before", {}).get("mean"), payload.get("after", {}).get("mean")
+    gate_gain = None if before is None or after is None else after - before
+    if edit is None:
+        return (
+            None,
+            gate_gain,
+            payload.get("p_value"),
+            verdict(payload.get("p_value"), gate_alpha(payload)),
+        )
+    tests = {t["edit"]: t for t in (payload.get("attribution") or {}).get("tests", [])}
+    test = tests.get(edit.get("id"))
+    if test is None or len(edits) == 1:
+        p_value = payload.get("p_value")
+        gain = gate_gain if test is None or len(edits) == 1 else test.get("gain")
+    else:
+        p_value, gain = test.get("p_value"), test.get("gain")
+    return edit.get("id"), gain, p_value, verdict(p_value, gate_alpha(payload))
 
 
 __all__ = ["BlameLine", "LogEntry", "blame", "known_scores", "render_markdown", "run_report"]

@@ -42,11 +42,9 @@ class EditTest:
     p_value: float
     outcome: str  # kept | neutral | harmful
     rounds: int = 1  # passes over val (more on a stochastic target when undecided)
-
-    @property
-    def gain(self) -> float | None:
-        """The edit's net gain in accuracy over the items compared."""
-        return (self.up - self.down) / self.n if self.n else None
+    # The edit's estimated gain in val accuracy: net wins per val item and round (on a
+    # stochastic target the other val items are taken to gain nothing).
+    gain: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +57,7 @@ class EditTest:
             "p_value": self.p_value,
             "outcome": self.outcome,
             "rounds": self.rounds,
+            "gain": self.gain,
         }
 
     def sentence(self, alpha: float) -> str:
@@ -93,7 +92,7 @@ def compare(
     both versions in every round (rounds 1, 2, ...): the candidate's first-round answers are
     the ones that passed the gate, a selection that would favour keeping every edit."""
     if focus is not None:
-        return _fresh(evaluator, with_edit, without_edit, focus, metric, alphas, edit)
+        return _fresh(evaluator, with_edit, without_edit, focus, metric, alphas, edit, len(val))
     full = {r.item_id: r for r in evaluator.run(with_edit, val, "val")}
     scored = [it for it in val if full[it.id].ok]
 
@@ -130,7 +129,8 @@ def compare(
                 break
     p = significance.sign_test_p(up, down)
     outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
-    return EditTest(edit, up, down, len(scored), done, early, p, outcome)
+    gain = (up - down) / len(scored) if scored else None
+    return EditTest(edit, up, down, len(scored), done, early, p, outcome, gain=gain)
 
 
 def _fresh(
@@ -141,6 +141,7 @@ def _fresh(
     metric: str,
     alphas: Sequence[float],
     edit: dict[str, Any],
+    val_size: int,
 ) -> EditTest:
     """``compare`` on ``focus`` with fresh draws, one look per round (see ``compare``)."""
     up = down = 0
@@ -153,7 +154,10 @@ def _fresh(
             break
     p = significance.sign_test_p(up, down)
     outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
-    return EditTest(edit, up, down, len(focus), len(focus) * rounds, False, p, outcome, rounds)
+    gain = (up - down) / (val_size * rounds) if val_size else None
+    return EditTest(
+        edit, up, down, len(focus), len(focus) * rounds, False, p, outcome, rounds, gain
+    )
 
 
 @dataclass
@@ -194,6 +198,7 @@ class Attribution:
         return {
             "alpha": self.alpha,
             "bundle": [e.id for e in self.bundle],
+            "bundle_edits": [e.to_dict() for e in self.bundle],
             "kept": [e.id for e in self.kept],
             "tests": [t.to_dict() for t in self.tests],
             "bundle_gate": {

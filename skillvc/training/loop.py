@@ -525,6 +525,7 @@ class Trainer:
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
                 **({"attribution": credit.payload()} if credit is not None else {}),
+                **({"alpha": self.alphas[-1]} if self.t.attribution and result else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
                 **({"files": sorted(files)} if package is not None else {}),

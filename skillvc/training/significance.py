@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import math
 
+# The alpha a gain is judged at where the gate recorded none (the paper's bundle gate, which
+# accepts any strict gain): ``report``'s threshold for "not significant".
+REVIEW_ALPHA = 0.1
+
 SIGNIFICANT = "significant"
 WITHIN_NOISE = "within noise"
 UNTESTED = "not tested"
