@@ -296,6 +296,15 @@ def _summary_lines(summary: Any) -> list[str]:
         f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
         f"{summary.calls_saved_by_early_stop} calls",
     ]
+    for gain in getattr(summary, "gains", []):
+        what = f"step {gain['step']}" if isinstance(gain["step"], int) else str(gain["step"])
+        p = "" if gain["p_value"] is None else f"p = {gain['p_value']:.3g}, "
+        dropped = (
+            f"; {gain['dropped']} edit(s) dropped by attribution, {gain['kept']} kept"
+            if gain["dropped"]
+            else ""
+        )
+        lines.append(f"accepted {what}: {p}{gain['verdict']} (alpha {gain['alpha']:.2g}){dropped}")
     from skillvc.runs import cache_text
 
     cache = cache_text(

@@ -120,6 +120,9 @@ class RunSummary:
     # Calls that reached a model for rollouts started while a gate ran, which the gate's
     # acceptance made useless (speculation on rejection; not part of ``calls``).
     speculation_wasted_calls: int = 0
+    # Each accepted (or forced) candidate and how sure its gain is: label, p-value, verdict,
+    # edits kept and dropped by attribution.
+    gains: list[dict[str, Any]] = field(default_factory=list)
 
 
 def train(
@@ -236,6 +239,7 @@ class Trainer:
         # The gate's confidence: as set, else 0.8 with attribution and 0 (any strict gain,
         # the paper's gate) without.
         self.confidence = effective_confidence(self.t)
+        self.gains: list[dict[str, Any]] = []  # see RunSummary.gains
         # The alpha of each look of a test (more rounds of val only on a stochastic target).
         stochastic = config.target.temperature > 0 and self.t.samples == 1
         tests = self.t.attribution and self.t.gate_metric == "hard"
@@ -563,6 +567,20 @@ class Trainer:
             )
         else:
             self.waste(speculation, gate_event)
+            alpha = self.alphas[-1] if self.t.attribution else significance.REVIEW_ALPHA
+            p_value = result.p_value if result else None
+            self.gains.append(
+                {
+                    "step": s.step if kind == "step" else f"epoch {epoch} slow update",
+                    "p_value": p_value,
+                    "alpha": alpha,
+                    "verdict": "ungated"
+                    if result is None
+                    else significance.verdict(p_value, alpha),
+                    "kept": len(edits),
+                    "dropped": len(credit.dropped) if credit is not None else 0,
+                }
+            )
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
@@ -816,6 +834,7 @@ class Trainer:
             slow_updates_accepted=s.slow_accepted,
             slow_updates_rejected=s.slow_rejected,
             speculation_wasted_calls=self.ahead.wasted_calls(),
+            gains=self.gains,
         )
         self.log.emit(
             "run.finished",
