@@ -87,7 +87,6 @@ from skillvc.training.state import Edits, RunState
 from skillvc.workspace import Workspace
 
 SLOW_UPDATE_REGION = "slow-update"
-DEFAULT_CONFIDENCE = 0.8  # the gate's, with attribution on: one-sided alpha 0.2
 Usage = Mapping[str, RoleStats]
 
 
@@ -238,7 +237,7 @@ class Trainer:
         self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
         # The gate's confidence: as set, else 0.8 with attribution and 0 (any strict gain,
         # the paper's gate) without.
-        self.confidence = effective_confidence(self.t)
+        self.confidence = significance.effective_confidence(self.t)
         self.gains: list[dict[str, Any]] = []  # see RunSummary.gains
         # The alpha of each look of a test (more rounds of val only on a stochastic target).
         stochastic = config.target.temperature > 0 and self.t.samples == 1
@@ -1137,13 +1136,6 @@ def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> di
         "evidence": {"up": up, "down": down, "p_value": result.p_value},
         "inconclusive": not result.early_stopped and up > down,
     }
-
-
-def effective_confidence(t: Any) -> float:
-    """``[train] gate_confidence`` as the gate uses it (unset: by ``attribution``)."""
-    if t.gate_confidence is not None:
-        return float(t.gate_confidence)
-    return DEFAULT_CONFIDENCE if t.attribution else 0.0
 
 
 def _unmatched(miss: Unmatched) -> dict[str, Any]:

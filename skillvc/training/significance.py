@@ -28,6 +28,7 @@ the same answers again, which is why it gets one round only.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 # The alpha a gain is judged at where the gate recorded none (the paper's bundle gate, which
 # accepts any strict gain): ``report``'s threshold for "not significant".
@@ -101,6 +102,16 @@ def smallest_detectable_gain(n: int, alpha: float) -> float | None:
     is too small for any change to be significant."""
     k = wins_needed(alpha)
     return None if n < k else k / n
+
+
+DEFAULT_CONFIDENCE = 0.8  # the gate's with attribution on: one-sided alpha 0.2
+
+
+def effective_confidence(t: Any) -> float:
+    """``[train] gate_confidence`` as the gate uses it (unset: by ``attribution``)."""
+    if t.gate_confidence is not None:
+        return float(t.gate_confidence)
+    return DEFAULT_CONFIDENCE if t.attribution else 0.0
 
 
 def alpha_of(confidence: float) -> float:
