@@ -187,8 +187,11 @@ class Attribution:
                 "decision": "dropped",
                 "dropped_as": t.outcome,
                 "evidence": {"up": t.up, "down": t.down, "n": t.n, "p_value": t.p_value},
-                # More wins than losses, not significant: not enough for it, not against it.
-                "inconclusive": t.up > t.down,
+                # Not significantly worse without it: not enough for the edit, but no
+                # evidence against it either (only a significant loss refutes it).
+                "inconclusive": not significance.significant(
+                    significance.sign_test_p(t.down, t.up), self.alpha
+                ),
             }
             for t in self.dropped
         ]

@@ -1127,14 +1127,15 @@ class Trainer:
 
 def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> dict[str, Any]:
     """What the rejected buffer says of a rejected candidate's edits: its paired counts and
-    p-value, and ``inconclusive`` when it did better than the current skill without that
-    being significant (so not evidence against its edits, only not enough for them)."""
+    p-value, and ``inconclusive`` unless it did significantly worse than the current skill
+    (a candidate within noise is no evidence against its edits, only not enough for them)."""
     if result is None:
         return {}
     up, down = result.discordant or (len(result.gained), len(result.lost))
+    worse = significance.significant(significance.sign_test_p(down, up), alphas[-1])
     return {
         "evidence": {"up": up, "down": down, "p_value": result.p_value},
-        "inconclusive": not result.early_stopped and up > down,
+        "inconclusive": not worse,
     }
 
 
