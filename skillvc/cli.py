@@ -343,7 +343,14 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option(
     "--gate-confidence",
     type=click.FloatRange(0, 1, max_open=True),
-    help="Also require a significant gain, e.g. 0.9 [0: strict improvement only].",
+    help="Confidence a gain must reach, e.g. 0.9 [0.8 with attribution, else 0].",
+)
+@click.option(
+    "--no-attribution",
+    "attribution",
+    flag_value=False,
+    default=None,
+    help="The paper's bundle gate: commit a passing candidate's edits as a whole.",
 )
 @click.option("--workers", type=POSITIVE, help="Model calls in flight at once [16].")
 @click.option("--seed", type=int, help="Shuffling seed [42].")

@@ -150,7 +150,8 @@ def _fresh(
         u, d = paired_counts(evaluator, with_edit, without_edit, focus, metric=metric, round=r)
         up, down, rounds = up + u, down + d, r
         keep = significance.significant(significance.sign_test_p(up, down), alpha)
-        if keep or up <= down:
+        # Futile: worse without the edit, or (after a second round) no better.
+        if keep or up < down or (up == down and r > 1):
             break
     p = significance.sign_test_p(up, down)
     outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)

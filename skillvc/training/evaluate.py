@@ -335,6 +335,7 @@ def gate(
     chunk: int,
     confidence: float = 0.0,
     sequential: bool = False,
+    current_round: int = 0,
 ) -> GateResult:
     """Candidate vs current on val: accept only a strict improvement of the paired mean.
 
@@ -346,7 +347,9 @@ def gate(
     for the same reason. (A certain acceptance is still evaluated in full: the candidate
     becomes the current skill, whose scores the next gate needs anyway.)
     """
-    cur = {r.item_id: r for r in evaluator.run(current, val, "val")}
+    # ``current_round``: which draws of a stochastic target stand for the current skill (not
+    # the ones that got it accepted, which are biased in its favour).
+    cur = {r.item_id: r for r in evaluator.run(current, val, "val", current_round)}
     cand: dict[str, Rollout] = {}
 
     def score(it: TaskItem) -> float | None:
@@ -474,7 +477,7 @@ def more_rounds(
         up, down = up + u, down + d
         if significance.significant(significance.sign_test_p(up, down), alphas[r]):
             return up, down, r + 1, True
-        if up <= down:
+        if up < down or (up == down and r > 1):
             return up, down, r + 1, False
     return up, down, len(alphas), False
 

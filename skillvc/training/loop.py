@@ -244,6 +244,11 @@ class Trainer:
         tests = self.t.attribution and self.t.gate_metric == "hard"
         rounds = self.t.gate_rounds if stochastic and tests else 1
         self.alphas = significance.look_alphas(significance.alpha_of(self.confidence), rounds)
+        # The round of val draws that stands for the current skill in its gates: the seed's
+        # first; an accepted candidate's on a stochastic target, a fresh one (its first-round
+        # draws got it accepted: they are the lucky ones, and would make every later
+        # candidate look worse than it is).
+        self.current_round = 0
 
     # The spine ---------------------------------------------------------------------------
 
@@ -503,6 +508,7 @@ class Trainer:
                     chunk=self.t.workers,
                     confidence=1 - self.alphas[0] if self.t.attribution else self.confidence,
                     sequential=self.t.attribution and len(self.alphas) == 1,
+                    current_round=self.current_round,
                 )
                 val, alphas = self.ctx.val, self.alphas
                 result = resample_gate(
@@ -583,10 +589,14 @@ class Trainer:
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
+            if result is not None and len(self.alphas) > 1:
+                self.current_round = len(self.alphas)  # fresh draws: see __init__
             with self.stage(
                 f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
             ):
-                s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
+                s.current_val = self.mean_of(
+                    self.evaluator.run(s.skill, self.ctx.val, "val", self.current_round)
+                )
         if result is None:
             return f"forced (ungated), val {_fmt(s.current_val)}"
         if honesty is not None:
@@ -673,6 +683,7 @@ class Trainer:
                     chunk=t.workers,
                     confidence=1 - self.alphas[0],
                     sequential=len(self.alphas) == 1,
+                    current_round=self.current_round,
                 )
                 credit.result = resample_gate(
                     self.evaluator, s.skill, text, self.ctx.val, credit.result, alphas=self.alphas
