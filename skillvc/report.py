@@ -154,18 +154,19 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
 P_WARN = 0.1
 
 
-def p_text(p_value: float | None, decision: str | None) -> str:
+def p_text(p_value: float | None, decision: str | None, alpha: float = P_WARN) -> str:
     """``p = 0.50 ⚠ not significant`` for an accepted gate above ``P_WARN``; "" when untested."""
     if p_value is None:
         return ""
     text = f"p = {p_value:.2f}" if p_value >= 0.01 else f"p = {p_value:.1e}"
-    if decision in ("accepted", "forced") and p_value > P_WARN:
+    # ``alpha``: the gate's own, where it recorded one (attribution), else P_WARN.
+    if decision in ("accepted", "forced") and p_value > alpha + 1e-12:
         text += " ⚠ not significant"
     return text
 
 
 def _p_suffix(step: dict[str, Any]) -> str:
-    text = p_text(step.get("p_value"), step["decision"])
+    text = p_text(step.get("p_value"), step["decision"], step.get("alpha") or P_WARN)
     return f", {text}" if text else ""
 
 
@@ -386,7 +387,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
             f"{icon.get(s['decision'], s['decision'])} | "
             f"{_arrow(s['val_before'], s['val_after'], s)} | "
-            f"{p_text(s.get('p_value'), s['decision']) or '–'} | {len(s['edits'])} | {commit} |"
+            f"{p_text(s.get('p_value'), s['decision'], s.get('alpha') or P_WARN) or '–'} | "
+            f"{len(s['edits'])} | {commit} |"
         )
     if not report["steps"]:  # a table of headers alone reads as a rendering fault
         out[-2:] = ["No step has run yet."]
