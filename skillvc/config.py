@@ -122,7 +122,7 @@ class TrainConfig:
     attribution: bool = True
     # Attribution on a stochastic target ([target] temperature > 0): passes over val a test may
     # run when the first leaves it undecided (fresh draws, pooled; training/significance.py).
-    gate_rounds: int = 5
+    gate_rounds: int = 3
     workers: int = 16
     seed: int = 42
     buffer: bool = True
