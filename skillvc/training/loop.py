@@ -234,6 +234,7 @@ class Trainer:
         # (items, split) the loop runs next with the current skill if the gate in progress
         # rejects: what a gate speculates on.
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
+        self.epoch_start = ""  # the skill the current epoch started with
         self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
         # The gate's confidence: as set, else 0.8 with attribution and 0 (any strict gain,
         # the paper's gate) without.
@@ -287,7 +288,7 @@ class Trainer:
             self.project()
             self.prefetch_start()  # sent already, unless the projection could stop the run
             for epoch in range(1, self.t.epochs + 1):
-                epoch_start_skill = self.state.skill
+                epoch_start_skill = self.epoch_start = self.state.skill
                 self.prefetch_epoch_start(epoch)
                 batches = self.batches(epoch)
                 for i, batch in enumerate(batches):
@@ -571,6 +572,14 @@ class Trainer:
                 evidence=rejection_evidence(result, self.alphas) if self.t.attribution else None,
             )
         else:
+            if speculation and kind == "step" and s.skill == self.epoch_start:
+                # The epoch's slow update still runs the epoch-start skill (this one) on the
+                # slow items: rollouts sent ahead for them are used, not wasted.
+                speculation = [
+                    b
+                    for b, (items, _) in zip(speculation, self.upcoming, strict=True)
+                    if items is not self.slow_items
+                ]
             self.waste(speculation, gate_event)
             alpha = self.alphas[-1] if self.t.attribution else significance.REVIEW_ALPHA
             p_value = result.p_value if result else None
