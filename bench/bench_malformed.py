@@ -11,8 +11,9 @@ full device, a read-only .skillvc/) - and classifies the outcome:
     clean      a documented exit code, one "Error: ..." line, a "Hint:" line (or click's
                "Try ... for help" for a usage error, exit 2), no traceback
     unclear    an error exit without a hint, or with several error lines
-    accepted   exit 0: the bad input went through
+    accepted   exit 0: the bad input went through (for a case marked valid: clean)
     crash      exit 70, a traceback, or an exception that escaped the CLI
+    hang       still running after the case's timeout (60 s): killed, or interrupted in process
 
 and, independently, **data lost**: after the failed command the skill file, skillvc.toml,
 HEAD or a git ref changed, or the event log lost events or fails SQLite's integrity check.
@@ -28,6 +29,8 @@ import json
 import os
 import random
 import shutil
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -44,6 +47,8 @@ CONFIG = "skillvc.toml"
 DB = ".skillvc/events.db"
 DOCUMENTED_EXIT_CODES = {1, 2, 3, 4, 5, 6, 7}
 CRASH_EXIT_CODE = 70
+CASE_TIMEOUT_S = 60.0  # a case still running after this is a hang
+ERROR_LINE_MAX = 1200  # an Error: line longer than this echoes input it should have cut
 
 Setup = Callable[[Path], None]
 
@@ -57,13 +62,15 @@ class Case:
     stdout_path: str | None = None  # with process: send stdout here (e.g. /dev/full)
     unprivileged: bool = False  # with process: drop root's file-permission override
     stdin: bytes | None = None
+    valid: bool = False  # the input is fine (a BOM, a clean PR): exit 0 is the right answer
+    timeout_s: float = CASE_TIMEOUT_S
 
 
 @dataclass
 class Outcome:
     case: Case
     exit_code: int
-    kind: str  # clean | unclear | accepted | crash
+    kind: str  # clean | unclear | accepted | crash | hang
     data_lost: list[str] = field(default_factory=list)
     stderr: str = ""
 
@@ -763,6 +770,271 @@ def repo_state_cases() -> list[Case]:
     ]
 
 
+# -- issue 23: odd files, a damaged log, misleading messages, git states ---------------------
+
+
+def fifo(rel: str) -> Setup:
+    """Replace ``rel`` with a named pipe nobody writes to (reading it would block forever)."""
+
+    def setup(root: Path) -> None:
+        path = root / rel
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+
+    return setup
+
+
+def unix_socket(rel: str) -> Setup:
+    def setup(root: Path) -> None:
+        path = root / rel
+        path.unlink(missing_ok=True)
+        # Bound through a short relative name: socket paths are limited to ~100 bytes.
+        with chdir(path.parent):
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(path.name)
+            sock.close()
+
+    return setup
+
+
+def link_to(rel: str, target: str) -> Setup:
+    def setup(root: Path) -> None:
+        path = root / rel
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        path.symlink_to(target)
+
+    return setup
+
+
+def foreign_sqlite(root: Path) -> None:
+    """Another application's SQLite file where the log belongs."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root / DB}{suffix}").unlink(missing_ok=True)
+    conn = sqlite3.connect(root / DB)
+    conn.execute("CREATE TABLE events (when_ TEXT, what TEXT)")
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+
+
+def damaged_page(root: Path) -> None:
+    """Overwrite one page in the middle of the log with random bytes."""
+    conn = sqlite3.connect(root / DB)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    path = root / DB
+    data = bytearray(path.read_bytes())
+    size = 4096
+    page = len(data) // size // 2
+    data[page * size : (page + 1) * size] = random.Random(23).randbytes(size)
+    path.write_bytes(bytes(data))
+
+
+def non_json_payload(root: Path) -> None:
+    """Hand-edit one event's payload into text that is not JSON (past the triggers)."""
+    conn = sqlite3.connect(root / DB)
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute("UPDATE events SET payload = '{not json' WHERE id = 1")
+    conn.commit()
+    conn.close()
+
+
+def git_config(*pairs: tuple[str, str]) -> Setup:
+    def setup(root: Path) -> None:
+        for key, value in pairs:
+            git(root, "config", key, value)
+
+    return setup
+
+
+def unrelated_branch(root: Path) -> None:
+    """An orphan branch 'other' sharing no history with main."""
+    git(root, "checkout", "-q", "--orphan", "other")
+    git(root, "commit", "-q", "-m", "unrelated")
+    git(root, "checkout", "-q", "-f", "main")
+
+
+def encoding_attributes(root: Path) -> None:
+    """A commit whose .gitattributes re-encodes the skill on checkout (a PR's trick); the
+    working tree then holds it as a fresh clone would."""
+    (root / ".gitattributes").write_text(f"{SKILL} working-tree-encoding=UTF-16LE\n")
+    git(root, "add", ".gitattributes")
+    git(root, "commit", "-q", "-m", "attributes")
+    (root / SKILL).unlink()
+    git(root, "checkout", "--", SKILL)
+
+
+def hardening_cases() -> list[Case]:
+    val = "evals/val.jsonl"
+    rows = {
+        "lone surrogate \\ud800": '{"id": "x", "input": "q \\ud800", "target": "refund"}',
+        "lone surrogate in a key": '{"id": "x", "input": "q", "target": "r", "\\udfff": 1}',
+        "NaN target": '{"id": "x", "input": "q", "target": NaN}',
+        "Infinity id": '{"id": Infinity, "input": "q", "target": "refund"}',
+        "-Infinity in metadata": '{"input": "q", "target": "r", "metadata": {"w": -Infinity}}',
+    }
+    cases = [
+        Case(f"hard tasks {name}", EVAL_VAL, append(val, (row + "\n").encode()))
+        for name, row in rows.items()
+    ]
+    cases += [
+        Case(
+            "hard tasks JSON NaN target",
+            EVAL_VAL,
+            steps(
+                write("evals/val.json", '[{"input": "q", "target": NaN}]'),
+                set_key("tasks", "val", '"evals/val.json"'),
+            ),
+        ),
+        Case("hard tasks UTF-16 val file", EVAL_VAL, write(val, GOOD_ROW.encode("utf-16"))),
+        Case(
+            "hard tasks UTF-8 BOM val file",
+            EVAL_VAL,
+            lambda root: (root / val).write_bytes(b"\xef\xbb\xbf" + (root / val).read_bytes()),
+            valid=True,
+        ),
+        # Files that are not regular files: each would block or read forever.
+        Case("hard val file is a pipe", EVAL_VAL, fifo(val)),
+        Case("hard val file is /dev/zero", EVAL_VAL, link_to(val, "/dev/zero")),
+        Case("hard val file is /dev/null", EVAL_VAL, link_to(val, "/dev/null")),
+        Case("hard val file is a socket", EVAL_VAL, unix_socket(val)),
+        Case("hard skillvc.toml is a pipe, log", ["log"], fifo(CONFIG)),
+        Case("hard skillvc.toml is a pipe, eval", EVAL_VAL, fifo(CONFIG)),
+        Case("hard skillvc.toml is /dev/zero", ["runs"], link_to(CONFIG, "/dev/zero")),
+        Case("hard skillvc.toml is a socket", ["log"], unix_socket(CONFIG)),
+        Case(
+            "hard skillvc.toml is UTF-16",
+            EVAL_VAL,
+            lambda root: (root / CONFIG).write_bytes((root / CONFIG).read_text().encode("utf-16")),
+        ),
+        Case(
+            "hard skillvc.toml with a UTF-8 BOM",
+            EVAL_VAL,
+            lambda root: (root / CONFIG).write_bytes(
+                b"\xef\xbb\xbf" + (root / CONFIG).read_bytes()
+            ),
+            valid=True,
+        ),
+        Case("hard skill is a pipe, eval", EVAL_VAL, fifo(SKILL)),
+        Case("hard skill is a pipe, validate", ["validate"], fifo(SKILL)),
+        Case("hard skill is a pipe, diff", ["diff", "HEAD"], fifo(SKILL)),
+        Case("hard skill is /dev/zero, eval", EVAL_VAL, link_to(SKILL, "/dev/zero")),
+        Case("hard skill is a pipe, doctor", ["doctor"], fifo(SKILL)),
+        Case("hard package reference is a pipe", ["validate"], package(fifo(FORMS))),
+        Case(
+            "hard json scorer schema is a pipe",
+            EVAL_VAL,
+            steps(
+                fifo("schema.json"),
+                set_key("tasks", "scorer", '"json"'),
+                set_key("tasks", "scorer_options", '{ schema = "schema.json" }'),
+            ),
+        ),
+        # The event log.
+        Case("hard events.db is another app's SQLite, log", ["log"], foreign_sqlite),
+        Case("hard events.db is another app's SQLite, train", ["train"], foreign_sqlite),
+        Case("hard events.db links to /dev/null, log", ["log"], link_to(DB, "/dev/null")),
+        Case("hard events.db links to /dev/null, eval", EVAL_VAL, link_to(DB, "/dev/null")),
+        # A reader that never reaches the damaged page has nothing wrong to report: exit 0 is
+        # right; reaching it must be a "damaged" error (a writer checks before writing).
+        Case("hard events.db damaged page, runs", ["runs"], damaged_page, valid=True),
+        Case(
+            "hard events.db damaged page, log --json", ["log", "--json"], damaged_page, valid=True
+        ),
+        Case("hard events.db damaged page, eval", EVAL_VAL, damaged_page),
+        Case("hard events.db damaged page, train --new", ["train", "--new"], damaged_page),
+        Case("hard events.db damaged page, fsck", ["fsck"], damaged_page),
+        Case(
+            "hard events.db damaged page, fsck --repair",
+            ["fsck", "--repair"],
+            damaged_page,
+            valid=True,
+        ),
+        # Readers that list nothing from the damaged event are right to exit 0; show of it and
+        # fsck must say "damaged".
+        *(
+            Case(f"hard non-JSON payload, {' '.join(args)}", args, non_json_payload, valid=True)
+            for args in (["log"], ["runs"], EVAL_VAL)
+        ),
+        *(
+            Case(f"hard non-JSON payload, {' '.join(args)}", args, non_json_payload)
+            for args in (["show", "1"], ["report"], ["fsck"])
+        ),
+        Case(
+            "hard non-JSON payload, fsck --repair",
+            ["fsck", "--repair"],
+            non_json_payload,
+            valid=True,
+        ),
+        Case("hard train.lock is a directory", ["train"], make_dir(".skillvc/train.lock")),
+        # Messages.
+        Case(
+            "hard 5 MB config value",
+            EVAL_VAL,
+            set_key("target", "model", json.dumps("x" * 5_000_000)),
+        ),
+        Case(
+            "hard 900 KB config value",
+            EVAL_VAL,
+            set_key("target", "model", json.dumps("sim:" + "x" * 900_000)),
+        ),
+        Case(
+            "hard newline in a skill table name",
+            EVAL_VAL,
+            write(
+                CONFIG,
+                f'[skills."a\\nError: fake"]\npath = "{SKILL}"\n'
+                '[skills.b]\npath = "skills/b/SKILL.md"\n',
+            ),
+        ),
+        *(
+            Case(
+                f"hard newline in the skill path, {args[0]}",
+                args,
+                set_key("skill", "path", '"skills/acme-returns/SKILL\\n.md"'),
+            )
+            for args in (["train"], ["check", "--base", "HEAD"], EVAL_VAL)
+        ),
+        Case(
+            "hard newline in the committed skill path, check",
+            ["check", "--base", "HEAD"],
+            steps(
+                set_key("skill", "path", '"skills/acme-returns/SKILL\\n.md"'),
+                lambda root: git(root, "commit", "-qam", "newline in the path"),
+            ),
+        ),
+        # Git states.
+        Case("hard refs/heads/main.lock held", ["train"], write(".git/refs/heads/main.lock", b"")),
+        Case("hard HEAD.lock held", ["train"], write(".git/HEAD.lock", b"")),
+        Case(
+            "hard commit.gpgsign without a working signer",
+            ["train"],
+            git_config(("commit.gpgsign", "true"), ("gpg.program", "false")),
+        ),
+        Case(
+            "hard gpg.format ssh without a key",
+            ["train"],
+            git_config(
+                ("commit.gpgsign", "true"),
+                ("gpg.format", "ssh"),
+                ("user.signingkey", "/nonexistent/key.pub"),
+            ),
+        ),
+        Case(
+            "hard check --base an unrelated branch", ["check", "--base", "other"], unrelated_branch
+        ),
+        Case(
+            "hard check with a working-tree-encoding attribute",
+            ["check", "--base", "HEAD~1"],
+            encoding_attributes,
+            valid=True,
+        ),
+    ]
+    return cases
+
+
 def all_cases() -> list[Case]:
     return [
         *config_cases(),
@@ -775,6 +1047,7 @@ def all_cases() -> list[Case]:
         *apply_cases(),
         *package_cases(),
         *repo_state_cases(),
+        *hardening_cases(),
     ]
 
 
@@ -872,6 +1145,8 @@ def classify(exit_code: int, stderr: str, escaped: BaseException | None) -> str:
     hinted = any(line.startswith("Hint: ") for line in lines)
     if exit_code == 2:  # click's usage errors point at --help instead of a hint
         hinted = hinted or any(line.startswith("Try '") for line in lines)
+    if any(len(line) > ERROR_LINE_MAX for line in errors):
+        return "unclear"  # quotes a huge value whole
     if exit_code in DOCUMENTED_EXIT_CODES and len(errors) == 1 and hinted:
         return "clean"
     return "unclear"
@@ -891,18 +1166,41 @@ def run_case(case: Case, seed: Path, workdir: Path) -> Outcome:
         exit_code, stderr, escaped = run_in_process(case, root)
     writable_again(root)
     after = snapshot(root)
-    return Outcome(
-        case, exit_code, classify(exit_code, stderr, escaped), losses(before, after), stderr
-    )
+    if isinstance(escaped, CaseTimeout):
+        kind = "hang"
+    else:
+        kind = classify(exit_code, stderr, escaped)
+        if case.valid and kind == "accepted":
+            kind = "clean"
+    return Outcome(case, exit_code, kind, losses(before, after), stderr)
+
+
+class CaseTimeout(BaseException):
+    """The case ran past its timeout (a BaseException: skillvc's last-resort handler, which
+    turns an Exception into exit 70, must not catch it)."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise CaseTimeout()
 
 
 def run_in_process(case: Case, root: Path) -> tuple[int, str, BaseException | None]:
     from skillvc.cli import cli
 
-    with chdir(root):
-        result = CliRunner().invoke(
-            cli, case.args, input=case.stdin, env={"SKILLVC_RAISE_ERRORS": None}
-        )
+    # SIGALRM interrupts even a blocking open() of a pipe (the handler's exception ends the
+    # retried system call), so an in-process hang is caught like a process's.
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, case.timeout_s)
+    try:
+        with chdir(root):
+            result = CliRunner().invoke(
+                cli, case.args, input=case.stdin, env={"SKILLVC_RAISE_ERRORS": None}
+            )
+    except CaseTimeout as exc:
+        return 124, "", exc
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     escaped = result.exception
     if isinstance(escaped, SystemExit):
         escaped = None
@@ -916,9 +1214,18 @@ def run_process(case: Case, root: Path) -> tuple[int, str, BaseException | None]
         command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
     env = {k: v for k, v in os.environ.items() if k != "SKILLVC_RAISE_ERRORS"}
     with open(case.stdout_path or os.devnull, "wb") as out:
-        done = subprocess.run(
-            command, cwd=root, input=case.stdin or b"", stdout=out, stderr=subprocess.PIPE, env=env
-        )
+        try:
+            done = subprocess.run(
+                command,
+                cwd=root,
+                input=case.stdin or b"",
+                stdout=out,
+                stderr=subprocess.PIPE,
+                env=env,
+                timeout=case.timeout_s,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return 124, (exc.stderr or b"").decode("utf-8", "replace"), CaseTimeout()
     return done.returncode, done.stderr.decode("utf-8", "replace"), None
 
 
@@ -958,6 +1265,7 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, int]:
         "unclear errors": kinds.count("unclear"),
         "accepted (exit 0)": kinds.count("accepted"),
         "crashes": kinds.count("crash"),
+        "hangs": kinds.count("hang"),
         "data lost": sum(1 for o in outcomes if o.data_lost),
     }
 
@@ -988,7 +1296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lost = f"  DATA LOST: {', '.join(o.data_lost)}" if o.data_lost else ""
         last = o.stderr.strip().splitlines()[-1:] or [""]
         print(f"  {o.kind:8} exit {o.exit_code:3}  {o.case.name}{lost}\n      {last[0][:150]}")
-    return 1 if any(o.kind == "crash" or o.data_lost for o in bad) else 0
+    return 1 if any(o.kind in ("crash", "hang") or o.data_lost for o in bad) else 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from skillvc import __version__
 from skillvc.errors import (
     INTERNAL_ERROR_EXIT_CODE,
     SkillvcError,
+    one_line,
     redact,
     should_reraise,
     storage_error,
@@ -49,9 +50,9 @@ class SkillvcGroup(click.Group):
         except SkillvcError as exc:
             if should_reraise():
                 raise
-            click.echo(f"Error: {redact(exc.message)}", err=True)
+            click.echo(f"Error: {one_line(redact(exc.message))}", err=True)
             if exc.hint:
-                click.echo(f"Hint: {redact(exc.hint)}", err=True)
+                click.echo(f"Hint: {one_line(redact(exc.hint))}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -71,7 +72,7 @@ class SkillvcGroup(click.Group):
                 raise
             known = storage_error(exc)  # a full disk or read-only file system is not a bug
             if known is not None:
-                click.echo(f"Error: {redact(known.message)}", err=True)
+                click.echo(f"Error: {one_line(redact(known.message))}", err=True)
                 click.echo(f"Hint: {known.hint}", err=True)
                 ctx.exit(known.exit_code)
             click.echo(
@@ -317,6 +318,13 @@ def _summary_lines(summary: Any) -> list[str]:
             f"speculation: {wasted} of these calls were started while a gate ran and were "
             "not used, because it accepted its candidate"
         )
+    answered = getattr(summary, "reflections", 0)
+    usable = getattr(summary, "reflections_usable", 0)
+    if answered > usable:
+        lines.append(
+            f"optimizer: {answered - usable} of {answered} reflections gave no usable edits "
+            "(the reflection.failed events in .skillvc/events.db say why)"
+        )
     return lines
 
 
@@ -403,6 +411,7 @@ def _summary_lines(summary: Any) -> list[str]:
     help="Stop cleanly at a step boundary past this cost.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--trust-judge", is_flag=True, help="Let an uncalibrated or disagreeing judge gate.")
 @skill_option
 @json_option
 def train(
@@ -411,6 +420,7 @@ def train(
     quiet: bool,
     as_json: bool,
     skill: str | None,
+    trust_judge: bool,
     **train_options: Any,
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
@@ -422,11 +432,13 @@ def train(
     """
     import dataclasses
 
+    from skillvc.judge.trust import require_trusted_judge_here
     from skillvc.training.loop import UP_TO_DATE
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
     ws = open_workspace(skill=skill)
+    require_trusted_judge_here(ws.config, trust_judge)
     summary = run_training(
         ws,
         new=new,
@@ -438,6 +450,7 @@ def train(
         data = dataclasses.asdict(summary)
         data = {"run": data.pop("run_id"), **data}  # the same key as `skillvc runs --json`
         echo_json(data)
+        _fail_when_optimizer_unusable(summary)
         return
     if summary.status == UP_TO_DATE:
         click.echo(
@@ -447,10 +460,25 @@ def train(
         )
         return
     click.echo("\n".join(_summary_lines(summary)))
+    _fail_when_optimizer_unusable(summary)
     named = f" --skill {ws.config.skill_name}" if ws.config.skill_name else ""  # many skills
     click.echo(
         f"Review it: git log -p (accepted edits), skillvc log --rejected -p{named} (refused "
         f"ones), skillvc report{named} (a pull-request description)."
+    )
+
+
+def _fail_when_optimizer_unusable(summary: Any) -> None:
+    """A run whose optimizer answered and never usably did trained nothing: exit 6, loudly."""
+    if not getattr(summary, "optimizer_unusable", False):
+        return
+    from skillvc.errors import OptimizerOutputError
+
+    raise OptimizerOutputError(
+        f"Run {summary.run_id} trained nothing: none of the optimizer's {summary.reflections} "
+        "answers gave a usable edit (the reflection.failed events in .skillvc/events.db say why).",
+        hint="Use a stronger optimizer model, or one on a server that enforces JSON Schema "
+        "output (llama.cpp, Ollama, vLLM); then run 'skillvc train --new'.",
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 from skillvc.secrets import scrub
 
@@ -152,6 +153,21 @@ class NotADatabase(BadData):
     hint = "Move the file aside; 'skillvc init' creates a fresh .skillvc/events.db."
 
 
+class LogDamaged(BadData):
+    """The event log fails SQLite's integrity check, or an event in it cannot be read."""
+
+    hint = (
+        "Run 'skillvc fsck' to see what is damaged; 'skillvc fsck --repair' copies every "
+        "readable event into a new log and keeps the damaged one aside."
+    )
+
+
+class NotASkillvcLog(BadData):
+    """.skillvc/events.db is another application's SQLite database, not skillvc's log."""
+
+    hint = "Move the file aside (it is not skillvc's); 'skillvc init' then creates a fresh log."
+
+
 class SchemaTooNew(BadData):
     """The event log was written by a newer skillvc."""
 
@@ -242,6 +258,21 @@ class SkillDeleted(RegressionFound):
     )
 
 
+MESSAGE_MAX_CHARS = 1000  # an error line quotes at most this much (a 5 MB value: never whole)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
+
+
+def one_line(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
+    """``text`` as one printable line of at most about ``limit`` characters: a newline or other
+    control character (from a file name, a table name, a config value) is escaped, so it can
+    never split the ``Error:`` line or fake a second one; an overlong middle is cut."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 4
+    return f"{text[:head]}… [{len(text) - head - tail:,} characters left out] …{text[-tail:]}"
+
+
 INTERNAL_ERROR_EXIT_CODE = 70
 RAISE_ENV = "SKILLVC_RAISE_ERRORS"
 
@@ -261,6 +292,7 @@ def redact(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
 
 
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_DAMAGED = re.compile(r"malformed|not a database|database corrupt", re.I)
 _READ_ONLY_ERRNOS = {errno.EROFS}
 
 
@@ -285,6 +317,10 @@ def storage_error(exc: BaseException, path: object = None) -> SkillvcError | Non
     if isinstance(exc, PermissionError):
         name = f" {exc.filename}" if exc.filename else where
         return PermissionDenied(f"Permission denied:{name or ' a file skillvc needs'}.")
+    if isinstance(exc, sqlite3.DatabaseError) and _DAMAGED.search(str(exc)):
+        # Raised wherever a read reaches a damaged page or a hand-edited payload: the log's
+        # state, not a bug, and never a reason to write more into it.
+        return LogDamaged(f"The event log{where} is damaged ({exc}).")
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc)
         if "database or disk is full" in text:

@@ -375,7 +375,7 @@ def split_items(taskset: TaskSet, split: str) -> tuple[TaskItem, ...]:
 def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
     """The configured skill file at ``rev`` (None: the working-tree file)."""
     if rev is None:
-        sha, raw = WORKTREE, ws.require_skill().read_bytes()
+        sha, raw = WORKTREE, ws.read_skill()
     else:
         sha = ws.repo.resolve(rev)
         raw = ws.repo.read_file_following(ws.skill_relpath, rev)

@@ -78,6 +78,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("edits.selected", 1, "edits kept under the learning-rate budget"),
         EventType("edit.unmatched", 1, "an edit whose target or anchor could not be placed"),
         EventType("reflection.failed", 1, "a reflection whose answer was unusable after repair"),
+        EventType("edit.refused", 1, "a malformed edit of a reflection's answer, and why"),
         EventType("step.empty", 1, "a step that produced no usable edits"),
         EventType("gate", 1, "candidate vs current on val: decision and per-item scores"),
         EventType("commit.intent", 1, "a commit about to be written (crash reconciliation)"),
@@ -99,6 +100,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("batch.submitting", 1, "a wave about to be sent as a provider batch"),
         EventType("batch.submitted", 1, "the provider's id of a wave's batch, before waiting"),
         EventType("batch.ended", 1, "a batch whose results were read"),
+        EventType("judge.calibrated", 1, "the judge's agreement with a person's labels"),
     ]
 }
 
@@ -119,9 +121,27 @@ def current_version(type_: str) -> int:
     return spec.version if spec else 1
 
 
+DAMAGED = "damaged"  # the payload key of an event whose stored payload is not a JSON object
+
+
+def read_payload(text: Any) -> dict[str, Any]:
+    """A stored payload; one that is not a JSON object (edited by hand, a damaged page) is
+    ``{"damaged": "<why>"}``, so readers show it as damaged instead of crashing."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return {DAMAGED: f"the stored payload is not JSON ({type(exc).__name__})"}
+    if not isinstance(value, dict):
+        return {DAMAGED: "the stored payload is not a JSON object"}
+    return value
+
+
 def event_from_row(row: Mapping[str, Any]) -> Event:
-    payload = json.loads(row["payload"])
-    version, payload = upcast(row["type"], row["version"], payload)
+    payload = read_payload(row["payload"])
+    if DAMAGED in payload:
+        version = row["version"]  # never upcast: an upcaster would fail on it
+    else:
+        version, payload = upcast(row["type"], row["version"], payload)
     return Event(
         id=row["id"],
         type=row["type"],

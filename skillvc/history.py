@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillvc.errors import UnknownEventId
-from skillvc.events import Event
+from skillvc.errors import LogDamaged, UnknownEventId
+from skillvc.events import DAMAGED, Event, read_payload
 from skillvc.store import EventStore
 
 if TYPE_CHECKING:  # diffs parse skill documents (YAML, unidiff): only -p and reports need them
@@ -428,6 +428,14 @@ def show(
             raise UnknownEventId(
                 f"{ident} ({sha[:10]}) is not a commit made by skillvc training."
             ) from None
+    if DAMAGED in event.payload:  # nothing in it can be shown: say so, and how to repair
+        raise LogDamaged(
+            f"Event {event.id} ({event.type}) is damaged: {event.payload[DAMAGED]}.",
+            hint="'skillvc fsck --repair' marked it so; the text it held is in the payload's "
+            "'stored' field (SELECT payload FROM events WHERE id = ...)."
+            if "stored" in event.payload
+            else None,  # the class's hint: run fsck
+        )
     if event.type in ("commit.intent", "commit.done") and "gate_id" in event.payload:
         event = store.get(int(event.payload["gate_id"]))  # a commit is shown by its evidence
     data: dict[str, Any] = {"event": event.to_dict()}
@@ -521,7 +529,7 @@ def run_curve(store: EventStore, run_id: str) -> Curve:
         "'run.finished') ORDER BY id",
         [run_id],
     )
-    events = [(r["type"], r["step"], r["epoch"], json.loads(r["payload"])) for r in rows]
+    events = [(r["type"], r["step"], r["epoch"], read_payload(r["payload"])) for r in rows]
     started: dict[str, Any] = next((p for t, _, _, p in events if t == "run.started"), {})
     metric = str(started.get("config", {}).get("train", {}).get("gate_metric") or "hard")
     val: dict[str, dict[str, float]] = {}  # skill -> item -> score

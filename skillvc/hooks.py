@@ -47,7 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillvc.config import Config, load_config
-from skillvc.errors import BadData, NotFound, SkillFileMissing, SkillvcError, StateConflict
+from skillvc.errors import (
+    BadData,
+    NotFound,
+    SkillDocumentError,
+    SkillFileMissing,
+    SkillvcError,
+    StateConflict,
+)
 from skillvc.formats import (
     DEFAULT_MAX_BYTES,
     RULE_PROTECTED,
@@ -58,6 +65,7 @@ from skillvc.formats import (
     protected_problems,
     split_size,
 )
+from skillvc.inputs import reader as inputs
 from skillvc.packages import SKILL_FILE, SkillPackage, load_package
 from skillvc.packages.checks import Findings, PackageLimits, check_package
 from skillvc.packages.model import matches, package_globs
@@ -164,8 +172,9 @@ def validate(
             report = ValidationReport()
             for config in load_config(repo.root).all_skills():  # every skill of a many config
                 skill = config.skill_path  # never outside the work tree
-                if not skill.is_file():
-                    rel = skill.relative_to(repo.root).as_posix()
+                rel = skill.relative_to(repo.root).as_posix()
+                # A pipe or a device is named as such (and never read), not "missing".
+                if not inputs.check_regular(skill, f"The skill file {rel}", SkillDocumentError):
                     raise SkillFileMissing(f"The skill file {rel} does not exist.")
                 package = load_package(config)
                 if package is None:
@@ -173,12 +182,23 @@ def validate(
                     report.files.append(rel)
                     # No earlier version to compare with, so the size budget cannot have been
                     # grown past: it is advice here, like the spec's size guidance.
-                    _add(report, rel, skill.read_bytes(), max_bytes=max_bytes, grew=False)
+                    data = _read(skill, f"The skill file {rel}")
+                    _add(report, rel, data, max_bytes=max_bytes, grew=False)
                 else:
                     limits = PackageLimits.of(config, max_bytes)
                     _add_findings(report, check_package(package, limits))
         return report
     return _validate_files(paths, cwd=Path(cwd), max_bytes=max_bytes)
+
+
+def _read(path: Path, what: str) -> bytes:
+    return inputs.read_bytes(
+        path,
+        what,
+        max_bytes=inputs.SKILL_MAX_BYTES,
+        error=SkillDocumentError,
+        missing=SkillFileMissing,
+    )
 
 
 def _validate_files(paths: Sequence[str], *, cwd: Path, max_bytes: int) -> ValidationReport:
@@ -203,7 +223,7 @@ def _validate_files(paths: Sequence[str], *, cwd: Path, max_bytes: int) -> Valid
             report.files.append(shown)
             # No earlier version to compare with, so the size budget cannot have been grown
             # past: it is advice here, like the spec's size guidance.
-            _add(report, shown, path.read_bytes(), max_bytes=max_bytes, grew=False)
+            _add(report, shown, _read(path, shown), max_bytes=max_bytes, grew=False)
         return report
     finally:
         if repo is not None:
@@ -499,6 +519,8 @@ def render_hook(name: str, python: str = sys.executable) -> str:
 
 def is_skillvc_hook(path: Path) -> bool:
     """True when the file at ``path`` carries skillvc's marker in its first lines."""
+    if not path.is_file():  # a pipe in .git/hooks would block the open
+        return False
     try:
         with path.open("rb") as f:
             head = f.read(1024)
@@ -609,6 +631,8 @@ def pre_commit_config_entry(pre_push: bool = False) -> str:
 
 def hook_manager(path: Path) -> str | None:
     """The manager whose generated script is at ``path``, or None (absent, plain, skillvc's)."""
+    if not path.is_file():  # absent, or a pipe that would block the open
+        return None
     try:
         with path.open("rb") as f:
             head = f.read(4096)

@@ -59,7 +59,7 @@ def apply_patch(ws: Workspace, diff: bytes | str, message: str) -> AppliedPatch:
     repo = ws.repo
     repo.ensure_clean(path)
     head = repo.head_sha()
-    doc = SkillDocument.parse(ws.require_skill().read_bytes())
+    doc = SkillDocument.parse(ws.read_skill())
     edits = edits_from_diff(patch, doc, path)
     result = apply_edits(doc, edits)
     if result.unmatched:

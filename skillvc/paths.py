@@ -1,10 +1,11 @@
 """Every path skillvc reads from configuration or a patch resolves inside the work tree.
 
 Invariant: ``inside_repo`` returns ``root / path`` only when ``path`` is relative, does not
-climb out with ``..``, does not pass through a symlink that leads out of ``root`` (or into
-``.git/``), and names nothing under ``.git/`` or ``.skillvc/`` (case-insensitively, also the
-spellings macOS and Windows treat as ``.git``); otherwise it raises ``PathOutsideRepo`` naming
-the setting and the path. It reads no file, so a refused path's content is never seen.
+climb out with ``..``, does not pass through a
+symlink that leads out of ``root`` (or into ``.git/``), and names nothing under ``.git/`` or
+``.skillvc/`` (case-insensitively, also the spellings macOS and Windows treat as ``.git``);
+otherwise it raises ``PathOutsideRepo`` naming the setting and the path. It reads no file, so
+a refused path's content is never seen.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from skillvc.errors import PathOutsideRepo
 
 STATE_DIR = ".skillvc"
 # Code points HFS+ ignores in names (git's is_hfs_dotgit list): ".g\u200cit" is ".git" there.
+_CONTROL = re.compile("[\x01-\x1f\x7f]")
 _IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 
 
@@ -35,6 +37,16 @@ def is_state_dir(name: str) -> bool:
 
 def _forbidden(parts: tuple[str, ...] | list[str]) -> bool:
     return any(_is_git_dir(p) for p in parts) or (bool(parts) and is_state_dir(parts[0]))
+
+
+def refuse_control(path: str, key: str) -> None:
+    """PathOutsideRepo when ``path`` holds a control character (a newline, a tab). git quotes
+    such names and line-based protocols (cat-file --batch) split them, so a path with a
+    newline would train and then be "missing" for check: every command refuses it first."""
+    if _CONTROL.search(path):
+        raise PathOutsideRepo(
+            f"{key} names {path!r}, which holds a control character (a newline, tab or the like)."
+        )
 
 
 def inside_repo(root: Path, path: str, key: str) -> Path:

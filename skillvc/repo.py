@@ -27,6 +27,7 @@ import posixpath
 import re
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -48,6 +49,22 @@ from skillvc.errors import (
 )
 
 SKILLVC_REF_PREFIX = "refs/skillvc/"
+KEEP_PREFIX = "refs/skillvc/keep/"  # new commits, held against gc until a ref points at them
+_GC_RETRIES = 5  # rebuilds of a commit whose fresh objects a concurrent gc deleted
+_LOCK_RETRIES = 5  # tries of a ref move while another git process holds its lock (~1 s)
+
+
+class _ObjectsVanished(Exception):
+    """An object written a moment ago is gone (a concurrent 'git gc --prune=now')."""
+
+
+def _vanished(exc: git.GitCommandError) -> bool:
+    text = str(exc.stderr)
+    return any(
+        s in text for s in ("invalid object", "missing object", "is not a valid", "bad object")
+    )
+
+
 TAG_PREFIX = "skillvc/"
 DEFAULT_BRANCH = "main"
 
@@ -83,6 +100,8 @@ class SkillRepo:
             raise NotAGitRepo(f"{path} is a bare git repository with no working tree.")
         self.root = Path(self.git_repo.working_tree_dir)
         self._git = self.git_repo.git
+        self._signing: bool | None = None  # commit.gpgsign, read on the first commit
+        self._pins: dict[str, list[str]] = {}  # commit sha -> its refs/skillvc/keep/ refs
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -177,6 +196,10 @@ class SkillRepo:
             stale = sorted(target.parent.glob(f".{target.name}.skillvc-*.tmp"))
         for path in stale:
             path.unlink(missing_ok=True)
+        # A commit pinned against gc by a write that was killed: nothing is writing now.
+        for pin in self.refs(KEEP_PREFIX):
+            with contextlib.suppress(git.GitCommandError):
+                self._git.update_ref("-d", pin)
         return stale
 
     def switch_branch(self, name: str) -> None:
@@ -203,6 +226,22 @@ class SkillRepo:
                 f"Could not switch to branch {name}: {_git_reason(exc)}",
                 hint="Commit or stash your changes, then run the command again.",
             ) from None
+
+    def is_ancestor(self, ancestor: str, rev: str) -> bool:
+        """Whether commit ``ancestor`` is ``rev`` or in its history."""
+        try:
+            self._git.merge_base("--is-ancestor", ancestor, rev)
+            return True
+        except git.GitCommandError:
+            return False
+
+    def has_common_history(self, a: str, b: str) -> bool:
+        """Whether commits ``a`` and ``b`` have a merge base (unrelated histories do not)."""
+        try:
+            self._git.merge_base(a, b)
+            return True
+        except git.GitCommandError:
+            return False
 
     def resolve(self, rev: str) -> str:
         """The full sha of the commit ``rev`` names."""
@@ -426,9 +465,37 @@ class SkillRepo:
     ) -> str:
         """``build_commit`` for several files (a skill package's): ``parent``'s tree with each
         path holding its content, in one commit."""
+        sha = self._build_pinned(files, message, parent, trailers)
+        self._unpin(sha)
+        return sha
+
+    def _build_pinned(
+        self,
+        files: Mapping[str, bytes],
+        message: str,
+        parent: str | None,
+        trailers: Mapping[str, str],
+    ) -> str:
+        """``build_commit_files``, the commit kept under a refs/skillvc/keep/ ref (so a
+        concurrent gc cannot delete it) until ``_unpin``."""
         paths = {self._relpath(relpath): content for relpath, content in files.items()}
         parent_sha = self.resolve(parent) if parent is not None else None
         full_message = _with_trailers(message, trailers)
+        # A concurrent 'git gc --prune=now' deletes objects nothing references yet (our blobs
+        # and tree before the commit exists): rebuild when git reports one missing.
+        for attempt in range(_GC_RETRIES):
+            try:
+                return self._build(paths, full_message, parent_sha)
+            except _ObjectsVanished:
+                if attempt == _GC_RETRIES - 1:
+                    raise SkillvcError(
+                        f"git kept deleting the objects of a new commit ({_GC_RETRIES} tries): "
+                        "is 'git gc --prune=now' running in a loop?",
+                        hint="Stop it, then run the command again; nothing was changed.",
+                    ) from None
+        raise AssertionError("unreachable")
+
+    def _build(self, paths: Mapping[str, bytes], full_message: str, parent_sha: str | None) -> str:
         blobs = {
             path: self._git_stdin("hash-object", "-w", "--stdin", data=content)
             for path, content in paths.items()
@@ -445,16 +512,88 @@ class SkillRepo:
                     self._git.update_index("--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
                 tree = self._git.write_tree(env=env)
             except git.GitCommandError as exc:
+                if _vanished(exc):
+                    raise _ObjectsVanished() from None
                 raise SkillvcError(
                     f"Cannot place {path} in the tree of {parent_sha or 'an empty commit'}: "
                     f"{_git_reason(exc)}"
                 ) from None
         parent_args = ["-p", parent_sha] if parent_sha else []
         try:
-            return self._git_stdin("commit-tree", tree, *parent_args, data=full_message.encode())
-        except git.GitCommandError:
+            sha = self._git_stdin(
+                "commit-tree", tree, *parent_args, *self._sign_args(), data=full_message.encode()
+            )
+        except git.GitCommandError as exc:
+            if _vanished(exc):
+                raise _ObjectsVanished() from None
             self.ensure_identity()  # the usual cause; raises a clear error with a hint
+            if self._sign_args():
+                raise SkillvcError(
+                    f"git could not sign a commit: {_git_reason(exc)}",
+                    hint="Check your signing key ('git config user.signingkey', gpg.format), "
+                    "or turn signing off for this repository (git config commit.gpgsign false).",
+                ) from None
             raise
+        # Pinned from here on, so gc keeps it and all it holds; a gc before the pin may have
+        # taken the commit (update-ref then refuses it) or a blob: check, then rebuild if so.
+        pin = f"{KEEP_PREFIX}{uuid.uuid4().hex}"
+        try:
+            self._git.update_ref("--no-deref", pin, sha)
+        except git.GitCommandError as exc:
+            if "nonexistent" in str(exc.stderr) or _vanished(exc):
+                raise _ObjectsVanished() from None
+            raise
+        self._pins.setdefault(sha, []).append(pin)
+        if self._missing_objects([sha, tree, *blobs.values()]):
+            self._unpin(sha)
+            raise _ObjectsVanished()
+        return sha
+
+    def _unpin(self, sha: str) -> None:
+        for pin in self._pins.pop(sha, []):
+            with contextlib.suppress(git.GitCommandError):
+                self._git.update_ref("-d", pin)
+
+    def _missing_objects(self, shas: list[str]) -> list[str]:
+        proc = subprocess.run(
+            [self._git.GIT_PYTHON_GIT_EXECUTABLE or "git", "cat-file", "--batch-check"],
+            cwd=self.root,
+            input="".join(f"{s}\n" for s in shas).encode(),
+            capture_output=True,
+            check=False,
+        )
+        return [line.split()[0] for line in proc.stdout.decode().splitlines() if "missing" in line]
+
+    def signing(self) -> bool:
+        """Whether commits in this repository must be signed (``commit.gpgsign``)."""
+        try:
+            return str(self._git.config("--type=bool", "--get", "commit.gpgsign")).strip() == "true"
+        except git.GitCommandError:
+            return False  # unset (or not a boolean, which git itself would refuse to commit)
+
+    def _sign_args(self) -> list[str]:
+        # commit-tree is plumbing: it signs only when asked, whatever commit.gpgsign says.
+        if self._signing is None:
+            self._signing = self.signing()
+        return ["-S"] if self._signing else []
+
+    def ensure_can_sign(self) -> None:
+        """With ``commit.gpgsign`` set, sign a throwaway commit now (git signs with gpg, ssh or
+        x509 per ``gpg.format``), so a missing key stops training before any model call
+        instead of after it; the probe commit is never referenced."""
+        if not self._sign_args():
+            return
+        head = self.head_sha()
+        tree = self._git.write_tree() if head is None else f"{head}^{{tree}}"
+        try:
+            self._git_stdin("commit-tree", tree, "-S", data=b"skillvc: signing probe\n")
+        except git.GitCommandError as exc:
+            raise SkillvcError(
+                "commit.gpgsign is set, but git cannot sign a commit "
+                f"({_git_reason(exc).rstrip('.')}): training would write commits it cannot sign.",
+                hint="Fix signing ('git commit --allow-empty -S -m test' must work), or turn it "
+                "off for this repository: git config commit.gpgsign false.",
+            ) from None
 
     def commit_files(
         self,
@@ -476,18 +615,21 @@ class SkillRepo:
                 raise StateConflict(
                     f"HEAD is at {_short(head)}, not at the expected parent {_short(expected)}."
                 )
-        new = self.build_commit_files(paths, message, head, trailers)
+        new = self._build_pinned(paths, message, head, trailers)
+        try:
+            self._move_and_write(paths, new, head, message)
+        finally:
+            self._unpin(new)
+        return new
+
+    def _move_and_write(
+        self, paths: Mapping[str, bytes], new: str, head: str | None, message: str
+    ) -> None:
         # An all-zero old value makes update-ref insist the branch does not exist yet.
         old = head if head is not None else "0" * len(new)
         reflog = f"skillvc: {message.splitlines()[0] if message.strip() else ', '.join(paths)}"
-        try:
-            # HEAD, not the branch name: git follows the symref, or moves HEAD when detached.
-            self._git.update_ref("-m", reflog, "HEAD", new, old)
-        except git.GitCommandError:
-            raise StateConflict(
-                f"HEAD moved away from {_short(head)} while committing {', '.join(paths)}; "
-                "nothing was changed."
-            ) from None
+        # HEAD, not the branch name: git follows the symref, or moves HEAD when detached.
+        self._move_ref("HEAD", new, old, reflog, head, ", ".join(paths))
         before = {
             path: (self.root / path).read_bytes() if (self.root / path).exists() else None
             for path in paths
@@ -508,7 +650,6 @@ class SkillRepo:
             with contextlib.suppress(git.GitCommandError):
                 self._git.reset("-q", "--", *(_literal(p) for p in paths))
             raise
-        return new
 
     def commit_file(
         self,
@@ -552,9 +693,38 @@ class SkillRepo:
             self._git.check_ref_format(ref)
         except git.GitCommandError:
             raise ValueError(f"{ref!r} is not a valid git ref name") from None
-        sha = self.build_commit_files(files, message, parent, trailers)
-        self._git.update_ref("-m", "skillvc: store candidate", ref, sha)
+        sha = self._build_pinned(files, message, parent, trailers)
+        try:
+            self._move_ref(ref, sha, None, "skillvc: store candidate", None, ref)
+        finally:
+            self._unpin(sha)
         return sha
+
+    def _move_ref(
+        self, ref: str, new: str, old: str | None, reflog: str, head: str | None, what: str
+    ) -> None:
+        """``git update-ref ref new [old]``; a ref lock another git process holds for a moment
+        (gc packing refs, a fetch) is waited out, and a failure says what it was: a moved
+        HEAD only when HEAD really moved."""
+        args = ["-m", reflog, ref, new, *([old] if old is not None else [])]
+        for attempt in range(_LOCK_RETRIES):
+            try:
+                self._git.update_ref(*args)
+                return
+            except git.GitCommandError as exc:
+                reason = _git_reason(exc)
+                if ref == "HEAD" and self.head_sha() != head:
+                    raise StateConflict(
+                        f"HEAD moved away from {_short(head)} while committing {what}; "
+                        "nothing was changed."
+                    ) from None
+                if "lock" not in reason or attempt == _LOCK_RETRIES - 1:
+                    raise StateConflict(
+                        f"git could not move {ref} while committing {what}: {reason}",
+                        hint="Another git process holds the ref's lock file: wait for it, or "
+                        "remove the stale .lock file git names; then run the command again.",
+                    ) from None
+                time.sleep(0.1 * (attempt + 1))
 
     def tag(self, name: str, sha: str, message: str | None = None, force: bool = True) -> None:
         """Tag ``sha`` as ``skillvc/<name>``; annotated when ``message`` is given."""
@@ -562,7 +732,9 @@ class SkillRepo:
         commit = self.resolve(sha)
         args = ["-f"] if force else []
         if message is not None:
-            args += ["-a", "-m", message]
+            from skillvc.secrets import scrub
+
+            args += ["-a", "-m", scrub(message)]
         try:
             self._git.tag(*args, "--", full, commit)
         except git.GitCommandError as exc:
@@ -809,8 +981,11 @@ def _short(sha: str | None) -> str:
 
 
 def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:
-    """``message`` plus a trailer block, always ending in one newline."""
-    body = message.rstrip("\n") + "\n"
+    """``message`` plus a trailer block, always ending in one newline; both pass the
+    redaction pipeline first (a commit message is pushed and shown in pull requests)."""
+    from skillvc.secrets import scrub
+
+    body = scrub(message).rstrip("\n") + "\n"
     if not trailers:
         return body
     lines = []
@@ -820,7 +995,7 @@ def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:
             raise ValueError(f"invalid trailer key {key!r}")
         if "\n" in str(value) or "\r" in str(value):
             raise ValueError(f"trailer {key!r} must be a single line")
-        lines.append(f"{key}: {value}")
+        lines.append(f"{key}: {scrub(str(value))}")
     return body + "\n" + "\n".join(lines) + "\n"
 
 
@@ -895,13 +1070,20 @@ def ensure_ready_to_train(repo: SkillRepo, *, branch: str | None = None) -> None
             f"A git bisect is in progress in {repo.root}.",
             hint="End it with 'git bisect reset', then train again.",
         )
-    lock = git_dir / "index.lock"
-    if lock.exists():
-        raise StateConflict(
-            f"{lock} exists: another git process may be running in this repository.",
-            hint="Wait for it to finish; if no git process is running, the lock is stale: "
-            f"remove it (rm {lock}) and train again.",
-        )
+    # Every lock file a commit of training needs: the index (the skill's entry is updated),
+    # HEAD and the branch it moves (also the one --branch creates), packed-refs. Reported
+    # now, before any model call, not as a failed commit after the spending.
+    common = Path(repo.git_repo.common_dir)
+    branches = {repo.current_branch(), branch} - {None}
+    locks = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "packed-refs.lock"]
+    locks += [common / "refs" / "heads" / f"{name}.lock" for name in sorted(branches, key=str)]
+    for lock in locks:
+        if lock.exists():
+            raise StateConflict(
+                f"{lock} exists: another git process may be running in this repository.",
+                hint="Wait for it to finish; if no git process is running, the lock is stale: "
+                f"remove it (rm {lock}) and train again.",
+            )
     if branch is None and repo.current_branch() is None and repo.head_sha() is not None:
         raise StateConflict(
             f"HEAD is detached (at {_short(repo.head_sha())}), so accepted edits would be "

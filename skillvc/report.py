@@ -8,7 +8,6 @@ a table of steps), long parts folded in ``<details>`` so it stays readable on Gi
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 from skillvc.charts import mermaid_xychart
 from skillvc.errors import UnknownEventId
+from skillvc.events import read_payload
 from skillvc.hashing import sha256_hex
 from skillvc.history import Curve, LogEntry, entry_patch, log_entries, run_curve
 from skillvc.runs import cache_text, list_runs, run_usage, usage_by_phase
@@ -59,7 +59,16 @@ def latest_run(store: EventStore) -> str:
 
 
 def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
-    """Everything the report shows, as JSON-able data (the ``--format json`` output)."""
+    """Everything the report shows, as JSON-able data (the ``--format json`` output), every
+    string through the redaction pipeline; ``withheld`` says how many values that looked like
+    credentials were removed (never which): a report is posted in pull requests."""
+    from skillvc.secrets import redact_json_counted
+
+    clean, withheld = redact_json_counted(_run_report(store, run_id, skill_path))
+    return {**clean, "withheld": withheld}
+
+
+def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     run_id = run_id or latest_run(store)
     runs = {r["run"]: r for r in list_runs(store)}
     if run_id not in runs:
@@ -335,9 +344,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         if curve is not None and len(curve.points) > 1
         else []
     )
+    withheld = report.get("withheld") or 0
     out = [
         f"## skillvc training run `{report['run']}` ({report['status']})",
         "",
+        *(
+            [
+                f"{withheld} value(s) that looked like credentials were withheld from this report.",
+                "",
+            ]
+            if withheld
+            else []
+        ),
         *(
             [f"Stopped: {_md_text(report['stopped'], 600)} {_resume_hint(report['stopped'])}", ""]
             if report.get("stopped")
@@ -442,12 +460,12 @@ def known_scores(store: EventStore, skill_text: str) -> dict[str, float]:
     digest = sha256_hex(skill_text)
     scores: dict[str, float] = {}
     for row in store.query("SELECT payload FROM events WHERE type = 'evaluation' ORDER BY id DESC"):
-        p = json.loads(row["payload"])
+        p = read_payload(row["payload"])
         if p.get("skill") == digest and p.get("mean") is not None:
             scores.setdefault(p.get("split", "val"), p["mean"])
     if "val" not in scores:
         for row in store.query("SELECT payload FROM events WHERE type = 'gate' ORDER BY id DESC"):
-            p = json.loads(row["payload"])
+            p = read_payload(row["payload"])
             if p.get("current") == digest and p.get("before", {}).get("mean") is not None:
                 scores["val"] = p["before"]["mean"]
                 break
@@ -530,7 +548,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
                 [sha],
             )
             if done:
-                gate_id = json.loads(done[0]["payload"]).get("gate_id")
+                gate_id = read_payload(done[0]["payload"]).get("gate_id")
                 gate = store.get(int(gate_id)) if gate_id is not None else None
         author = repo.git_repo.git.log("-1", "--format=%an", sha)
         if gate is not None:

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from skillvc import tasks
 from skillvc.errors import BackendError, ScorerError
 from skillvc.hashing import canonical_json
+from skillvc.inputs import reader as inputs
 from skillvc.paths import inside_repo
 from skillvc.tasks import TaskItem
 
@@ -499,8 +500,14 @@ def _make_json(options: Mapping[str, Any], judge: JudgeFn | None) -> JsonScorer:
         try:
             # Relative to the current directory, as a python scorer's module; never outside it.
             path = inside_repo(Path.cwd(), schema, "[tasks.scorer_options] schema")
-            schema = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            text = inputs.read_text(
+                path,
+                f"The json scorer's schema file {schema}",
+                max_bytes=inputs.CONFIG_MAX_BYTES,
+                error=ScorerError,
+            )
+            schema = inputs.loads(text)
+        except (ValueError, RecursionError) as exc:
             raise ScorerError(
                 f"The json scorer's schema file {schema} cannot be read ({exc})."
             ) from None
@@ -695,14 +702,31 @@ def parse_judge_score(reply: str) -> float:
     return value
 
 
+def read_rubric_file(name: Any) -> str:
+    """The rubric in file ``name`` (relative to the current directory, as a json scorer's
+    schema file; never outside it): a rubric kept in git and trained like a skill."""
+    if not isinstance(name, str) or not name:
+        raise ScorerError("Option rubric_file of the judge scorer must be a file path.")
+    path = inside_repo(Path.cwd(), name, "[tasks.scorer_options] rubric_file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScorerError(
+            f"The judge's rubric file {name} cannot be read ({exc}).",
+            hint="Write the rubric there and commit it, or use the rubric option instead.",
+        ) from None
+
+
 def _make_judge(options: Mapping[str, Any], judge: JudgeFn | None) -> JudgeScorer:
-    _check_options("judge", options, ("rubric", "threshold"))
+    _check_options("judge", options, ("rubric", "rubric_file", "threshold"))
     if judge is None:
         raise ScorerError(
             "The judge scorer needs a [judge] model, and none is configured.",
             hint="Configure a judge model for the run, or choose another scorer.",
         )
     rubric = options.get("rubric", DEFAULT_RUBRIC)
+    if "rubric_file" in options:
+        rubric = read_rubric_file(options["rubric_file"])
     if not isinstance(rubric, str) or not rubric.strip():
         raise ScorerError("Option rubric of the judge scorer must be a non-empty string.")
     return JudgeScorer(judge, rubric, _number_option("judge", options, "threshold", 0.5))

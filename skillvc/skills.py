@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from skillvc.config import CONFIG_FILE, Config, listing
 from skillvc.errors import SkillvcError, UnknownEventId, UnknownSkill
+from skillvc.inputs import reader as inputs
 
 if TYPE_CHECKING:
     from skillvc.store import EventStore
@@ -66,7 +67,8 @@ def frontmatter_name(path: Path) -> str | None:
     from skillvc.skilldoc import SkillDocument
 
     try:
-        doc = SkillDocument.parse(path.read_bytes())
+        raw = inputs.read_bytes(path, path.name, max_bytes=inputs.SKILL_MAX_BYTES)
+        doc = SkillDocument.parse(raw)
     except (OSError, SkillvcError, ValueError):
         return None
     name = (doc.frontmatter or {}).get("name")

@@ -31,15 +31,17 @@ from typing import Any
 
 from skillvc.errors import (
     Locked,
+    LogDamaged,
     LogNotWritable,
     NotADatabase,
+    NotASkillvcLog,
     SchemaTooNew,
     SkillvcError,
     StateConflict,
     UnknownEventId,
     storage_error,
 )
-from skillvc.events import Event, current_version, event_from_row
+from skillvc.events import DAMAGED, Event, current_version, event_from_row
 from skillvc.hashing import canonical_json, sha256_hex
 from skillvc.schema import SCHEMA_VERSION
 from skillvc.secrets import scrub_json, scrub_stored_text, scrub_values
@@ -50,6 +52,7 @@ except ImportError:  # pragma: no cover - non-POSIX
     fcntl = None  # type: ignore[assignment]
 
 _COLUMNS = "id, type, payload, run_id, seq, step, epoch, key, created_at, version"
+MIGRATIONS_TABLE = "_sqlite_migrations"  # where sqlite-utils records applied migrations
 
 
 def _now() -> str:
@@ -99,6 +102,7 @@ class EventStore:
         # Guards every use of ``conn`` (see the class docstring); re-entrant so a thread
         # inside ``transaction()`` can still read and append.
         self._write_lock = threading.RLock()
+        self._sound = False  # quick-checked yet (see ensure_sound)
         try:
             with _writes(self.path):
                 self._migrate()
@@ -119,6 +123,26 @@ class EventStore:
         # Fast path for every command after the first: the schema is current. (sqlite-utils and
         # the migration set are imported only when there may be work to do.)
         found = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if found == 0:  # blank, or from before user_version was set: migrations say whose
+            ours = tables <= {MIGRATIONS_TABLE} or MIGRATIONS_TABLE in tables
+            if not ours and {"events", "blobs"} <= tables:  # a log older than its record
+                columns = {r[1] for r in self.conn.execute("PRAGMA table_info(events)")}
+                ours = {"payload", "run_id", "seq", "key"} <= columns
+        else:
+            ours = {"events", "blobs"} <= tables
+        if not ours:
+            # Another application's database: migrating it would fail half-way ("table events
+            # already exists") or, worse, add our tables to someone else's file.
+            raise NotASkillvcLog(
+                f"{self.path} is a SQLite database, but not a skillvc event log (it holds "
+                f"{_listing(sorted(tables))})."
+            )
         if found == SCHEMA_VERSION:
             return
         from skillvc.migrations import MIGRATIONS
@@ -161,6 +185,32 @@ class EventStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- integrity ----------------------------------------------------------------------------
+
+    def integrity(self, *, full: bool = False) -> list[str]:
+        """SQLite's own findings about the file ("ok" is none): ``PRAGMA quick_check`` (pages,
+        records, ordering; linear in the size, no index cross-check) or ``integrity_check``."""
+        pragma = "integrity_check(100)" if full else "quick_check(20)"
+        try:
+            with self._write_lock:
+                rows = self.conn.execute(f"PRAGMA {pragma}").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return [str(exc)]
+        found = [str(r[0]) for r in rows]
+        return [] if found == ["ok"] else found
+
+    def ensure_sound(self) -> None:
+        """Raise LogDamaged when the log fails its quick check; checked once per open store,
+        before its first write, so no command appends to a damaged log."""
+        if self._sound:
+            return
+        problems = self.integrity()
+        if problems:
+            raise LogDamaged(
+                f"The event log {self.path} is damaged ({problems[0]}); nothing was written to it."
+            )
+        self._sound = True
+
     # -- blobs ------------------------------------------------------------------------------
 
     def put_blob(self, text: str) -> str:
@@ -168,6 +218,7 @@ class EventStore:
         hash of what was stored."""
         text = scrub_values(text)
         digest = sha256_hex(text)
+        self.ensure_sound()
         with self._write_lock, _writes(self.path):
             self.conn.execute(
                 "INSERT OR IGNORE INTO blobs (hash, size, content) VALUES (?, ?, ?)",
@@ -202,6 +253,7 @@ class EventStore:
         A run event re-emitted at the same ``(run_id, seq)`` must have the same type; anything
         else means the loop was not deterministic, which is a bug worth stopping for.
         """
+        self.ensure_sound()
         with self._write_lock, _writes(self.path):
             existing = self._existing(type, run_id, seq, key)
             if existing is not None:
@@ -224,6 +276,7 @@ class EventStore:
             )
             for e in events
         ]
+        self.ensure_sound()
         with self._write_lock, _writes(self.path), self.transaction():
             self.conn.executemany(
                 "INSERT INTO events (type, payload, run_id, seq, step, epoch, key, created_at, "
@@ -236,7 +289,7 @@ class EventStore:
         self, type: str, run_id: str | None, seq: int | None, key: str | None
     ) -> Event | None:
         if run_id is not None and seq is not None:
-            row = self._row("WHERE run_id = ? AND seq = ?", (run_id, seq))
+            row = self._usable(self._row("WHERE run_id = ? AND seq = ?", (run_id, seq)))
             if row is not None and row.type != type:
                 raise SkillvcError(
                     f"Replay of run {run_id} diverged at event {seq}: the log has {row.type}, "
@@ -245,7 +298,7 @@ class EventStore:
                 )
             return row
         if key is not None:
-            return self._row("WHERE type = ? AND key = ?", (type, key))
+            return self._usable(self._row("WHERE type = ? AND key = ?", (type, key)))
         return None
 
     def _insert(
@@ -293,6 +346,7 @@ class EventStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Group appends so they land together or not at all."""
+        self.ensure_sound()
         with self._write_lock, _writes(self.path):
             if self.conn.in_transaction:
                 yield
@@ -330,6 +384,16 @@ class EventStore:
             row = cur.fetchone()
         return event_from_row(row) if row is not None else None
 
+    def _usable(self, event: Event | None) -> Event | None:
+        """``event`` for code that replays its payload (a cached call, a run's event): a
+        damaged one stops the command instead of being half-used."""
+        if event is not None and DAMAGED in event.payload:
+            raise LogDamaged(
+                f"Event {event.id} ({event.type}) in {self.path} is damaged: "
+                f"{event.payload[DAMAGED]}."
+            )
+        return event
+
     def get(self, event_id: int) -> Event:
         event = self._row("WHERE id = ?", (event_id,))
         if event is None:
@@ -338,7 +402,7 @@ class EventStore:
 
     def find(self, type: str, key: str) -> Event | None:
         """The cache event of ``type`` stored under ``key``, if any."""
-        return self._row("WHERE type = ? AND key = ?", (type, key))
+        return self._usable(self._row("WHERE type = ? AND key = ?", (type, key)))
 
     def events(
         self,
@@ -381,35 +445,9 @@ class EventStore:
 
     # -- the writer lock --------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def writer_lock(self, what: str = "train") -> Iterator[None]:
+    def writer_lock(self, what: str = "train") -> contextlib.AbstractContextManager[None]:
         """Hold the one-writer lock for this repository's log, or raise ``Locked``."""
-        lock_path = self.path.with_name(f"{what}.lock")
-        try:
-            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
-        except PermissionError:
-            raise LogNotWritable(
-                f"Cannot create the writer lock {lock_path}: permission denied."
-            ) from None
-        except OSError as exc:
-            raise storage_error(exc, lock_path) or exc from None
-        try:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    handle.seek(0)
-                    holder = handle.read().strip() or "unknown"
-                    raise Locked(
-                        f"Another skillvc {what} is running in this repository ({holder})."
-                    ) from None
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()}")
-            handle.flush()
-            yield
-        finally:
-            handle.close()
+        return writer_lock_at(self.path, what)
 
 
 @contextlib.contextmanager
@@ -435,6 +473,21 @@ def _unwritable(path: Path, exc: Exception) -> SkillvcError | None:
     if path.exists() and not os.access(path, os.W_OK):
         return LogNotWritable(f"The event log {path} cannot be opened: the file is read-only.")
     return None
+
+
+def _kind(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file ("a character device")."""
+    from skillvc.inputs.reader import file_kind
+
+    try:
+        return file_kind(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def _listing(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"the tables {shown}" if names else "no tables"
 
 
 def _payload_json(payload: Mapping[str, Any]) -> str:
@@ -478,6 +531,14 @@ def open_store(path: str | Path, *, create: bool = True) -> EventStore:
             f"{path} is a directory, not the event log.",
             hint="Move the directory aside; 'skillvc init' then creates a fresh event log.",
         )
+    kind = _kind(path)
+    if kind is not None:
+        # /dev/null behind a link would "open" as an empty log that forgets every write.
+        raise NotADatabase(
+            f"{path} is {kind}{' (through a symbolic link)' if path.is_symlink() else ''}, "
+            "not the event log file.",
+            hint="Move it aside; 'skillvc init' then creates a fresh event log.",
+        )
     if path.exists() and path.stat().st_size > 0:
         try:
             with open(path, "rb") as fh:
@@ -489,3 +550,42 @@ def open_store(path: str | Path, *, create: bool = True) -> EventStore:
         if header != b"SQLite format 3\x00":
             raise NotADatabase(f"{path} is not a SQLite database.")
     return EventStore(path)
+
+
+@contextlib.contextmanager
+def writer_lock_at(path: Path, what: str = "train") -> Iterator[None]:
+    """Hold the one-writer lock beside the log at ``path``, or raise ``Locked``."""
+    lock_path = path.with_name(f"{what}.lock")
+    try:
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole block
+    except PermissionError:
+        raise LogNotWritable(
+            f"Cannot create the writer lock {lock_path}: permission denied."
+        ) from None
+    except IsADirectoryError:
+        raise StateConflict(
+            f"The writer lock {lock_path} is a directory, not skillvc's lock file.",
+            hint="Move it aside (skillvc never makes one), then run the command again.",
+        ) from None
+    except OSError as exc:
+        raise storage_error(exc, lock_path) or StateConflict(
+            f"Cannot open the writer lock {lock_path} ({exc.strerror}).",
+            hint="Make it a regular file skillvc can write, or move it aside.",
+        ) from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                raise Locked(
+                    f"Another skillvc {what} is running in this repository ({holder})."
+                ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        yield
+    finally:
+        handle.close()

@@ -33,6 +33,7 @@ from typing import Any
 from skillvc.config import TasksConfig
 from skillvc.errors import TaskSetError
 from skillvc.hashing import content_id
+from skillvc.inputs import reader as inputs
 from skillvc.paths import inside_repo
 
 SPLITS = ("train", "val", "test")
@@ -163,22 +164,23 @@ def _read_rows(path: Path, display: str) -> list[_Row]:
 
 
 def _read_text(path: Path, display: str) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TaskSetError(
-            f"Task file {display} does not exist.",
-            hint="Check the file names under [tasks] in skillvc.toml.",
-        ) from None
-    except OSError as exc:
-        raise TaskSetError(f"Task file {display} cannot be read ({exc.strerror}).") from None
-    try:
-        # utf-8-sig: spreadsheet exports often start with a BOM that must not reach a field name.
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TaskSetError(
-            f"Task file {display} is not UTF-8 text (bad byte at offset {exc.start})."
-        ) from None
+    # One reader for every input file: a pipe or device is refused by name (never waited
+    # on), the size is capped, the text is strict UTF-8 without a spreadsheet's BOM.
+    text = inputs.read_text(
+        path,
+        f"Task file {display}",
+        max_bytes=inputs.TASKS_MAX_BYTES,
+        error=TaskSetError,
+        missing=_missing_task_file,
+    )
+    from skillvc.secrets.taskfiles import warn_task_file
+
+    warn_task_file(display, text)
+    return text
+
+
+def _missing_task_file(message: str) -> TaskSetError:
+    return TaskSetError(message, hint="Check the file names under [tasks] in skillvc.toml.")
 
 
 def _jsonl_rows(text: str, display: str) -> Iterator[_Row]:
@@ -201,10 +203,12 @@ def _json_limit(exc: ValueError | RecursionError) -> str:
 def _parse_json(text: str, where: str, *, with_line: bool) -> Any:
     """``json.loads`` whose failures are one TaskSetError sentence naming ``where``."""
     try:
-        return json.loads(text)
+        return inputs.loads(text)
     except json.JSONDecodeError as exc:
         at = f"line {exc.lineno} column {exc.colno}" if with_line else f"column {exc.colno}"
         raise TaskSetError(f"{where} is not valid JSON ({exc.msg} at {at}).") from None
+    except inputs.StrictJSONError as exc:
+        raise TaskSetError(f"{where} cannot be used: {exc}.") from None
     except (ValueError, RecursionError) as exc:
         raise TaskSetError(f"{where} cannot be read ({_json_limit(exc)}).") from None
 
@@ -355,7 +359,7 @@ def _get(row: _Row, fields: Mapping[str, Any], key: str) -> Any:
         return None
     if key in ("answers", "choices", "metadata") and stripped[:1] in "[{":
         try:
-            return json.loads(stripped)
+            return inputs.loads(stripped)
         except (ValueError, RecursionError):  # JSONDecodeError, too many digits, too deep
             return value  # a cell that merely starts with a bracket is plain text
     return value
@@ -546,8 +550,8 @@ def refuse_id_manifest(root: Path, base: Path) -> None:
     manifest_path = _inside(root, (base / SKILLOPT_MANIFEST).as_posix(), "skillopt_dir")
     if manifest_path.is_file():
         try:
-            loaded = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            loaded = inputs.loads(_read_text(manifest_path, display + "/" + SKILLOPT_MANIFEST))
+        except (TaskSetError, ValueError, RecursionError):
             loaded = None
         manifest = loaded if isinstance(loaded, dict) else {}
     if manifest.get("manifest_type") != "id_split" and not _ids_only(train_items):
@@ -582,8 +586,8 @@ def refuse_id_manifest(root: Path, base: Path) -> None:
 def _ids_only(path: Path) -> bool:
     """True when the items.json at ``path`` is a non-empty list of objects with only an id."""
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        items = inputs.loads(_read_text(path, path.name))
+    except (TaskSetError, ValueError, RecursionError):
         return False  # unreadable: the normal loader says why
     return (
         isinstance(items, list)

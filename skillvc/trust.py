@@ -67,6 +67,7 @@ from skillvc.evaluation import (
     check_split,
     compare_versions,
 )
+from skillvc.inputs import reader as inputs
 from skillvc.output import fmt_score, shown
 from skillvc.packages.carried import load_carried
 from skillvc.packages.model import SKILL_FILE, SkillPackage, load_package, package_globs
@@ -267,6 +268,31 @@ def check_skills(
     return [(n, check_change(root, base, head, split, skill=n, **options)) for n in names]
 
 
+def base_warning(root: Path, base: str, head: str | None) -> str | None:
+    """How BASE relates to the head: StateConflict when they share no history (an unrelated
+    branch: the check would compare two histories, not a change, and could pass silently);
+    a warning when BASE is not an ancestor but related (the target branch moved on since the
+    change branched: the check compares with BASE as it is now); None when BASE is an
+    ancestor, as a pull request's base commit is."""
+    with SkillRepo(root) as repo:
+        base_sha = repo.resolve(base)
+        head_sha = repo.resolve(head) if head is not None else repo.head_sha()
+        if head_sha is None or repo.is_ancestor(base_sha, head_sha):
+            return None
+        label = head or "HEAD"
+        if not repo.has_common_history(base_sha, head_sha):
+            raise StateConflict(
+                f"BASE {base} shares no history with {label}: the check compares a change "
+                "with the commit it is based on.",
+                hint="Pass the branch or commit the change was made from as --base.",
+            )
+        return (
+            f"BASE {base} is not an ancestor of {label} (it moved on since the change "
+            f"branched): the change is compared with {base} as it is now; for the change "
+            f"alone pass --base $(git merge-base {base} {label})."
+        )
+
+
 def check_change(
     root: Path,
     base: str,
@@ -425,6 +451,21 @@ class HeadFiles:
         self.repo = repo
         self.root = root.resolve()
         self.rev = rev
+        self._dirty: set[str] | None = None
+
+    def _committed(self, rel: str) -> bool:
+        """True when the working-tree file ``rel`` is HEAD's, unchanged: then its blob is read,
+        as git stores it. A checkout wrote the working-tree bytes through the checked-out
+        ``.gitattributes`` (``working-tree-encoding``, filters), which a pull request
+        controls; the blob is what the change actually holds."""
+        if self.repo.head_sha() is None:
+            return False
+        if self._dirty is None:
+            self._dirty = set(self.repo.dirty_paths(""))
+        prefix = rel.rstrip("/") + "/"
+        if rel in self._dirty or any(p.startswith(prefix) for p in self._dirty):
+            return False
+        return not rel or self.repo.tracks(rel, "HEAD")
 
     @property
     def where(self) -> str:
@@ -437,6 +478,8 @@ class HeadFiles:
         include, exclude = package_globs(config)
         if self.rev is not None:
             return SkillPackage.from_rev(self.repo, directory, self.rev, include, exclude)
+        if self._committed(directory):
+            return SkillPackage.from_rev(self.repo, directory, "HEAD", include, exclude)
         path = inside_repo(self.root, directory, "The working tree") if directory else self.root
         return SkillPackage.from_dir(path, directory, include, exclude)
 
@@ -446,13 +489,15 @@ class HeadFiles:
             return None
         if self.rev is not None:
             return _read_at(self.repo, rel, self.rev)
+        if self._committed(rel):
+            return _read_at(self.repo, rel, "HEAD")
         # A symlink out of the repository or into .git/ or .skillvc/ is refused, as in eval.
         path = inside_repo(self.root, rel, "The working tree")
         if not path.is_file():
             return None
         try:
-            return path.read_bytes()
-        except OSError:
+            return inputs.read_bytes(path, rel, max_bytes=inputs.TASKS_MAX_BYTES)
+        except SkillvcError:
             return None
 
 

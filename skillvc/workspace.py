@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillvc.config import CONFIG_FILE, Config, load_config
-from skillvc.errors import ConfigError, NotAGitRepo, NotInitialised, SkillFileMissing
+from skillvc.errors import (
+    ConfigError,
+    NotAGitRepo,
+    NotInitialised,
+    SkillDocumentError,
+    SkillFileMissing,
+)
+from skillvc.inputs import reader as inputs
 from skillvc.paths import inside_repo
 from skillvc.resources import read_text
 from skillvc.store import EventStore, open_store
@@ -78,10 +85,24 @@ class Workspace:
         return open_store(self.db_path)
 
     def require_skill(self) -> Path:
+        """The skill file's path; SkillFileMissing when it does not exist, SkillDocumentError
+        naming what it is when it is not a regular file (a pipe, a device, a directory)."""
         path = self.config.skill_path
-        if not path.is_file():
-            raise SkillFileMissing(f"The skill file {self.skill_relpath} does not exist.")
+        what = f"The skill file {self.skill_relpath}"
+        if not inputs.check_regular(path, what, SkillDocumentError):
+            raise SkillFileMissing(f"{what} does not exist.")
         return path
+
+    def read_skill(self) -> bytes:
+        """The skill file's bytes, read as every input file is (regular file, size cap)."""
+        path = self.require_skill()
+        return inputs.read_bytes(
+            path,
+            f"The skill file {self.skill_relpath}",
+            max_bytes=inputs.SKILL_MAX_BYTES,
+            error=SkillDocumentError,
+            missing=SkillFileMissing,
+        )
 
 
 def find_root(path: str | Path = ".") -> Path:

@@ -195,14 +195,14 @@ def test_stale_expected_parent_leaves_the_branch(repo: SkillRepo) -> None:
 def test_head_moving_during_commit_is_a_conflict(
     repo: SkillRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = repo.build_commit_files  # commit_file builds through it, for one file
+    original = repo._build_pinned  # commit_file builds through it, for one file
 
     def racing_build(*args: Any, **kwargs: Any) -> str:
         sha = original(*args, **kwargs)
         git(repo.root, "commit", "-q", "--allow-empty", "-m", "someone else")
         return sha
 
-    monkeypatch.setattr(repo, "build_commit_files", racing_build)
+    monkeypatch.setattr(repo, "_build_pinned", racing_build)
     before = (repo.root / SKILL).read_bytes()
     with pytest.raises(StateConflict, match="HEAD moved away"):
         repo.commit_file(SKILL, NEW_SKILL, "mine")

@@ -463,10 +463,10 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     assert str(err) == "Task file evals/nope.jsonl does not exist."
     (tmp_path / "dir.jsonl").mkdir()
     err = error_of(load_taskset, TasksConfig(train="dir.jsonl"), tmp_path)
-    assert str(err).startswith("Task file dir.jsonl cannot be read (")
+    assert str(err) == "Task file dir.jsonl is a directory, not a regular file."
     (tmp_path / "latin1.jsonl").write_bytes(b'{"input": "caf\xe9", "target": "x"}\n')
     err = error_of(load_taskset, TasksConfig(train="latin1.jsonl"), tmp_path)
-    assert str(err) == "Task file latin1.jsonl is not UTF-8 text (bad byte at offset 14)."
+    assert str(err) == "Task file latin1.jsonl is not UTF-8 text (bad byte 0xe9 at offset 14)."
 
 
 def test_nothing_partial_when_a_later_split_is_bad(tmp_path: Path) -> None:

@@ -42,11 +42,7 @@ def command(rev_a: str, rev_b: str | None, as_json: bool, skill: str | None) -> 
     else:
         # Followed like the working-tree file: a symlinked skill diffs by its text, not the link.
         raw_a = ws.repo.read_file_following(path, rev_a)
-        raw_b = (
-            ws.require_skill().read_bytes()
-            if rev_b is None
-            else ws.repo.read_file_following(path, rev_b)
-        )
+        raw_b = ws.read_skill() if rev_b is None else ws.repo.read_file_following(path, rev_b)
         patch = unified_diff(SkillDocument.parse(raw_a), SkillDocument.parse(raw_b), path=path)
         before, after = raw_a.decode("utf-8"), raw_b.decode("utf-8")
     scores: dict[str, dict[str, float]] = {"a": {}, "b": {}}

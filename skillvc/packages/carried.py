@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from skillvc.backends.base import PackageFile
+from skillvc.inputs import reader as inputs
 from skillvc.packages.model import REGULAR_MODES, SkillPackage
 from skillvc.paths import _forbidden
 
@@ -112,7 +113,7 @@ def _in_worktree(
         if through_link or stat.S_ISLNK(info.st_mode) or stat.S_ISDIR(info.st_mode):
             skipped.append(rel)  # a link, a path through one, a submodule
         elif rel not in package.files and stat.S_ISREG(info.st_mode) and read:
-            data = path.read_bytes()
+            data = inputs.read_bytes(path, rel, max_bytes=inputs.SKILL_MAX_BYTES)
             files.append(PackageFile(rel, data=data, executable=bool(info.st_mode & stat.S_IXUSR)))
     return Carried(tuple(files), tuple(skipped))
 

@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from skillvc.errors import SkillvcError
 from skillvc.formats import Problem
+from skillvc.inputs import reader as inputs
 from skillvc.packages.model import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, matches
 
 RULE_LINK = "package-link"
@@ -103,8 +105,11 @@ def directory_links(directory: Path) -> list[str]:
     the repository's top). ``skillvc init`` makes a skill whose SKILL.md links such files a
     package."""
     try:
-        text = (directory / SKILL_FILE).read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        raw = inputs.read_bytes(
+            directory / SKILL_FILE, SKILL_FILE, max_bytes=inputs.SKILL_MAX_BYTES
+        )
+        text = raw.decode("utf-8-sig")
+    except (SkillvcError, UnicodeDecodeError):  # a pipe, a device, too large: no links
         return []
     out: list[str] = []
     for target in _targets(text):

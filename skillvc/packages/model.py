@@ -22,12 +22,15 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillvc.errors import SkillDocumentError
 from skillvc.hashing import canonical_json
+from skillvc.inputs import reader as inputs
 from skillvc.skilldoc import SkillDocument
 
 if TYPE_CHECKING:
@@ -52,8 +55,18 @@ def walk_files(directory: Path) -> list[str]:
         dirs[:] = [d for d in dirs if d != ".git" and not (here / d).is_symlink()]
         for name in names:
             path = here / name
-            if not path.is_symlink() and path.is_file():
+            if path.is_symlink():
+                continue
+            if path.is_file():
                 out.append(path.relative_to(directory).as_posix())
+                continue
+            kind = inputs.file_kind(path.lstat().st_mode)
+            if kind is not None:  # a pipe or a device: named, never read nor called missing
+                rel = path.relative_to(directory).as_posix()
+                raise SkillDocumentError(
+                    f"{rel} in the skill package {directory.name} is {kind}, not a regular file.",
+                    hint="Remove it or replace it with a regular file.",
+                )
     return sorted(out)
 
 
@@ -133,7 +146,12 @@ class SkillPackage:
         files = {}
         for rel in walk_files(directory):
             if matches(rel, include, exclude):
-                files[rel] = (directory / rel).read_bytes()
+                files[rel] = inputs.read_bytes(
+                    directory / rel,
+                    f"The skill package file {posixpath.join(root, rel)}",
+                    max_bytes=inputs.SKILL_MAX_BYTES,
+                    error=SkillDocumentError,
+                )
         return cls(root, files)
 
     @classmethod
