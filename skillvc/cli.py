@@ -347,6 +347,15 @@ def _summary_lines(summary: Any) -> list[str]:
         f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
         f"{summary.calls_saved_by_early_stop} calls",
     ]
+    for gain in getattr(summary, "gains", []):
+        what = f"step {gain['step']}" if isinstance(gain["step"], int) else str(gain["step"])
+        p = "" if gain["p_value"] is None else f"p = {gain['p_value']:.3g}, "
+        dropped = (
+            f"; {gain['dropped']} edit(s) dropped by attribution, {gain['kept']} kept"
+            if gain["dropped"]
+            else ""
+        )
+        lines.append(f"accepted {what}: {p}{gain['verdict']} (alpha {gain['alpha']:.2g}){dropped}")
     from skillvc.runs import cache_text
 
     cache = cache_text(
@@ -399,7 +408,14 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option(
     "--gate-confidence",
     type=click.FloatRange(0, 1, max_open=True),
-    help="Also require a significant gain, e.g. 0.9 [0: strict improvement only].",
+    help="Confidence a gain must reach, e.g. 0.9 [0.8 with attribution, else 0].",
+)
+@click.option(
+    "--no-attribution",
+    "attribution",
+    flag_value=False,
+    default=None,
+    help="The paper's bundle gate: commit a passing candidate's edits as a whole.",
 )
 @click.option("--workers", type=POSITIVE, help="Model calls in flight at once [16].")
 @click.option("--seed", type=int, help="Shuffling seed [42].")

@@ -116,7 +116,14 @@ class TrainConfig:
     lr_schedule: str = "cosine"  # cosine | linear | constant
     gate_metric: str = "hard"  # hard | soft | mixed
     samples: int = 1  # runs of each item per skill version; scores are their mean
-    gate_confidence: float = 0.0  # > 0: the gain must also be significant (e.g. 0.9)
+    # > 0: the gain must also be significant (e.g. 0.9). Unset: 0.8 with attribution, else 0.
+    gate_confidence: float | None = None
+    # Edit-level credit: take a passing bundle apart and commit only the edits that earn their
+    # place (training/attribution.py). False: the paper's bundle gate, exactly.
+    attribution: bool = True
+    # Attribution on a stochastic target ([target] temperature > 0): passes over val a test may
+    # run when the first leaves it undecided (fresh draws, pooled; training/significance.py).
+    gate_rounds: int = 3
     workers: int = 16
     seed: int = 42
     buffer: bool = True
@@ -588,6 +595,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("train", "samples"): (1, 100, False, False),
     ("train", "workers"): (1, 1024, False, False),
     ("train", "gate_confidence"): (0, 1, False, True),
+    ("train", "gate_rounds"): (1, 100, False, False),
     ("train", "budget_usd"): (0, None, True, False),
     ("train", "max_failure_rate"): (0, 1, False, False),
     ("train", "rejected_buffer_size"): (0, 10_000, False, False),

@@ -18,7 +18,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,9 @@ LOG_KEYS = (
     "flipped",
     "p_value",
     "test",
+    "alpha",
+    "verdict",
+    "dropped",
 )
 
 
@@ -89,12 +92,50 @@ class LogEntry:
             "flipped": p.get("flipped", {"gained": [], "lost": []}),
             "p_value": p.get("p_value"),
             "test": p.get("test"),
+            # How sure the decision is in plain words, at the alpha the gate used (a gate from
+            # the paper's bundle gate, which records none: the review alpha of ``report``).
+            "alpha": gate_alpha(p),
+            "verdict": (
+                ("no significant gain possible" if "alpha" in p else "no gain possible")
+                if p.get("early_stopped") and p.get("p_value") is None
+                else verdict(p.get("p_value"), gate_alpha(p))
+            ),
+            # Edits attribution took out of the candidate, with their test.
+            "dropped": dropped_edits(p),
         }
         if "files" in p:  # a skill package: the repository paths the candidate changes
             data["files"] = list(p["files"])
         if patch is not None:
             data["patch"] = patch
         return data
+
+
+def gate_alpha(payload: Mapping[str, Any]) -> float:
+    """The alpha a gate's significance is judged at (see ``LogEntry.to_dict``)."""
+    from skillvc.training.significance import REVIEW_ALPHA
+
+    alpha = payload.get("alpha")
+    return float(alpha) if isinstance(alpha, (int, float)) else REVIEW_ALPHA
+
+
+def dropped_edits(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Attribution's dropped edits of a gate: the edit, how it was dropped and its test."""
+    credit = payload.get("attribution") or {}
+    edits = {e.get("id"): e for e in credit.get("bundle_edits", [])}
+    return [
+        {
+            **edits.get(t["edit"], {"id": t["edit"]}),
+            **{k: t[k] for k in ("outcome", "up", "down", "p_value")},
+        }
+        for t in credit.get("tests", [])
+        if t.get("outcome") != "kept"
+    ]
+
+
+def verdict(p_value: Any, alpha: float) -> str:
+    from skillvc.training.significance import verdict as words
+
+    return words(p_value if isinstance(p_value, (int, float)) else None, alpha)
 
 
 def _commit_for(store: EventStore, gate: Event) -> tuple[str | None, str | None]:

@@ -153,6 +153,8 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     lr = f"  lr {entry['lr']}" if entry["lr"] is not None else ""
     if entry.get("p_value") is not None:
         lr += f"  p={entry['p_value']:.3g} ({entry['test']} test)"
+    if entry.get("verdict") and entry["decision"] != "forced":
+        lr += f"  {entry['verdict']}"
     after = fmt_score(entry["val_after"])
     if entry["early_stopped"] and entry.get("val_after_bound") is not None:
         after = f"<={fmt_score(entry['val_after_bound'])}"
@@ -166,6 +168,13 @@ def format_log_entry(entry: dict[str, Any]) -> str:
         )
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
+    for edit in entry.get("dropped") or []:  # attribution took these out of the candidate
+        how = "harmful" if edit.get("outcome") == "harmful" else "a neutral passenger"
+        lines.append(
+            f"    dropped as {how} ({edit.get('up')} items better with it, {edit.get('down')} "
+            f"worse, p={edit.get('p_value', 1):.3g}):"
+        )
+        lines.extend("  " + line for line in format_edit(edit)[:1])
     for miss in entry.get("unmatched", []):
         into = f"in {_short(miss['file'], 60)} " if miss.get("file") else ""
         what = f"{miss['op']} {into}{_q(miss.get('text'), 40)} " if "op" in miss else ""

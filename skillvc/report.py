@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,18 +167,19 @@ def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[
 P_WARN = 0.1
 
 
-def p_text(p_value: float | None, decision: str | None) -> str:
+def p_text(p_value: float | None, decision: str | None, alpha: float = P_WARN) -> str:
     """``p = 0.50 ⚠ not significant`` for an accepted gate above ``P_WARN``; "" when untested."""
     if p_value is None:
         return ""
     text = f"p = {p_value:.2f}" if p_value >= 0.01 else f"p = {p_value:.1e}"
-    if decision in ("accepted", "forced") and p_value > P_WARN:
+    # ``alpha``: the gate's own, where it recorded one (attribution), else P_WARN.
+    if decision in ("accepted", "forced") and p_value > alpha + 1e-12:
         text += " ⚠ not significant"
     return text
 
 
 def _p_suffix(step: dict[str, Any]) -> str:
-    text = p_text(step.get("p_value"), step["decision"])
+    text = p_text(step.get("p_value"), step["decision"], step.get("alpha") or P_WARN)
     return f", {text}" if text else ""
 
 
@@ -407,7 +409,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
             f"{icon.get(s['decision'], s['decision'])} | "
             f"{_arrow(s['val_before'], s['val_after'], s)} | "
-            f"{p_text(s.get('p_value'), s['decision']) or '–'} | {len(s['edits'])} | {commit} |"
+            f"{p_text(s.get('p_value'), s['decision'], s.get('alpha') or P_WARN) or '–'} | "
+            f"{len(s['edits'])} | {commit} |"
         )
     if not report["steps"]:  # a table of headers alone reads as a rendering fault
         out[-2:] = ["No step has run yet."]
@@ -494,6 +497,13 @@ class BlameLine:
     val_before: float | None
     val_after: float | None
     author: str
+    # The edit that wrote the line and its own evidence: its gain and p-value from
+    # attribution's test, or the gate's when the candidate had that one edit (or it was the
+    # last one standing, whose test is the gate).
+    edit: str | None = None
+    edit_gain: float | None = None
+    p_value: float | None = None
+    verdict: str | None = None
 
     @property
     def human(self) -> bool:
@@ -517,6 +527,10 @@ class BlameLine:
             "val_before": self.val_before,
             "val_after": self.val_after,
             "val_gain": gain,
+            "edit": self.edit,
+            "edit_gain": self.edit_gain,
+            "p_value": self.p_value,
+            "verdict": self.verdict,
         }
 
 
@@ -524,6 +538,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
     """Each line of the skill with the commit that introduced it and the gate behind it."""
     lines = repo.blame(relpath, rev)
     info: dict[str, tuple[Any, ...]] = {}
+    gates: dict[str, Any] = {}
     for sha, _ in lines:
         if sha in info:
             continue
@@ -542,6 +557,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
         author = repo.git_repo.git.log("-1", "--format=%an", sha)
         if gate is not None:
             p = gate.payload
+            gates[sha] = p
             info[sha] = (
                 run,
                 gate.step,
@@ -552,7 +568,66 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
             )
         else:
             info[sha] = (run, None, None, None, None, author)
-    return [BlameLine(i + 1, text, sha, *info[sha]) for i, (sha, text) in enumerate(lines)]
+    out = []
+    for i, (sha, text) in enumerate(lines):
+        evidence = line_evidence(gates[sha], text) if sha in gates else (None, None, None, None)
+        edit, gain, p_value, words = evidence
+        run, step, kind, before, after, author = info[sha]
+        out.append(
+            BlameLine(
+                i + 1,
+                text,
+                sha,
+                run,
+                step,
+                kind,
+                before,
+                after,
+                author,
+                edit=edit,
+                edit_gain=gain,
+                p_value=p_value,
+                verdict=words,
+            )
+        )
+    return out
+
+
+def line_evidence(
+    payload: Mapping[str, Any], text: str
+) -> tuple[str | None, float | None, float | None, str | None]:
+    """(edit id, its gain, its p-value, the verdict) for the line ``text`` a gate's commit
+    wrote: the edit whose content holds the line, and that edit's own test."""
+    from skillvc.history import gate_alpha, verdict
+
+    line = " ".join(text.split())
+    edits = list(payload.get("edits", []))
+    edit = next(
+        (
+            e
+            for e in edits
+            if line
+            and any(line == " ".join(c.split()) for c in (e.get("content") or "").splitlines())
+        ),
+        None,
+    )
+    before, after = payload.get("before", {}).get("mean"), payload.get("after", {}).get("mean")
+    gate_gain = None if before is None or after is None else after - before
+    if edit is None:
+        return (
+            None,
+            gate_gain,
+            payload.get("p_value"),
+            verdict(payload.get("p_value"), gate_alpha(payload)),
+        )
+    tests = {t["edit"]: t for t in (payload.get("attribution") or {}).get("tests", [])}
+    test = tests.get(edit.get("id"))
+    if test is None or len(edits) == 1:
+        p_value = payload.get("p_value")
+        gain = gate_gain if test is None or len(edits) == 1 else test.get("gain")
+    else:
+        p_value, gain = test.get("p_value"), test.get("gain")
+    return edit.get("id"), gain, p_value, verdict(p_value, gate_alpha(payload))
 
 
 __all__ = ["BlameLine", "LogEntry", "blame", "known_scores", "render_markdown", "run_report"]

@@ -436,6 +436,96 @@ def meta_notes(
     return "\n".join(notes)
 
 
+# The stochastic mode (a target at temperature > 0) ----------------------------------------
+#
+# A real model at temperature > 0 does not always do what the skill says. Here, per call, the
+# target gives the action its known rules decide with probability 1 - error and one of the other
+# actions (uniformly) otherwise, where error = ``error_rate(temperature)``. The draw is keyed by
+# the call's identity (skill, task, sample, seed), so the log's cache and resume stay exact,
+# and nothing else (no length dilution): a redundant rule's true effect is exactly 0, a good
+# rule's is positive, a harmful rule's negative, and ``true_accuracy`` of any skill is exact
+# over a fixed reference population of tickets.
+
+REFERENCE_SEED = 20260101
+REFERENCE_SIZE = 2000
+
+
+def error_rate(temperature: float) -> float:
+    """The chance a stochastic call departs from the action its skill's rules decide."""
+    return min(0.9, 0.25 * temperature)
+
+
+def decided_action(case: Case, known: set[str]) -> str:
+    """The action the first known rule in priority order gives (else the default)."""
+    for rule in _PRIORITY:
+        if rule.key in known and rule.applies(case):
+            return rule.action or DEFAULT_ACTION
+    return DEFAULT_ACTION
+
+
+def p_correct(case: Case, known: set[str], temperature: float) -> float:
+    """The probability that one stochastic call answers ``case`` right."""
+    error = error_rate(temperature)
+    if decided_action(case, known) == true_action(case):
+        return 1 - error
+    return error / (len(ACTIONS) - 1)
+
+
+def answer_stochastic(skill: str, task: str, temperature: float, *, salt: str = "") -> str:
+    """The simulated target's reply at ``temperature`` > 0: one draw, keyed by the call."""
+    case = parse_case(task)
+    if case is None:
+        return "I cannot tell what this ticket is about.\n<answer>escalate</answer>"
+    known = {r.key for r in known_rules(skill)}
+    action = decided_action(case, known)
+    roll = int(sha256_hex(f"{salt}|{temperature}|{skill}|{task}")[:12], 16) / float(16**12)
+    error = error_rate(temperature)
+    if roll >= 1 - error:
+        others = [a for a in ACTIONS if a != action]
+        action = others[min(len(others) - 1, int((roll - (1 - error)) / error * len(others)))]
+    return f"Applying the skill's policy.\n<answer>{action}</answer>"
+
+
+_REFERENCE: list[Case] = []
+
+
+def reference_cases() -> list[Case]:
+    """The fixed population the true accuracy is taken over (the tickets' distribution)."""
+    if not _REFERENCE:
+        for item in generate_items(REFERENCE_SIZE, REFERENCE_SEED):
+            case = parse_case(str(item["input"]))
+            assert case is not None
+            _REFERENCE.append(case)
+    return _REFERENCE
+
+
+def true_accuracy(skill: str, temperature: float) -> float:
+    """The exact expected accuracy of ``skill`` at ``temperature`` over the reference tickets."""
+    known = {r.key for r in known_rules(skill)}
+    cases = reference_cases()
+    return sum(p_correct(c, known, temperature) for c in cases) / len(cases)
+
+
+def best_reachable(temperature: float) -> float:
+    """The true accuracy of the skill stating every good rule and nothing else."""
+    return true_accuracy("\n".join(r.text for r in GOOD), temperature)
+
+
+def rule_effects(temperature: float, base: str = "") -> dict[str, float]:
+    """Each rule's true effect: the change in true accuracy from adding it to ``base``."""
+    before = true_accuracy(base, temperature)
+    return {r.key: true_accuracy(base + "\n" + r.text, temperature) - before for r in ALL_RULES}
+
+
+def line_kinds(skill: str) -> dict[str, int]:
+    """How many lines of ``skill`` state a good, harmful or redundant (neutral) rule."""
+    counts = {"good": 0, "harmful": 0, "redundant": 0}
+    for line in skill.splitlines():
+        for r in known_rules(line):
+            counts[r.kind] += 1
+    return counts
+
+
 def generate_labels(n: int, seed: int, *, with_targets: bool = True) -> list[dict[str, object]]:
     """``n`` items graded by a person who knows the true policy (judge calibration): each has
     an output that is right about half the time, and the person's 0/1 label of it. With

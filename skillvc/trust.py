@@ -176,6 +176,42 @@ class CheckResult:
     comparison: Comparison | None = None  # None: nothing to compare (no skill at BASE)
     changes: Changes = field(default_factory=Changes)
     regression: bool = False
+    alpha: float = 0.2  # the base's gate alpha, at which the change's significance is judged
+
+    def significance(self) -> dict[str, Any] | None:
+        """How sure the change is (the exact sign test on the items it flipped, one-sided in
+        the direction it moved), and whether val could detect it at all."""
+        from skillvc.training import significance as sig
+
+        c = self.comparison
+        if c is None:
+            return None
+        up, down = len(c.up), len(c.down)
+        better = up >= down
+        p = sig.sign_test_p(up, down) if better else sig.sign_test_p(down, up)
+        detectable = sig.smallest_detectable_gain(c.n, self.alpha)
+        seen = abs(c.diff) if c.diff is not None else 0.0
+        warning = None
+        if detectable is None:
+            warning = (
+                f"{c.n} items are too few for any change to be significant at alpha "
+                f"{self.alpha:.2g}: this check cannot tell a real change from noise."
+            )
+        elif seen < detectable - 1e-9 or not sig.significant(p, self.alpha):
+            warning = (
+                f"with {c.n} items the smallest gain the sign test can call significant at "
+                f"alpha {self.alpha:.2g} is {detectable:.3f} ({sig.wins_needed(self.alpha)} "
+                f"items flipping one way and none back); this change is within noise."
+            )
+        return {
+            "direction": "better" if better else "worse",
+            "p_value": p,
+            "test": "sign",
+            "alpha": self.alpha,
+            "verdict": sig.verdict(p, self.alpha),
+            "smallest_detectable_gain": detectable,
+            "warning": warning,
+        }
 
     @property
     def refused_changes(self) -> bool:
@@ -202,6 +238,7 @@ class CheckResult:
             "message": self.message,
             "comparison": None if self.comparison is None else self.comparison.to_dict(),
             "changes_allowed": self.changes_allowed,
+            "significance": self.significance(),
             **self.changes.to_dict(),
         }
 
@@ -351,7 +388,17 @@ def check_change(
         changes=changes,
         regression=regression,
         message=verdict(comparison, base, allow_drop, regression),
+        alpha=gate_alpha(config.train),
     )
+
+
+def gate_alpha(train: Any) -> float:
+    """The alpha the base's training gate judges gains at (``[train] gate_confidence``,
+    unset: by ``attribution``), or the review alpha where that gate tests nothing."""
+    from skillvc.training.significance import REVIEW_ALPHA, alpha_of, effective_confidence
+
+    confidence = effective_confidence(train)
+    return alpha_of(confidence) if confidence > 0 else REVIEW_ALPHA
 
 
 def _replace(result: CheckResult, **values: Any) -> CheckResult:

@@ -124,7 +124,12 @@ def test_a_request_the_batch_failed_is_a_model_error_of_that_item(
     batch_fake.fails = fails
     repo = copy_repo(demo_seed, tmp_path / "r")
     section = target(batch_fake, "openai", "batch")
-    train(open_workspace(repo), overrides={"target": section, "train": {"epochs": 1}})
+    # The bundle gate: attribution's extra versions would meet the scripted failure in more
+    # calls of one chunk than the failure rate allows; the batch's error handling is tested.
+    train(
+        open_workspace(repo),
+        overrides={"target": section, "train": {"epochs": 1, "attribution": False}},
+    )
     with open_store(repo / ".skillvc/events.db") as store:
         errors = [e.payload for e in store.events(types=["model.error"])]
         scored = store.query(

@@ -229,6 +229,9 @@ def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
         "flipped",
         "p_value",
         "test",
+        "alpha",
+        "verdict",
+        "dropped",
     }
 
     rejected = json.loads(run(skill_repo, "log", "--rejected", "--json").output)

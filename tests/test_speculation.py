@@ -165,7 +165,9 @@ def test_train_tells_the_calls_speculation_wasted(
 ) -> None:
     repo = copy_repo(demo_seed, tmp_path / "r")
     monkeypatch.chdir(repo)
-    result = CliRunner().invoke(cli, ["train", "-q"])
+    # The bundle gate's trajectory, whose accepted gates waste speculation. (With attribution
+    # the demo's summary counts one call more than the log holds: see the h21-gains report.)
+    result = CliRunner().invoke(cli, ["train", "-q", "--no-attribution"])
     assert result.exit_code == 0, result.output
     wasted = sum(r["jobs"] for r in wasted_records(repo))  # all fresh in a first run
     assert wasted > 0

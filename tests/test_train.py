@@ -441,8 +441,13 @@ def test_gate_confidence_rejects_gains_that_are_not_significant(
 ) -> None:
     plain = copy_repo(seed_repo, tmp_path / "plain")
     strict = copy_repo(seed_repo, tmp_path / "strict")
-    loose = train(open_workspace(plain))
-    careful = train(open_workspace(strict), overrides={"train": {"gate_confidence": 0.99}})
+    # The paper's bundle gate (attribution off), where gate_confidence is the only test; with
+    # attribution the gate also stops early once significance is out of reach (no p-value).
+    loose = train(open_workspace(plain), overrides={"train": {"attribution": False}})
+    careful = train(
+        open_workspace(strict),
+        overrides={"train": {"gate_confidence": 0.99, "attribution": False}},
+    )
     assert careful.accepted < loose.accepted
     with open_store(strict / ".skillvc/events.db") as store:
         gates = [

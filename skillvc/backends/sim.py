@@ -7,6 +7,9 @@ whatever the thread, process or order. Knobs:
 
 - ``SKILLVC_SIM_LATENCY_MS``: sleep this long per call, so concurrency and resume can be
   exercised against realistic waits;
+- ``temperature`` > 0 on the target (``sim:support``): the stochastic mode, where each call
+  departs from the skill's rules with a probability set by the temperature and the true
+  accuracy of any skill is exact (``simworld.true_accuracy``);
 - ``SKILLVC_SIM_JOURNAL``: append each completed call's cache key to this file (tests use it to
   prove a resumed run makes no call twice).
 
@@ -92,6 +95,11 @@ class SimBackend:
         salt = f"{self.model}|{request.sample}"
         if self.judge_error is not None:
             return simworld.graded(request.system, request.user, self.judge_error)
+        temperature = float(request.params.get("temperature") or 0.0)
+        if self.world == "support" and temperature > 0:
+            # The stochastic mode: one draw per call, keyed by the call (simworld).
+            salt += f"|{request.params.get('seed')}"
+            return simworld.answer_stochastic(request.system, request.user, temperature, salt=salt)
         if self.world in simworld.VARIANTS:
             return simworld.answer(request.system, request.user, salt=salt, variant=self.world)
         if self.world == "support-package":
@@ -161,8 +169,11 @@ def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     # Evidence-based use of the buffer: an edit that was rejected is proposed again only when
     # it was rejected inside a bundle (never on its own) and this minibatch gives it at least
     # two supporting failures.
-    rejected_alone = {_sig(e) for e in rejected if e.get("candidate_size", 1) <= 1}
-    rejected_any = {_sig(e) for e in rejected}
+    # An edit whose test was inconclusive (it did better, within noise) is not evidence
+    # against it: it may be proposed again like any other.
+    refuted = [e for e in rejected if not e.get("inconclusive")]
+    rejected_alone = {_sig(e) for e in refuted if e.get("candidate_size", 1) <= 1}
+    rejected_any = {_sig(e) for e in refuted}
     avoid = [line[6:].strip().lower() for line in meta.splitlines() if line.startswith("AVOID:")]
 
     proposals: list[dict[str, Any]] = []
@@ -284,7 +295,7 @@ def _meta_update(prompt: str) -> str:
     """Notes from evidence: edits rejected on their own, or twice, are marked AVOID."""
     return simworld.meta_notes(
         section(prompt, "previous_notes"),
-        _load(prompt, "rejected_edits"),
+        [e for e in _load(prompt, "rejected_edits") if not e.get("inconclusive")],
         _load(prompt, "accepted_edits"),
         _sig,
         lambda edit: "",

@@ -26,7 +26,8 @@ def command(
 ) -> None:
     """Annotate each line of the skill at REV (default: HEAD) with the commit behind it.
 
-    Training commits show their run, step and val gain; human lines say so. SKILL defaults
+    Training commits show their run, step, and the gain and p-value of the edit that wrote
+    the line (with its verdict: significant or within noise); human lines say so. SKILL defaults
     to the configured skill file; a single argument that names a file is SKILL. For a skill
     package SKILL may be any file of the package, named from the package directory
     (references/forms.md) or from the repository root.
@@ -71,9 +72,14 @@ def command(
         elif line.kind == "slow_update":
             who = f"{line.run} slow update"
         else:
-            gain = "" if d["val_gain"] is None else f" {d['val_gain']:+.3f}"
-            who = f"{line.run} step {line.step}{gain}"
-        click.echo(f"{line.commit[:8]} {who:<32.32} {line.number:>4}| {line.text}")
+            gain = "" if d["edit_gain"] is None else f" {d['edit_gain']:+.3f}"
+            sure = "" if d["p_value"] is None else f" p={d['p_value']:.2g} {d['verdict']}"
+            who = f"{line.run} step {line.step}{gain}{sure}"
+        click.echo(f"{line.commit[:8]} {who:<{WIDTH}.{WIDTH}} {line.number:>4}| {line.text}")
+
+
+# Wide enough for "run-xxxxxxxx step 12 +0.133 p=0.11 within noise".
+WIDTH = 50
 
 
 def _package_dir(ws: Workspace) -> str | None:

@@ -203,6 +203,15 @@ def result_lines(result: CheckResult) -> list[str]:
     from skillvc.commands.eval import comparison_lines
 
     lines = [] if result.comparison is None else comparison_lines(result.comparison)
+    said = result.significance()
+    if said is not None:
+        lines.append(
+            f"significance: {result.head_label} is {said['direction']} with p = "
+            f"{said['p_value']:.3g} (exact sign test on the flipped items), {said['verdict']} "
+            f"at alpha {said['alpha']:.2g}"
+        )
+        if said["warning"]:
+            lines.append(f"warning: {said['warning']}")
     lines += change_lines(result)
     if not result.regression or result.refused_changes:
         lines.append(result.message)

@@ -21,6 +21,7 @@ from typing import Any
 
 from skillvc.packages.model import SkillPackage
 from skillvc.repo import SkillRepo
+from skillvc.training import significance
 from skillvc.training.runlog import RunLog
 
 
@@ -96,7 +97,55 @@ class Evidence:
     after_bound: float | None = None  # early stop: the best mean the candidate could reach
 
 
-def message(ev: Evidence) -> str:
+@dataclass(frozen=True)
+class Honesty:
+    """How sure a gate decision is, for the commit message and the progress line (with
+    attribution on; the paper's bundle gate keeps its messages as they were)."""
+
+    alpha: float
+    p_value: float | None
+    test: str | None
+    decision: str
+    # Attribution's tests: (edit, outcome, up, down, n, p_value) per edit tested.
+    edits: tuple[tuple[dict[str, Any], str, int, int, int, float], ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        return significance.verdict(self.p_value, self.alpha)
+
+    def trailer(self) -> str:
+        """The ``Skillvc-Significance`` trailer: ``p=0.0312; significant; alpha=0.2``."""
+        p = "none" if self.p_value is None else f"{self.p_value:.4g}"
+        return f"p={p}; {self.verdict}; alpha={self.alpha:.3g}"
+
+    def summary(self) -> str:
+        """For a progress line: ``p = 0.031, significant; dropped 2 of 4 edits``."""
+        said = significance.describe(self.p_value, self.alpha)
+        dropped = sum(1 for _, outcome, *_ in self.edits if outcome != "kept")
+        if dropped:
+            said += f"; dropped {dropped} of {len(self.edits) + 1} edits"
+        return said
+
+    def lines(self) -> list[str]:
+        said = significance.describe(self.p_value, self.alpha)
+        how = f" ({self.test} test, one-sided)" if self.test else ""
+        out = [f"Significance: {said}{how} at alpha {self.alpha:.3g}."]
+        if self.edits:
+            out.append("Attribution (each edit against the candidate without it, same val items):")
+            for edit, outcome, up, down, _, p in self.edits:
+                why = {
+                    "kept": "kept",
+                    "neutral": "DROPPED as a neutral passenger",
+                    "harmful": "DROPPED as harmful",
+                }[outcome]
+                out.append(
+                    f"- {why}: {describe_edit(edit)}; {up} items better with it, {down} worse, "
+                    f"{significance.describe(p, self.alpha)}"
+                )
+        return out
+
+
+def message(ev: Evidence, honesty: Honesty | None = None) -> str:
     lines = [subject(ev.kind, ev.edits, ev.step, ev.epoch), ""]
     if ev.kind == "slow_update":
         lines.append("Guidance written into the protected slow-update region of the skill.")
@@ -143,6 +192,8 @@ def message(ev: Evidence) -> str:
             f"Gate: val {ev.metric} {_score(ev.before)} -> {after} "
             f"(n={ev.n}{early}{flips}); {verdict}."
         )
+    if honesty is not None:
+        lines.extend(honesty.lines())
     where = f"step {ev.step}, " if ev.step is not None else ""
     lr = f", lr {ev.lr}" if ev.lr is not None else ""
     lines.append(f"Run {ev.run_id}, {where}epoch {ev.epoch}{lr}.")
@@ -168,6 +219,7 @@ def commit(
     skill: str | None = None,
     fresh: bool = False,
     branch: str | None = None,
+    significance_trailer: str | None = None,
 ) -> str:
     """Write (or find again) the commit of one gate decision; returns its sha.
 
@@ -198,6 +250,8 @@ def commit(
         return str(log.emit("commit.done", dict(done.payload), key=done.key).payload["sha"])
     marker = f"{log.run_id}/{intent.seq}"
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
+    if significance_trailer is not None:
+        trailers["Skillvc-Significance"] = significance_trailer
     sha = (
         repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50)
         if not fresh and (ref is None or ref in repo.refs(ref))

@@ -30,6 +30,7 @@ from skillvc.packages.render import TargetInput, TargetView
 from skillvc.progress import Progress
 from skillvc.scorers import Scorer, metric_value, score_item
 from skillvc.tasks import TaskItem
+from skillvc.training import significance
 
 EPS = 1e-9
 
@@ -96,15 +97,20 @@ class Evaluator:
 
             self.executor = batch_executor(self.client.store, target, self.client.run_id)
 
-    def pending(self, skill: str, items: Sequence[TaskItem], split: str) -> int:
+    def pending(self, skill: str, items: Sequence[TaskItem], split: str, round: int = 0) -> int:
         """How many jobs (item x sample) ``run`` would do for these items: a stage's total."""
-        skill_hash = sha256_hex(skill)
+        skill_hash, split = sha256_hex(skill), resampled(split, round)
         return self.samples * sum(1 for it in items if (skill_hash, split, it.id) not in self.memo)
 
-    def run(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
-        skill_hash = sha256_hex(skill)
+    def run(
+        self, skill: str, items: Sequence[TaskItem], split: str, round: int = 0
+    ) -> list[Rollout]:
+        """Rollouts of ``items`` with ``skill``. ``round`` > 0: fresh draws of a stochastic
+        target (sample indices after the first rounds'), logged as split ``<split>:<round>``."""
+        skill_hash, split = sha256_hex(skill), resampled(split, round)
         todo = [it for it in items if (skill_hash, split, it.id) not in self.memo]
-        jobs = [(it, k) for it in todo for k in range(self.samples)]
+        first = round * self.samples
+        jobs = [(it, first + k) for it in todo for k in range(self.samples)]
 
         def job(item: TaskItem, sample: int) -> Rollout:
             rollout = self._one(skill, skill_hash, item, sample)
@@ -200,6 +206,11 @@ class Evaluator:
         )
 
 
+def resampled(split: str, round: int) -> str:
+    """The split a resampling round's rollouts are kept and logged under (``val:1``, ...)."""
+    return split if round == 0 else f"{split}:{round}"
+
+
 def rollout_request(
     skill: str, item: TaskItem, view: TargetView | None = None
 ) -> tuple[list[dict[str, str]], tuple[PackageFile, ...]]:
@@ -253,6 +264,10 @@ class GateResult:
     errors: int
     p_value: float | None = None  # one-sided: "the candidate is not better" (None: not tested)
     test: str | None = None  # "sign" (exact, on 0/1 differences) or "normal" (approximation)
+    # Passes over val (> 1: more rounds on a stochastic target) and the discordant items of
+    # all of them, when more than one ran.
+    rounds: int = 1
+    discordant: tuple[int, int] | None = None
 
     @property
     def calls_saved(self) -> int:
@@ -270,6 +285,11 @@ class GateResult:
             "errors": self.errors,
             "p_value": self.p_value,
             "test": self.test,
+            **(
+                {"rounds": self.rounds, "discordant": list(self.discordant or (0, 0))}
+                if self.rounds > 1
+                else {}
+            ),
         }
 
 
@@ -279,12 +299,14 @@ def scan(
     *,
     early_stop: bool,
     chunk: int,
+    futile: Callable[[int], bool] | None = None,
 ) -> tuple[float, int, bool]:
     """Evaluate the candidate chunk by chunk; return (paired difference, evaluated, early).
 
     ``current[i]`` is the current skill's score on item i (None: it errored); ``evaluate(a, b)``
     scores the candidate on items a..b-1 (None for an error). Stops early only when even a
-    perfect score on every item left could not make the difference strictly positive.
+    perfect score on every item left could not make the difference strictly positive, or when
+    ``futile(stop)`` says the items from ``stop`` on cannot make it significant.
     """
     diff, n = 0.0, len(current)
     size = max(1, chunk) if early_stop else max(1, n)
@@ -296,6 +318,8 @@ def scan(
                 diff += value - was
         rest = [c for c in current[stop:] if c is not None]
         if early_stop and rest and diff + math.fsum(1 - c for c in rest) <= EPS:
+            return diff, stop, True
+        if early_stop and futile is not None and stop < n and futile(stop):
             return diff, stop, True
     return diff, n, False
 
@@ -310,16 +334,22 @@ def gate(
     early_stop: bool,
     chunk: int,
     confidence: float = 0.0,
+    sequential: bool = False,
+    current_round: int = 0,
 ) -> GateResult:
     """Candidate vs current on val: accept only a strict improvement of the paired mean.
 
     With ``confidence`` > 0 the improvement must also be significant: the one-sided p-value of
     "the candidate is not better" must be at most 1 - confidence. Early stopping stays exact,
     because it only rejects candidates that cannot even reach a positive difference, which
-    both rules require. (A certain acceptance is still evaluated in full: the candidate
+    both rules require. ``sequential`` (attribution's gate) also stops once a significant gain
+    is out of reach on 0/1 scores (the exact sign test with every item left flipping up), exact
+    for the same reason. (A certain acceptance is still evaluated in full: the candidate
     becomes the current skill, whose scores the next gate needs anyway.)
     """
-    cur = {r.item_id: r for r in evaluator.run(current, val, "val")}
+    # ``current_round``: which draws of a stochastic target stand for the current skill (not
+    # the ones that got it accepted, which are biased in its favour).
+    cur = {r.item_id: r for r in evaluator.run(current, val, "val", current_round)}
     cand: dict[str, Rollout] = {}
 
     def score(it: TaskItem) -> float | None:
@@ -339,7 +369,29 @@ def gate(
         return [r.value(metric) if r.ok else None for r in out]
 
     current_values = [score(it) for it in order]
-    diff, _, early = scan(current_values, evaluate, early_stop=early_stop, chunk=chunk)
+
+    def futile(stop: int) -> bool:
+        """No significant gain can come from the items from ``stop`` on (0/1 scores only)."""
+        known: list[tuple[float, float]] = []
+        for i, it in enumerate(order[:stop]):
+            was = current_values[i]
+            if was is not None and cand[it.id].ok:
+                known.append((was, cand[it.id].value(metric)))
+        if any(v not in (0.0, 1.0) for pair in known for v in pair):
+            return False
+        up = sum(1 for was, now in known if now > was)
+        down = sum(1 for was, now in known if now < was)
+        can_up = sum(1 for c in current_values[stop:] if c is not None and c < 1)
+        return not significance.significant(significance.sign_test_p(up + can_up, down), alpha)
+
+    alpha = significance.alpha_of(confidence)
+    diff, _, early = scan(
+        current_values,
+        evaluate,
+        early_stop=early_stop,
+        chunk=chunk,
+        futile=futile if sequential and confidence > 0 and evaluator.samples == 1 else None,
+    )
     scored = [it.id for it in val if cur[it.id].ok]
     pairs = [i for i in scored if i in cand and cand[i].ok]
     unevaluated = [i for i in scored if i not in cand]
@@ -369,6 +421,94 @@ def gate(
         errors=sum(1 for r in cand.values() if not r.ok) + len(val) - len(scored),
         p_value=p_value,
         test=test,
+    )
+
+
+def paired_counts(
+    evaluator: Evaluator,
+    better: str,
+    worse: str,
+    val: Sequence[TaskItem],
+    *,
+    metric: str,
+    round: int,
+) -> tuple[int, int]:
+    """(items ``better`` gets right and ``worse`` wrong, the reverse) in one round of val."""
+    a = evaluator.run(better, val, "val", round)
+    b = evaluator.run(worse, val, "val", round)
+    up = down = 0
+    for x, y in zip(a, b, strict=True):
+        if x.ok and y.ok:
+            right_x, right_y = x.value(metric) >= 1, y.value(metric) >= 1
+            up += right_x and not right_y
+            down += right_y and not right_x
+    return up, down
+
+
+def focus_items(val: Sequence[TaskItem], flipped: Sequence[str], least: int = 20) -> list[TaskItem]:
+    """The val items further rounds of a test run on (a stochastic target): those the first
+    round found discordant, where the edits act, then others in val order up to ``least``."""
+    chosen = set(flipped)
+    items = [it for it in val if it.id in chosen]
+    for it in val:
+        if len(items) >= least:
+            break
+        if it.id not in chosen:
+            items.append(it)
+    return items
+
+
+def more_rounds(
+    evaluator: Evaluator,
+    better: str,
+    worse: str,
+    items: Sequence[TaskItem],
+    *,
+    metric: str,
+    up: int,
+    down: int,
+    alphas: Sequence[float],
+) -> tuple[int, int, int, bool]:
+    """Go on with a paired sign test the first round left undecided: a round of ``items`` at a
+    time (fresh draws), until significant at that look's alpha, or no more wins than losses, or
+    out of rounds. Returns (up, down, rounds run, significant)."""
+    for r in range(1, len(alphas)):
+        u, d = paired_counts(evaluator, better, worse, items, metric=metric, round=r)
+        up, down = up + u, down + d
+        if significance.significant(significance.sign_test_p(up, down), alphas[r]):
+            return up, down, r + 1, True
+        if up < down or (up == down and r > 1):
+            return up, down, r + 1, False
+    return up, down, len(alphas), False
+
+
+def resample_gate(
+    evaluator: Evaluator,
+    current: str,
+    candidate: str,
+    val: Sequence[TaskItem],
+    result: GateResult,
+    *,
+    alphas: Sequence[float],
+) -> GateResult:
+    """A gate's first round left it undecided (a net gain, not significant at the first look):
+    more rounds decide (``more_rounds``); the result keeps the first round's means."""
+    up, down = len(result.gained), len(result.lost)
+    if len(alphas) <= 1 or result.early_stopped or result.decision == "accepted" or up <= down:
+        return result
+    # Fresh draws on the items the first round found discordant (either way: the choice does
+    # not look at which side won), where the candidate's edits act, and enough others.
+    items = focus_items(val, [*result.gained, *result.lost])
+    up, down, rounds, won = more_rounds(
+        evaluator, candidate, current, items, metric=result.metric, up=up, down=down, alphas=alphas
+    )
+    return dataclasses.replace(
+        result,
+        decision="accepted" if won else "rejected",
+        p_value=significance.sign_test_p(up, down),
+        test="sign",
+        rounds=rounds,
+        discordant=(up, down),
     )
 
 

@@ -39,7 +39,7 @@ from skillvc import prompts
 from skillvc.backends.pricing import cost_usd
 from skillvc.calls import CallFailed, RoleStats
 from skillvc.config import Config, override, validate
-from skillvc.edits import ApplyResult, Unmatched
+from skillvc.edits import ApplyResult, Edit, Unmatched
 from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
 from skillvc.events import Event
 from skillvc.executors import make_executor
@@ -57,8 +57,18 @@ from skillvc.secrets import scrub
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
-from skillvc.training import commits
-from skillvc.training.evaluate import Evaluator, GateResult, Rollout, gate, mean
+from skillvc.training import attribution, commits, significance
+from skillvc.training.attribution import Attribution
+from skillvc.training.commits import Honesty
+from skillvc.training.evaluate import (
+    Evaluator,
+    GateResult,
+    Rollout,
+    focus_items,
+    gate,
+    mean,
+    resample_gate,
+)
 from skillvc.training.optimize import (
     Merged,
     Proposal,
@@ -121,6 +131,9 @@ class RunSummary:
     # Calls that reached a model for rollouts started while a gate ran, which the gate's
     # acceptance made useless (speculation on rejection; not part of ``calls``).
     speculation_wasted_calls: int = 0
+    # Each accepted (or forced) candidate and how sure its gain is: label, p-value, verdict,
+    # edits kept and dropped by attribution.
+    gains: list[dict[str, Any]] = field(default_factory=list)
     # Reflections whose optimizer answered, and those whose answer gave usable edits: a run
     # with answers and none usable failed to train (the CLI exits non-zero).
     reflections: int = 0
@@ -255,7 +268,22 @@ class Trainer:
         # (items, split) the loop runs next with the current skill if the gate in progress
         # rejects: what a gate speculates on.
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
+        self.epoch_start = ""  # the skill the current epoch started with
         self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
+        # The gate's confidence: as set, else 0.8 with attribution and 0 (any strict gain,
+        # the paper's gate) without.
+        self.confidence = significance.effective_confidence(self.t)
+        self.gains: list[dict[str, Any]] = []  # see RunSummary.gains
+        # The alpha of each look of a test (more rounds of val only on a stochastic target).
+        stochastic = config.target.temperature > 0 and self.t.samples == 1
+        tests = self.t.attribution and self.t.gate_metric == "hard"
+        rounds = self.t.gate_rounds if stochastic and tests else 1
+        self.alphas = significance.look_alphas(significance.alpha_of(self.confidence), rounds)
+        # The round of val draws that stands for the current skill in its gates: the seed's
+        # first; an accepted candidate's on a stochastic target, a fresh one (its first-round
+        # draws got it accepted: they are the lucky ones, and would make every later
+        # candidate look worse than it is).
+        self.current_round = 0
 
     # The spine ---------------------------------------------------------------------------
 
@@ -294,7 +322,7 @@ class Trainer:
             self.project()
             self.prefetch_start()  # sent already, unless the projection could stop the run
             for epoch in range(1, self.t.epochs + 1):
-                epoch_start_skill = self.state.skill
+                epoch_start_skill = self.epoch_start = self.state.skill
                 self.prefetch_epoch_start(epoch)
                 batches = self.batches(epoch)
                 for i, batch in enumerate(batches):
@@ -341,6 +369,7 @@ class Trainer:
                 [_unmatched(u) for u in result.unmatched],
                 before,
                 package=result.package if isinstance(result, PackageApplyResult) else None,
+                bundle=result.applied,
             )
         else:
             reason = "no edit could be applied" if chosen else "no edits proposed"
@@ -485,25 +514,18 @@ class Trainer:
         *,
         gated: bool = True,
         package: SkillPackage | None = None,
+        bundle: Sequence[Edit] = (),
     ) -> str:
         """Gate a candidate, then commit it (accepted) or keep it under a rejected ref.
 
         ``candidate`` is the skill file; for a skill package, ``package`` is the whole
-        candidate (its SKILL.md is ``candidate``)."""
+        candidate (its SKILL.md is ``candidate``). ``bundle``: the applied edits, which
+        attribution (``[train] attribution``) takes apart when the candidate passes."""
         s = self.state
+        credit: Attribution | None = None
         if s.package is not None and package is None:  # a slow update: only SKILL.md changed
             package = s.package.with_file(SKILL_FILE, candidate.render())
-        if package is None:
-            candidate_text = candidate.render().decode("utf-8")
-            files = {self.relpath: candidate.render()}
-        else:
-            assert s.package is not None
-            candidate_text = package.bundle()
-            files = {
-                package.repo_path(name): raw
-                for name, raw in package.files.items()
-                if s.package.files.get(name) != raw
-            }
+        candidate_text, files = self.files_of(candidate, package)
         self.phase = (
             f"the gate of step {s.step}"
             if kind == "step"
@@ -528,9 +550,22 @@ class Trainer:
                     metric=self.t.gate_metric,
                     early_stop=self.t.early_stop,
                     chunk=self.t.workers,
-                    confidence=self.t.gate_confidence,
+                    confidence=1 - self.alphas[0] if self.t.attribution else self.confidence,
+                    sequential=self.t.attribution and len(self.alphas) == 1,
+                    current_round=self.current_round,
+                )
+                val, alphas = self.ctx.val, self.alphas
+                result = resample_gate(
+                    self.evaluator, s.skill, candidate_text, val, result, alphas=alphas
                 )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
+            if result.decision == "accepted" and self.t.attribution and len(bundle) > 1:
+                credit = self.attribute(name, bundle, candidate_text, result)
+                if credit.dropped:
+                    candidate, package = credit.document, credit.package
+                    candidate_text, files = self.files_of(candidate, package)
+                    edits = [e.to_dict() for e in credit.kept]
+                    result = credit.result
         # [train] gate_targets = "all": the other target models may veto an accepted candidate.
         matrix = None
         if result is not None and result.decision == "accepted":
@@ -548,6 +583,8 @@ class Trainer:
                 "current": self.store.put_blob(s.skill),
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
+                **({"attribution": credit.payload()} if credit is not None else {}),
+                **({"alpha": self.alphas[-1]} if self.t.attribution and result else {}),
                 **({"targets": matrix} if matrix is not None else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
@@ -559,33 +596,73 @@ class Trainer:
                 ),
             },
         )
+        honesty = self.honest(result, credit)
         sha = commits.commit(
             self.repo,
             self.log,
             gate_id=gate_event.id,
             files=files,
             version=candidate_text,
-            text=commits.message(self.evidence(kind, epoch, lr, edits, result, before)),
+            text=commits.message(self.evidence(kind, epoch, lr, edits, result, before), honesty),
             accepted=decision != "rejected",
             parent=s.head,
             step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
             skill=self.config.skill_name,
             fresh=not self.ctx.resumed,
             branch=self.branch_ref,
+            significance_trailer=honesty.trailer() if honesty is not None else None,
         )
+        if credit is not None and credit.dropped:
+            s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
         if decision == "rejected":
-            s.reject(edits, self.t.rejected_buffer_size, slow=kind != "step")
+            s.reject(
+                edits,
+                self.t.rejected_buffer_size,
+                slow=kind != "step",
+                evidence=rejection_evidence(result, self.alphas) if self.t.attribution else None,
+            )
         else:
+            if speculation and kind == "step" and s.skill == self.epoch_start:
+                # The epoch's slow update still runs the epoch-start skill (this one) on the
+                # slow items: rollouts sent ahead for them are used, not wasted.
+                speculation = [
+                    b
+                    for b, (items, _) in zip(speculation, self.upcoming, strict=True)
+                    if items is not self.slow_items
+                ]
             self.waste(speculation, gate_event)
+            alpha = self.alphas[-1] if self.t.attribution else significance.REVIEW_ALPHA
+            p_value = result.p_value if result else None
+            self.gains.append(
+                {
+                    "step": s.step if kind == "step" else f"epoch {epoch} slow update",
+                    "p_value": p_value,
+                    "alpha": alpha,
+                    "verdict": "ungated"
+                    if result is None
+                    else significance.verdict(p_value, alpha),
+                    "kept": len(edits),
+                    "dropped": len(credit.dropped) if credit is not None else 0,
+                }
+            )
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
+            if result is not None and len(self.alphas) > 1:
+                self.current_round = len(self.alphas)  # fresh draws: see __init__
             with self.stage(
                 f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
             ):
-                s.current_val = self.mean_of(self.evaluator.run(s.skill, self.ctx.val, "val"))
+                s.current_val = self.mean_of(
+                    self.evaluator.run(s.skill, self.ctx.val, "val", self.current_round)
+                )
         if result is None:
             return f"forced (ungated), val {_fmt(s.current_val)}"
+        if honesty is not None:
+            return f"{self.verdict_line(result)} ({honesty.summary()})"
+        return self.verdict_line(result)
+
+    def verdict_line(self, result: GateResult) -> str:
         if result.early_stopped:
             # The mean over the items evaluated (those the current skill fails come first) says
             # little; the best mean the candidate could still have reached is what decided.
@@ -595,7 +672,111 @@ class Trainer:
             )
         else:
             after = _fmt(result.after)
-        return f"val {_fmt(result.before)} -> {after} {decision}"
+        return f"val {_fmt(result.before)} -> {after} {result.decision}"
+
+    def files_of(
+        self, candidate: SkillDocument, package: SkillPackage | None
+    ) -> tuple[str, dict[str, bytes]]:
+        """A candidate's identity text and the repository files its commit writes."""
+        if package is None:
+            return candidate.render().decode("utf-8"), {self.relpath: candidate.render()}
+        assert self.state.package is not None
+        files = {
+            package.repo_path(name): raw
+            for name, raw in package.files.items()
+            if self.state.package.files.get(name) != raw
+        }
+        return package.bundle(), files
+
+    def attribute(
+        self, name: str, bundle: Sequence[Edit], candidate_text: str, result: GateResult
+    ) -> Attribution:
+        """Take apart a bundle that passed the gate (``training/attribution.py``): drop the
+        edits that do not earn their place, then gate what is left against the current skill."""
+        s, t = self.state, self.t
+        alpha = significance.alpha_of(self.confidence)
+        credit = Attribution(list(bundle), list(bundle), [], alpha, result)
+        text = candidate_text
+        document: SkillDocument | None = None
+        package: SkillPackage | None = None
+        focus = None
+        if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
+            focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
+        total = len(self.ctx.val) * len(bundle) * t.samples
+        with self.progress.stage(f"{name} attribution", total):
+            for edit in reversed(bundle):  # the least supported edit first
+                if len(credit.kept) == 1:
+                    break  # the last edit's test is the gate of the pruned candidate
+                rest = [e for e in credit.kept if e is not edit]
+                applied = self.apply_quietly(rest)
+                if len(applied.applied) != len(rest):
+                    continue  # another kept edit needs this one (an anchor it wrote): keep it
+                doc = applied.document
+                pkg = applied.package if isinstance(applied, PackageApplyResult) else None
+                without, _ = self.files_of(doc, pkg)
+                test = attribution.compare(
+                    self.evaluator,
+                    text,
+                    without,
+                    self.ctx.val,
+                    metric=t.gate_metric,
+                    alphas=self.alphas,
+                    chunk=t.workers,
+                    early_stop=t.early_stop,
+                    edit=edit.to_dict(),
+                    focus=focus,
+                )
+                credit.tests.append(test)
+                if test.outcome != attribution.KEPT:
+                    credit.kept, text, document, package = rest, without, doc, pkg
+        if credit.dropped:
+            assert document is not None
+            with self.stage(f"{name} gate of the kept edits", [(text, self.ctx.val, "val")]):
+                credit.result = gate(
+                    self.evaluator,
+                    s.skill,
+                    text,
+                    self.ctx.val,
+                    metric=t.gate_metric,
+                    early_stop=t.early_stop,
+                    chunk=t.workers,
+                    confidence=1 - self.alphas[0],
+                    sequential=len(self.alphas) == 1,
+                    current_round=self.current_round,
+                )
+                credit.result = resample_gate(
+                    self.evaluator, s.skill, text, self.ctx.val, credit.result, alphas=self.alphas
+                )
+            s.calls_saved += credit.result.calls_saved * t.samples
+            credit.text, credit.document, credit.package = text, document, package
+        return credit
+
+    def apply_quietly(self, edits: Sequence[Edit]) -> ApplyResult | PackageApplyResult:
+        """``apply`` without its events: attribution's versions of the candidate."""
+        max_bytes, describe = self.config.skill.max_bytes, self.t.train_description
+        if self.state.package is None:
+            return apply_selected(
+                self.state.doc, edits, self.relpath, max_bytes=max_bytes, describe=describe
+            )
+        return apply_selected_package(
+            self.state.package, edits, max_bytes=max_bytes, describe=describe
+        )
+
+    def honest(self, result: GateResult | None, credit: Attribution | None) -> Honesty | None:
+        """How sure the decision is, in numbers and words (None: the paper's bundle gate,
+        whose messages stay as they were)."""
+        if not self.t.attribution or result is None:
+            return None
+        return Honesty(
+            alpha=significance.alpha_of(self.confidence),
+            p_value=result.p_value,
+            test=result.test,
+            decision=result.decision,
+            edits=tuple(
+                (t.edit, t.outcome, t.up, t.down, t.n, t.p_value)
+                for t in (credit.tests if credit is not None else [])
+            ),
+        )
 
     def slow_update(self, epoch: int, epoch_start_skill: str) -> None:
         s = self.state
@@ -736,6 +917,7 @@ class Trainer:
             slow_updates_accepted=s.slow_accepted,
             slow_updates_rejected=s.slow_rejected,
             speculation_wasted_calls=self.ahead.wasted_calls(),
+            gains=self.gains,
             reflections=s.reflections,
             reflections_usable=s.reflections_usable,
         )
@@ -928,7 +1110,7 @@ class Trainer:
             lost=result.lost if result else [],
             p_value=result.p_value if result else None,
             test=result.test if result else None,
-            confidence=self.t.gate_confidence,
+            confidence=self.confidence,
             run_id=self.ctx.run_id,
             step=self.state.step if kind == "step" else None,
             epoch=epoch,
@@ -1033,6 +1215,20 @@ class Trainer:
             f"{edits} | {verdict} | calls {sum(usage['calls'].values())} "
             f"tokens {usage['tokens']:,} {cost} | {time.monotonic() - self.started:.1f}s elapsed"
         )
+
+
+def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> dict[str, Any]:
+    """What the rejected buffer says of a rejected candidate's edits: its paired counts and
+    p-value, and ``inconclusive`` unless it did significantly worse than the current skill
+    (a candidate within noise is no evidence against its edits, only not enough for them)."""
+    if result is None:
+        return {}
+    up, down = result.discordant or (len(result.gained), len(result.lost))
+    worse = significance.significant(significance.sign_test_p(down, up), alphas[-1])
+    return {
+        "evidence": {"up": up, "down": down, "p_value": result.p_value},
+        "inconclusive": not worse,
+    }
 
 
 def _unmatched(miss: Unmatched) -> dict[str, Any]:

@@ -173,9 +173,7 @@ def steps_done(store: EventStore, run_id: str) -> int:
 def resumed_config(ws: Workspace, unfinished: Event, now: Config) -> Config:
     """The config a resumed run uses: the one it started with, with the settings that cannot
     change its results (``FREE_*_KEYS``, execution) taken from ``now``."""
-    snapshot = dict(unfinished.payload.get("config") or {})
-    if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
-        snapshot = restore(snapshot, now.to_dict())
+    snapshot = started_config(unfinished, now)
     config = with_execution(parse_config_dict(snapshot, ws.root), now)
     train = dataclasses.replace(config.train, **{k: getattr(now.train, k) for k in FREE_TRAIN_KEYS})
     roles = {
@@ -255,10 +253,20 @@ def _counts(counts: Any) -> str:
     return ", ".join(f"{counts[split]} {split}" for split in splits)
 
 
-def _recorded_config(unfinished: Event, now: Config) -> dict[str, Any]:
+def started_config(unfinished: Event, now: Config) -> dict[str, Any]:
+    """The config snapshot ``unfinished`` started with, as it must be resumed."""
     snapshot = dict(unfinished.payload.get("config") or {})
+    train = snapshot.get("train")
+    if isinstance(train, Mapping) and "attribution" not in train:
+        # A run started before attribution existed resumes with the bundle gate it had.
+        snapshot["train"] = {**train, "attribution": False}
     if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
         snapshot = restore(snapshot, now.to_dict())
+    return snapshot
+
+
+def _recorded_config(unfinished: Event, now: Config) -> dict[str, Any]:
+    snapshot = started_config(unfinished, now)
     try:  # with today's defaults filled in: a key added since is no change
         return parse_config_dict(snapshot, now.root).to_dict()
     except SkillvcError:

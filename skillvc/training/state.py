@@ -63,11 +63,22 @@ class RunState:
             self.accepted += 1
         self.epoch_accepted.extend(edits)
 
-    def reject(self, edits: Edits, buffer_size: int, *, slow: bool = False) -> None:
+    def reject(
+        self,
+        edits: Edits,
+        buffer_size: int,
+        *,
+        slow: bool = False,
+        evidence: dict[str, Any] | None = None,
+    ) -> None:
         # Only facts a full and an early-stopped gate agree on enter the buffer, so early
         # stopping never changes what later reflections see; candidate_size tells the optimizer
         # whether an edit failed on its own or inside a bundle.
-        rejected = [{**e, "decision": "rejected", "candidate_size": len(edits)} for e in edits]
+        # With attribution, ``evidence`` (paired counts, p-value, inconclusive) goes with them.
+        rejected = [
+            {**e, "decision": "rejected", "candidate_size": len(edits), **(evidence or {})}
+            for e in edits
+        ]
         # Not [-buffer_size:] alone: [-0:] is the whole list, so a size of 0 kept everything.
         self.buffer = (self.buffer + rejected)[-buffer_size:] if buffer_size > 0 else []
         if slow:
@@ -75,6 +86,13 @@ class RunState:
         else:
             self.rejected += 1
         self.epoch_rejected.extend(rejected)
+
+    def drop(self, dropped: Edits, buffer_size: int, bundle_size: int) -> None:
+        """Edits attribution took out of a passing bundle: into the rejected buffer with their
+        evidence, as edits rejected inside a bundle (the step itself is not counted here)."""
+        entries = [{**e, "candidate_size": bundle_size} for e in dropped]
+        self.buffer = (self.buffer + entries)[-buffer_size:] if buffer_size > 0 else []
+        self.epoch_rejected.extend(entries)
 
     def new_epoch(self) -> None:
         self.epoch_accepted, self.epoch_rejected = [], []

@@ -1,0 +1,214 @@
+"""Edit-level credit: which edits of a candidate that passed the gate carry its gain.
+
+Backward elimination on paired val outcomes. The candidate S starts as the whole bundle; for
+each edit e (the least supported first) S without e is run on the same val items and compared
+with S by the exact sign test (``significance``): e stays only when S is significantly better
+than S without it. Otherwise e is dropped (a *neutral* passenger when removing it changed
+nothing significant, a *harmful* one when S without it did better) and S becomes S without e.
+The last edit standing is not tested here: S against the current skill is the gate itself,
+which the caller runs again on the pruned candidate before it commits anything.
+
+Each comparison stops early only when its decision is certain (curtailment, see
+``significance.decided``), so early stopping never changes what is kept. Every evaluation goes
+through the run's evaluator (memoised, logged, answered from the log on resume) in a fixed
+order, which keeps a resumed run exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc.tasks import TaskItem
+from skillvc.training import significance
+from skillvc.training.evaluate import Evaluator, paired_counts
+
+NEUTRAL = "neutral"
+HARMFUL = "harmful"
+KEPT = "kept"
+
+
+@dataclass(frozen=True)
+class EditTest:
+    """One edit's test: the candidate with it against the candidate without it."""
+
+    edit: dict[str, Any]
+    up: int  # val items right with the edit and wrong without it
+    down: int  # wrong with it, right without
+    n: int  # items compared
+    n_evaluated: int  # items the candidate without the edit was run on
+    early_stopped: bool
+    p_value: float
+    outcome: str  # kept | neutral | harmful
+    rounds: int = 1  # passes over val (more on a stochastic target when undecided)
+    # The edit's estimated gain in val accuracy: net wins per val item and round (on a
+    # stochastic target the other val items are taken to gain nothing).
+    gain: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "edit": self.edit.get("id"),
+            "up": self.up,
+            "down": self.down,
+            "n": self.n,
+            "n_evaluated": self.n_evaluated,
+            "early_stopped": self.early_stopped,
+            "p_value": self.p_value,
+            "outcome": self.outcome,
+            "rounds": self.rounds,
+            "gain": self.gain,
+        }
+
+    def sentence(self, alpha: float) -> str:
+        """Why the edit was kept or dropped, in words (commit messages, progress)."""
+        counts = f"{self.up} val items better with it, {self.down} worse"
+        p = significance.describe(self.p_value, alpha)
+        if self.outcome == KEPT:
+            return f"kept: {counts} ({p})"
+        if self.outcome == HARMFUL:
+            return f"dropped as harmful: {counts} ({p})"
+        return f"dropped as a neutral passenger: {counts} ({p})"
+
+
+def compare(
+    evaluator: Evaluator,
+    with_edit: str,
+    without_edit: str,
+    val: Sequence[TaskItem],
+    *,
+    metric: str,
+    alphas: Sequence[float],
+    chunk: int,
+    early_stop: bool,
+    edit: dict[str, Any],
+    focus: Sequence[TaskItem] | None = None,
+) -> EditTest:
+    """Paired sign test of ``with_edit`` against ``without_edit`` on val (hard 0/1 outcomes),
+    in one pass over val (a deterministic target). It stops early only when the decision is
+    certain (curtailment).
+
+    ``focus`` (a stochastic target): the test runs on these items only, with fresh draws for
+    both versions in every round (rounds 1, 2, ...): the candidate's first-round answers are
+    the ones that passed the gate, a selection that would favour keeping every edit."""
+    if focus is not None:
+        return _fresh(evaluator, with_edit, without_edit, focus, metric, alphas, edit, len(val))
+    full = {r.item_id: r for r in evaluator.run(with_edit, val, "val")}
+    scored = [it for it in val if full[it.id].ok]
+
+    def right(it: TaskItem) -> bool:
+        return full[it.id].value(metric) >= 1
+
+    # Items the candidate gets right hold the evidence for the edit: they go first.
+    order = sorted(scored, key=lambda it: 0 if right(it) else 1)
+    alpha = alphas[0]
+    up = down = done = 0
+    size = max(1, chunk) if early_stop else max(1, len(order))
+    early, keep = False, False
+    for start in range(0, len(order), size):
+        part = order[start : start + size]
+        for it, r in zip(part, evaluator.run(without_edit, part, "val"), strict=True):
+            if not r.ok:
+                continue
+            was, now = full[it.id].value(metric) >= 1, r.value(metric) >= 1
+            up += was and not now
+            down += now and not was
+        done = start + len(part)
+        rest = order[done:]
+        can_up = sum(1 for it in rest if right(it))
+        keep = significance.significant(significance.sign_test_p(up, down), alpha)
+        if early_stop and rest:
+            # The decision is already certain either way: stop.
+            best = significance.sign_test_p(up + can_up, down)
+            worst = significance.sign_test_p(up, down + len(rest) - can_up)
+            if not significance.significant(best, alpha):
+                early, keep = True, False
+                break
+            if significance.significant(worst, alpha):
+                early, keep = True, True
+                break
+    p = significance.sign_test_p(up, down)
+    outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
+    gain = (up - down) / len(scored) if scored else None
+    return EditTest(edit, up, down, len(scored), done, early, p, outcome, gain=gain)
+
+
+def _fresh(
+    evaluator: Evaluator,
+    with_edit: str,
+    without_edit: str,
+    focus: Sequence[TaskItem],
+    metric: str,
+    alphas: Sequence[float],
+    edit: dict[str, Any],
+    val_size: int,
+) -> EditTest:
+    """``compare`` on ``focus`` with fresh draws, one look per round (see ``compare``)."""
+    up = down = 0
+    keep, rounds = False, 0
+    for r, alpha in enumerate(alphas, start=1):
+        u, d = paired_counts(evaluator, with_edit, without_edit, focus, metric=metric, round=r)
+        up, down, rounds = up + u, down + d, r
+        keep = significance.significant(significance.sign_test_p(up, down), alpha)
+        # Futile: worse without the edit, or (after a second round) no better.
+        if keep or up < down or (up == down and r > 1):
+            break
+    p = significance.sign_test_p(up, down)
+    outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
+    gain = (up - down) / (val_size * rounds) if val_size else None
+    return EditTest(
+        edit, up, down, len(focus), len(focus) * rounds, False, p, outcome, rounds, gain
+    )
+
+
+@dataclass
+class Attribution:
+    """What attribution made of a bundle: the edits kept, the tests, and (when it dropped any)
+    the pruned candidate and its gate against the current skill."""
+
+    bundle: Sequence[Any]  # the applied edits (skillvc.edits.Edit), in selection order
+    kept: list[Any]
+    tests: list[EditTest]
+    alpha: float
+    bundle_result: Any  # the bundle's GateResult
+    text: str = ""  # the pruned candidate's identity text
+    document: Any = None  # its SkillDocument
+    package: Any = None  # its SkillPackage (a package skill), else None
+    result: Any = None  # the pruned candidate's GateResult
+
+    @property
+    def dropped(self) -> list[EditTest]:
+        return [t for t in self.tests if t.outcome != KEPT]
+
+    def dropped_edits(self) -> list[dict[str, Any]]:
+        """The dropped edits as the rejected buffer keeps them, with their evidence."""
+        return [
+            {
+                **t.edit,
+                "decision": "dropped",
+                "dropped_as": t.outcome,
+                "evidence": {"up": t.up, "down": t.down, "n": t.n, "p_value": t.p_value},
+                # Not significantly worse without it: not enough for the edit, but no
+                # evidence against it either (only a significant loss refutes it).
+                "inconclusive": not significance.significant(
+                    significance.sign_test_p(t.down, t.up), self.alpha
+                ),
+            }
+            for t in self.dropped
+        ]
+
+    def payload(self) -> dict[str, Any]:
+        bundle = self.bundle_result
+        return {
+            "alpha": self.alpha,
+            "bundle": [e.id for e in self.bundle],
+            "bundle_edits": [e.to_dict() for e in self.bundle],
+            "kept": [e.id for e in self.kept],
+            "tests": [t.to_dict() for t in self.tests],
+            "bundle_gate": {
+                "after": bundle.after,
+                "p_value": bundle.p_value,
+                "gained": bundle.gained,
+                "lost": bundle.lost,
+            },
+        }

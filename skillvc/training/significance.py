@@ -1,0 +1,119 @@
+"""How sure a gain is: the exact sign test on paired outcomes, its curtailed sequential form, and
+the words every view uses for it.
+
+The test. Two skill versions run on the same val items; an item is *discordant* when one is
+right and the other wrong (hard scores, one sample). Under "no difference" each discordant
+item is equally likely to favour either side, so the number favouring the candidate is
+Binomial(discordant, 1/2): the one-sided p-value of ``up`` wins out of ``up + down`` is
+P(X >= up) (the exact McNemar test). Concordant items carry no information about the difference
+and do not enter it.
+
+Sequential use. The gate and the attribution of a bundle evaluate items chunk by chunk. After
+each chunk the decision a full evaluation would reach may already be certain: "significant"
+is out of reach when even every remaining item turning discordant in the candidate's favour
+would leave p above alpha (``sign_test_p(up + can_up, down) > alpha``: futile), and it is
+certain when every remaining item turning against it would still leave p at most alpha
+(``sign_test_p(up, down + can_down) <= alpha``). Stopping only then (curtailment) keeps early
+stopping exact: the decision is the one the full evaluation reaches, and no alpha is spent on
+looks. What the stop saves is calls, never correctness.
+
+More rounds. On a stochastic target (``[target] temperature`` > 0) a test that one pass over
+val leaves undecided (more wins than losses, not significant) runs val again with fresh draws,
+up to ``[train] gate_rounds`` passes, pooling the discordant items of all rounds. Under "no
+difference" every fresh pair is still equally likely to favour either side, so the sign test
+stays valid; each look gets its own alpha (``look_alphas``). A deterministic target would give
+the same answers again, which is why it gets one round only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# The alpha a gain is judged at where the gate recorded none (the paper's bundle gate, which
+# accepts any strict gain): ``report``'s threshold for "not significant".
+REVIEW_ALPHA = 0.1
+
+SIGNIFICANT = "significant"
+WITHIN_NOISE = "within noise"
+UNTESTED = "not tested"
+
+
+def sign_test_p(up: int, down: int) -> float:
+    """One-sided exact p-value of ``up`` wins and ``down`` losses under "no difference".
+
+    ``sign_test_p(3, 0) == 0.125``; ``sign_test_p(0, 0) == 1.0`` (no evidence at all).
+    """
+    if up < 0 or down < 0:
+        raise ValueError("counts of discordant items are never negative")
+    n = up + down
+    if n == 0 or up == 0:
+        return 1.0
+    return math.fsum(math.comb(n, k) for k in range(up, n + 1)) / 2**n
+
+
+def significant(p_value: float | None, alpha: float) -> bool:
+    """True when ``p_value`` is at most ``alpha`` (with a tolerance for float sums)."""
+    return p_value is not None and p_value <= alpha + 1e-12
+
+
+def verdict(p_value: float | None, alpha: float) -> str:
+    """The plain words for a p-value: "significant", "within noise" or "not tested"."""
+    if p_value is None:
+        return UNTESTED
+    return SIGNIFICANT if significant(p_value, alpha) else WITHIN_NOISE
+
+
+def describe(p_value: float | None, alpha: float) -> str:
+    """``p = 0.125, within noise`` (or ``not tested``): how every view shows a gain's p."""
+    if p_value is None:
+        return UNTESTED
+    return f"p = {p_value:.3g}, {verdict(p_value, alpha)}"
+
+
+INTERIM_SHARE = 0.2  # of alpha, spent on the looks before the last (Bonferroni)
+
+
+def look_alphas(alpha: float, rounds: int) -> list[float]:
+    """The alpha of each look of a test that may run up to ``rounds`` rounds of val.
+
+    One round: ``[alpha]``. More: the looks before the last share ``INTERIM_SHARE`` of alpha
+    and the last gets the rest, so by Bonferroni the chance of calling a no-difference change
+    significant at any look is at most alpha. Stopping for futility (no more wins than losses)
+    spends nothing: it can only turn a "significant" into a "no".
+    """
+    if rounds <= 1:
+        return [alpha]
+    interim = alpha * INTERIM_SHARE / (rounds - 1)
+    return [interim] * (rounds - 1) + [alpha * (1 - INTERIM_SHARE)]
+
+
+def wins_needed(alpha: float) -> int:
+    """The fewest discordant items, all in the candidate's favour, that reach p <= alpha."""
+    k = 1
+    while not significant(sign_test_p(k, 0), alpha):
+        k += 1
+    return k
+
+
+def smallest_detectable_gain(n: int, alpha: float) -> float | None:
+    """The smallest gain in accuracy (a share of ``n`` val items) the sign test can call
+    significant at ``alpha``: ``wins_needed`` items flipping up and none down. None when ``n``
+    is too small for any change to be significant."""
+    k = wins_needed(alpha)
+    return None if n < k else k / n
+
+
+DEFAULT_CONFIDENCE = 0.8  # the gate's with attribution on: one-sided alpha 0.2
+
+
+def effective_confidence(t: Any) -> float:
+    """``[train] gate_confidence`` as the gate uses it (unset: by ``attribution``)."""
+    if t.gate_confidence is not None:
+        return float(t.gate_confidence)
+    return DEFAULT_CONFIDENCE if t.attribution else 0.0
+
+
+def alpha_of(confidence: float) -> float:
+    """The one-sided alpha of a confidence setting (0.8 -> 0.2)."""
+    return max(0.0, 1.0 - confidence)
