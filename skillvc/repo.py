@@ -60,8 +60,16 @@ class _ObjectsVanished(Exception):
 
 def _vanished(exc: git.GitCommandError) -> bool:
     text = str(exc.stderr)
+    # gc also removes the empty objects/xx folder git is about to write a new object into.
     return any(
-        s in text for s in ("invalid object", "missing object", "is not a valid", "bad object")
+        s in text
+        for s in (
+            "invalid object",
+            "missing object",
+            "is not a valid",
+            "bad object",
+            "unable to create temporary file",
+        )
     )
 
 
