@@ -30,6 +30,8 @@ from skillvc.output import (
     table_options,
 )
 from skillvc.secrets import scrubbed_output
+from skillvc.terminal.fit import fitted_output, terminal_width
+from skillvc.terminal.pager import screen_options
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
 POSITIVE = click.IntRange(min=1)
@@ -39,8 +41,9 @@ class SkillvcGroup(click.Group):
     """Turns library errors into one clear sentence, a hint and a stable exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        # Everything printed, by any command, loses the values of known secrets (any encoding).
-        with scrubbed_output():
+        # Everything printed, by any command, loses the values of known secrets (any encoding),
+        # then fits the terminal's width (scrubbed first: a wrap must not split a secret).
+        with fitted_output(), scrubbed_output():
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
@@ -163,6 +166,7 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
 @skill_option
 @json_option
 @table_options
+@screen_options
 def log(
     skill: str | None,
     decision: str | None,
@@ -213,6 +217,7 @@ def log(
 @cli.command()
 @click.argument("ident", metavar="ID")
 @json_option
+@screen_options
 def show(ident: str, as_json: bool) -> None:
     """One event, edit, commit or run with its full evidence, like 'git show'.
 
@@ -247,7 +252,7 @@ def show(ident: str, as_json: bool) -> None:
         click.echo(format_log_entry(data["entry"]))
         return
     if data.get("run") is not None:
-        click.echo(format_runs([data["run"]]))
+        click.echo(format_runs([data["run"]], terminal_width()))
         for entry in data["entries"]:
             click.echo("\n" + format_log_entry(entry))
         return
@@ -473,7 +478,7 @@ def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str 
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)
         return
-    click.echo(format_runs(rows))
+    click.echo(format_runs(rows, terminal_width()))
 
 
 @cli.command()
@@ -515,7 +520,7 @@ def demo(directory: str | None, quiet: bool, package: bool) -> None:
     click.echo("\n".join(_summary_lines(summary)))
     with ws.store() as store:
         click.echo("\n== Runs (skillvc runs) ==")
-        click.echo(format_runs(list_runs(store)))
+        click.echo(format_runs(list_runs(store), terminal_width()))
     click.echo("\n== Accepted edits are commits (git log --oneline) ==")
     click.echo(ws.repo.git_repo.git.log("--oneline", "--decorate=short"))
     if package:
