@@ -97,6 +97,7 @@ def cli() -> None:
     skillvc log --rejected  what was tried and refused
     skillvc report          a pull-request description of a run
     skillvc check --base R  the gate, applied to any change
+    skillvc help terms      what the words skillvc prints mean
     """
 
 
@@ -276,7 +277,12 @@ def _progress(quiet: bool) -> Any:
     return Progress.to_stderr(quiet)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _summary_lines(summary: Any) -> list[str]:
+    """A run's summary in plain words (``skillvc help terms`` explains the rest)."""
     from skillvc.output import fmt_score
 
     cost = (
@@ -289,18 +295,32 @@ def _summary_lines(summary: Any) -> list[str]:
     slow = summary.slow_updates_accepted + summary.slow_updates_rejected
     # Every call paid for, as `runs` and `report` count them: speculation's unused ones too.
     wasted = getattr(summary, "speculation_wasted_calls", 0)
+    calls = summary.calls + wasted
     lines = [
-        f"run {summary.run_id} {summary.status}: {summary.steps} steps ({summary.accepted} "
-        f"accepted, {summary.rejected} rejected, {empty} without a candidate); {slow} slow "
-        f"updates ({summary.slow_updates_accepted} accepted, "
-        f"{summary.slow_updates_rejected} rejected)",
-        f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}",
-        f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}",
-        f"model calls {summary.calls + wasted} ({summary.fresh_calls} made, "
-        f"{summary.calls + wasted - summary.fresh_calls} answered from the log), "
-        f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
-        f"{summary.calls_saved_by_early_stop} calls",
+        f"run {summary.run_id} {summary.status} after {_plural(summary.steps, 'step')}: "
+        f"{_plural(summary.accepted, 'change')} kept, {summary.rejected} tried and refused "
+        "(they did not beat the current skill on val), "
+        f"{_plural(empty, 'step')} with nothing to try",
     ]
+    if slow:
+        lines.append(
+            f"epoch-end reviews (slow updates): {summary.slow_updates_accepted} kept, "
+            f"{summary.slow_updates_rejected} refused"
+        )
+    lines += [
+        f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}  "
+        "(the split that decides what is kept)",
+        f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}  "
+        "(held out: reported, never used to decide)",
+        f"model calls {calls} ({summary.fresh_calls} made by this run, "
+        f"{calls - summary.fresh_calls} answered from the log of earlier runs), "
+        f"tokens {summary.tokens:,}, cost {cost}",
+    ]
+    if summary.calls_saved_by_early_stop:
+        lines.append(
+            f"early stopping saved {summary.calls_saved_by_early_stop} calls (a gate stops "
+            "once the change can no longer win)"
+        )
     from skillvc.runs import cache_text
 
     cache = cache_text(
@@ -310,9 +330,10 @@ def _summary_lines(summary: Any) -> list[str]:
         lines.append(cache)
     if wasted:
         lines.append(
-            f"speculation: {wasted} of these calls were started while a gate ran and were "
-            "not used, because it accepted its candidate"
+            f"speculation: {wasted} of these calls were started ahead for the next step while "
+            "a gate ran, and not needed because the gate kept its change"
         )
+    lines.append("What these words mean: skillvc help terms")
     return lines
 
 
@@ -543,6 +564,23 @@ def demo(directory: str | None, quiet: bool, package: bool) -> None:
     click.echo("\nTry next:")
     for cmd, why in steps:
         click.echo(f"  {cmd:<{width}}  # {why}" if why else f"  {cmd}")
+    click.echo("\n".join(["", *OWN_SKILL]))  # for a skillvc on PATH: their own install
+
+
+# How to go from the demo to one's own skill: the demo's last words.
+OWN_SKILL = (
+    "Start on your own skill (in your skills repository):",
+    "  1. Task files: JSONL, one example a line, for train, val and test, e.g.",
+    '       {"id": "t1", "input": "the task", "target": "the expected answer"}',
+    "  2. skillvc init --skill skills/NAME/SKILL.md --train evals/train.jsonl \\",
+    "       --val evals/val.jsonl --test evals/test.jsonl \\",
+    "       --target openai:gpt-5.4-mini --optimizer anthropic:claude-sonnet-4-5",
+    "     (models: openai:..., anthropic:..., or an OpenAI-compatible server through",
+    "     OPENAI_BASE_URL; keys come from OPENAI_API_KEY and ANTHROPIC_API_KEY)",
+    "  3. skillvc doctor    # checks the config, task files, keys and that the models answer",
+    "  4. skillvc train     # then review: git log -p, skillvc log --rejected -p",
+    "What the words mean: skillvc help terms",
+)
 
 
 def _package_lines(ws: Any, run_id: str) -> list[str]:

@@ -183,7 +183,7 @@ def render_html(report: dict[str, Any]) -> str:
     empty = n["steps"] - n["accepted"] - n["rejected"]
     count_line = (
         f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
-        f"without a candidate; {n['slow_updates']} slow updates "
+        f"with nothing to try; {n['slow_updates']} slow updates "
         f"({n['slow_updates_accepted']} accepted, {n['slow_updates_rejected']} rejected)"
     )
     unpriced = (

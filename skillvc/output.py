@@ -191,14 +191,16 @@ def format_log_entry(entry: dict[str, Any]) -> str:
         lr += f"  p={entry['p_value']:.3g} ({entry['test']} test)"
     after = fmt_score(entry["val_after"])
     if entry["early_stopped"] and entry.get("val_after_bound") is not None:
-        after = f"<={fmt_score(entry['val_after_bound'])}"
+        # The best the candidate could still have reached when the gate stopped early.
+        after = f"at most {fmt_score(entry['val_after_bound'])}"
     lines.append(
         f"    val {fmt_score(entry['val_before'])} -> {after} ({entry['metric']}, n={n}{early}){lr}"
     )
     flipped = entry.get("flipped") or {}
     if flipped.get("gained") or flipped.get("lost"):
         lines.append(
-            f"    flipped: +{len(flipped.get('gained', []))} -{len(flipped.get('lost', []))}"
+            f"    flipped on val: {len(flipped.get('gained', []))} fixed, "
+            f"{len(flipped.get('lost', []))} broken"
         )
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
@@ -206,7 +208,7 @@ def format_log_entry(entry: dict[str, Any]) -> str:
         into = f"in {_short(miss['file'], 60)} " if miss.get("file") else ""
         what = f"{miss['op']} {into}{_q(miss.get('text'), 40)} " if "op" in miss else ""
         lines.append(
-            f"    unmatched {what}[{str(miss.get('id', ''))[:8]}] ({miss.get('reason')}): "
+            f"    not applied ({miss.get('reason')}): {what}[{str(miss.get('id', ''))[:8]}]: "
             f"{_short(miss.get('detail'), 80)}"
         )
     if entry.get("files"):  # a skill package's candidate: the files it changes

@@ -357,7 +357,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         *chart,
         "",
         f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
-        f"without a candidate{slow} · model calls {usage['calls']:,} · "
+        f"with nothing to try{slow} · model calls {usage['calls']:,} · "
         f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
         f"optimizer `{report['models'].get('optimizer')}`",
         *(

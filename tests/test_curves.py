@@ -528,13 +528,17 @@ def test_train_runs_and_report_agree_on_counts_tokens_and_cost(
     }
     empty = row["steps"] - row["accepted"] - row["rejected"]
     assert head[0] == (
-        f"run {row['run']} finished: {row['steps']} steps ({row['accepted']} accepted, "
-        f"{row['rejected']} rejected, {empty} without a candidate); {row['slow_updates']} slow "
-        f"updates ({row['slow_updates_accepted']} accepted, {row['slow_updates_rejected']} "
-        "rejected)"
+        f"run {row['run']} finished after {row['steps']} steps: {row['accepted']} changes "
+        f"kept, {row['rejected']} tried and refused (they did not beat the current skill on "
+        f"val), {empty} steps with nothing to try"
     )
-    assert f"({usage.calls} made, " in head[3]
-    assert f"tokens {usage.tokens:,}, cost ${usage.cost_usd:.4f}" in head[3]
+    assert head[1] == (
+        f"epoch-end reviews (slow updates): {row['slow_updates_accepted']} kept, "
+        f"{row['slow_updates_rejected']} refused"
+    )
+    calls = next(line for line in head if line.startswith("model calls "))
+    assert f"({usage.calls} made by this run, " in calls
+    assert f"tokens {usage.tokens:,}, cost ${usage.cost_usd:.4f}" in calls
     assert row["slow_updates"] == row["slow_updates_accepted"] + row["slow_updates_rejected"]
 
 
