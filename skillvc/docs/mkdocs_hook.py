@@ -1,9 +1,38 @@
-"""The MkDocs hook (mkdocs.yml ``hooks``): adds the generated CLI reference pages under
-``cli/`` to the site. Imported by MkDocs only, never by skillvc itself."""
+"""The MkDocs hook (mkdocs.yml ``hooks``): adds the generated command reference under ``cli/``
+to the site and to its navigation, and puts any page of docs/ that mkdocs.yml's ``nav`` does
+not list at the end of it (a new page is never left out of the site's menu). Imported by MkDocs
+only, never by skillvc itself."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+
+def _listed(nav: Any) -> set[str]:
+    """The page paths a ``nav`` (strings, {title: path or list}, lists) names."""
+    if isinstance(nav, str):
+        return {nav}
+    if isinstance(nav, dict):
+        return set().union(*(_listed(v) for v in nav.values()))
+    if isinstance(nav, list):
+        return set().union(*(_listed(v) for v in nav)) if nav else set()
+    return set()
+
+
+def on_config(config: Any) -> Any:
+    from skillvc.docs.clireference import pages
+
+    nav = list(config.nav or [])
+    listed = _listed(nav)
+    docs = Path(config.docs_dir)
+    nav += [p.name for p in sorted(docs.glob("*.md")) if p.name not in listed]
+    names = [n for n in pages() if n != "index"]
+    nav.append(
+        {"Command reference": ["cli/index.md", *({f"skillvc {n}": f"cli/{n}.md"} for n in names)]}
+    )
+    config.nav = nav
+    return config
 
 
 def on_files(files: Any, config: Any) -> Any:
