@@ -30,7 +30,7 @@ from skillvc.output import (
     table_options,
 )
 from skillvc.secrets import scrubbed_output
-from skillvc.terminal.fit import fitted_output, terminal_width
+from skillvc.terminal.fit import fits_terminal, terminal_width
 from skillvc.terminal.pager import screen_options
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
@@ -41,9 +41,8 @@ class SkillvcGroup(click.Group):
     """Turns library errors into one clear sentence, a hint and a stable exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        # Everything printed, by any command, loses the values of known secrets (any encoding),
-        # then fits the terminal's width (scrubbed first: a wrap must not split a secret).
-        with fitted_output(), scrubbed_output():
+        # Everything printed, by any command, loses the values of known secrets (any encoding).
+        with scrubbed_output():
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
@@ -415,6 +414,7 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @skill_option
 @json_option
+@fits_terminal
 def train(
     new: bool,
     budget_usd: float | None,
@@ -476,6 +476,7 @@ def train(
 @skill_option
 @json_option
 @table_options
+@fits_terminal
 def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str | None) -> None:
     """Training runs with their scores, calls, tokens and cost.
 
@@ -516,6 +517,7 @@ def runs(limit: int | None, skill: str | None, as_json: bool, table_format: str 
     is_flag=True,
     help="Train a skill package (SKILL.md and reference files) with sim:support-package.",
 )
+@fits_terminal
 def demo(directory: str | None, quiet: bool, package: bool) -> None:
     """Train a bundled example skill offline with the simulator, then show the result.
 

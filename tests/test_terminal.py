@@ -230,3 +230,13 @@ def test_the_runs_table_keeps_its_key_columns_at_80(trained: tuple[Path, str]) -
     assert max(map(len, narrow.splitlines())) <= 80
     header = narrow.splitlines()[0].split()
     assert header[:1] == ["run"] and {"accepted", "rejected", "cost"} <= set(header)
+
+
+def test_json_on_a_terminal_is_never_wrapped(trained: tuple[Path, str]) -> None:
+    """Machine output stays whole on a terminal too: JSON copied off the screen still parses."""
+    import json
+
+    repo, _ = trained
+    shown = in_terminal(["runs", "--json"], repo, columns=40)
+    assert too_wide(shown, 40)  # its long lines are left as they are
+    assert json.loads(shown.replace("\r\n", "\n"))[0]["status"] == "finished"

@@ -1,10 +1,14 @@
 """Lines that fit the terminal's width.
 
-Only a terminal is fitted: a pipe, a file or a test's captured output gets every line as it
-was written, so scripts and ``grep`` see whole lines (git does the same). A line too long for
-the terminal is wrapped at a space, its continuation indented two columns past the line's own
-indentation; a word longer than the width is cut. ANSI colour codes take no columns and are
-carried over a wrap, so a coloured diff line stays coloured on every row.
+Only a terminal is fitted, and only the text of the commands that ask for it
+(``fits_terminal``: train, eval, runs, demo; log, show, diff and help through
+``pager.screen_options``), never ``--json``, ``--nl`` or ``--csv``: a pipe, a file or a test's
+captured output gets every line as it was written, so scripts and ``grep`` see whole lines (git
+does the same), and JSON, YAML or Markdown copied off a terminal is not broken by a wrap.
+
+A line too long for the terminal is wrapped at a space, its continuation indented two columns
+past the line's own indentation; a word longer than the width is cut. ANSI colour codes take
+no columns and are carried over a wrap, so a coloured diff line stays coloured on every row.
 
 Width counts one column per character; East Asian wide characters count as one too (a known
 limitation: such a line may take a few more columns than the terminal has).
@@ -12,13 +16,16 @@ limitation: such a line may take a few more columns than the terminal has).
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 CONTINUATION = 2  # extra indentation of a wrapped line's continuation rows
@@ -139,7 +146,11 @@ class _FittingWriter(io.TextIOBase):
             return len(text)
         *whole, self._partial = (self._partial + text).split("\n")
         if whole:
-            self._stream.write(fit_text("\n".join(whole), self._width) + "\n")
+            from skillvc.secrets import scrub_values
+
+            # Scrubbed before the wrap: a wrap must not split a secret the stream below
+            # (``secrets.scrubbed_output``) would then no longer recognise.
+            self._stream.write(fit_text(scrub_values("\n".join(whole)), self._width) + "\n")
         return len(text)
 
     def flush(self) -> None:
@@ -155,11 +166,24 @@ class _FittingWriter(io.TextIOBase):
         return self._stream.fileno()
 
 
+def fits_terminal(fn: F) -> F:
+    """A command whose text lines fit the terminal (``fitted_output``); its ``--json``,
+    ``--nl`` and ``--csv`` output is left whole (its progress on stderr still fits)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        machine = kwargs.get("as_json") or kwargs.get("table_format")
+        with fitted_output(("stderr",) if machine else ("stdout", "stderr")):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 @contextmanager
-def fitted_output() -> Iterator[None]:
-    """Within the block, lines written to stdout or stderr on a terminal fit its width."""
+def fitted_output(streams: tuple[str, ...] = ("stdout", "stderr")) -> Iterator[None]:
+    """Within the block, lines written to ``streams`` on a terminal fit its width."""
     saved = sys.stdout, sys.stderr
-    for name in ("stdout", "stderr"):
+    for name in streams:
         stream = getattr(sys, name)
         width = terminal_width(stream)
         if width is not None:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import click
 
-from skillvc.terminal.fit import fit_text, terminal_width
+from skillvc.terminal.fit import fit_text, fitted_output, terminal_width
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,8 +61,11 @@ def screen_options(fn: F) -> F:
         machine = kwargs.get("as_json") or kwargs.get("table_format")  # never paged
         pager = None if no_pager or machine else pager_command()
         width = terminal_width()
-        if pager is None or width is None:
+        if machine:
             return fn(*args, **kwargs)
+        if pager is None or width is None:
+            with fitted_output():
+                return fn(*args, **kwargs)
         if ctx.color is None:
             ctx.color = True  # the pager shows colour (less -R) where the terminal would
         saved, sys.stdout = sys.stdout, _Paged(width)
