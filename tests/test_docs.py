@@ -36,6 +36,8 @@ def test_the_docs_build_strictly_with_a_page_per_command(tmp_path: Path) -> None
                     assert opt in page, (name, opt)
     index = (site / "cli" / "index.html").read_text(encoding="utf-8")
     assert all(f'href="{name}/"' in index for name in cli.commands)
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "A tour" in home and "skillvc log --rejected -p" in home  # the README's, built in
     for page in sorted((ROOT / "docs").glob("*.md")):  # every page of docs/ is in the site
         target = "" if page.stem == "index" else f"{page.stem}/"
         assert (site / target / "index.html").exists(), page.name
