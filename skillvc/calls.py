@@ -22,6 +22,7 @@ from typing import Any
 
 from skillvc.backends.base import Backend, CallRequest, CallResult, PackageFile, TransientError
 from skillvc.backends.command import env_fingerprint
+from skillvc.backends.local import ServerInfo
 from skillvc.backends.pricing import cost_usd
 from skillvc.backends.retry import RateLimiter, RetryPolicy, call_with_retries
 from skillvc.config import ModelConfig
@@ -150,12 +151,30 @@ class ModelClient:
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
         self.refused: dict[str, str] = {}
+        # What local servers reported, per role (skillvc.backends.local), as the run recorded
+        # it: the optimizer's prompts are fitted to it and its answers bounded by it.
+        self.servers: dict[str, ServerInfo] = {}
+        # Per role, the slots of its local server: fresh calls wait for one here instead of in
+        # the server's queue, where their timeouts would run (``use_servers``).
+        self._slots: dict[str, threading.Semaphore] = {}
         self.forked = False  # see fork()
         self._lock = threading.Lock()
         self._limiters = {
             role: RateLimiter(c.requests_per_minute, c.tokens_per_minute)
             for role, c in self.configs.items()
         }
+
+    def use_servers(self, servers: Mapping[str, ServerInfo], urls: Mapping[str, str]) -> None:
+        """Record what local servers said (per role) and share each server's slots between
+        the roles it serves (``urls``: the role's base URL)."""
+        self.servers = dict(servers)
+        by_url: dict[str, threading.Semaphore] = {}
+        for role, info in servers.items():
+            if info.slots:
+                url = urls.get(role, role)
+                self._slots[role] = by_url.setdefault(url, threading.Semaphore(info.slots))
+        if "optimizer" in self._slots:
+            self._slots["judge"] = self._slots["optimizer"]
 
     def request(
         self,
@@ -164,9 +183,12 @@ class ModelClient:
         *,
         sample: int = 0,
         files: Sequence[PackageFile] = (),
+        params: Mapping[str, Any] | None = None,
     ) -> CallRequest:
+        """The request for one call; ``params`` adds to the role's (a local server's answer
+        cap and ``response_format``: they change the answer, so they are in the cache key)."""
         config = self.configs[role]
-        params = model_params(config)
+        params = {**model_params(config), **(params or {})}
         extra = getattr(self.backends.get(role), "cache_params", None)
         if callable(extra):  # an agent harness: what changes its answers besides the argv
             params["agent"] = extra()
@@ -187,8 +209,9 @@ class ModelClient:
         sample: int = 0,
         step: int | None = None,
         files: Sequence[PackageFile] = (),
+        params: Mapping[str, Any] | None = None,
     ) -> Reply:
-        req = self.request(role, messages, sample=sample, files=files)
+        req = self.request(role, messages, sample=sample, files=files, params=params)
         reply = self.from_log(req)
         if reply is None:
             reply = self._call_backend(req, step)
@@ -279,8 +302,13 @@ class ModelClient:
             return backend.complete(req)
 
         policy = RetryPolicy(max_retries=self.configs[req.role].max_retries)
+        slot = self._slots.get(req.role)
         try:
-            result = call_with_retries(once, policy, sleep=self.sleep)
+            if slot is None:
+                result = call_with_retries(once, policy, sleep=self.sleep)
+            else:
+                with slot:
+                    result = call_with_retries(once, policy, sleep=self.sleep)
         except (BackendError, OSError) as exc:
             refused = isinstance(exc, AuthenticationFailed)
             error = self.record_failure(
@@ -347,6 +375,8 @@ class ModelClient:
                 cached_tokens=result.cached_tokens,
                 cache_write_tokens=result.cache_write_tokens,
             )
+        if cost is None and result.meta.get("local"):
+            cost = 0.0  # a model on the user's own server: no bill (a [prices] entry wins)
         if cost is not None and result.meta.get("batch"):
             cost *= BATCH_DISCOUNT  # a provider batch costs half the list price
         # Scrubbed before it is stored *and* before it is used: a resumed run reads the stored

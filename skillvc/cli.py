@@ -332,6 +332,13 @@ def _summary_lines(summary: Any) -> list[str]:
             f"speculation: {wasted} of these calls were started ahead for the next step while "
             "a gate ran, and not needed because the gate kept its change"
         )
+    answered = getattr(summary, "reflections", 0)
+    usable = getattr(summary, "reflections_usable", 0)
+    if answered > usable:
+        lines.append(
+            f"optimizer: {answered - usable} of {answered} reflections gave no usable edits "
+            "(the reflection.failed events in .skillvc/events.db say why)"
+        )
     lines.append("What these words mean: skillvc help terms")
     return lines
 
@@ -412,6 +419,7 @@ def _summary_lines(summary: Any) -> list[str]:
     help="Stop cleanly at a step boundary past this cost.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option("--trust-judge", is_flag=True, help="Let an uncalibrated or disagreeing judge gate.")
 @skill_option
 @json_option
 @fits_terminal
@@ -421,6 +429,7 @@ def train(
     quiet: bool,
     as_json: bool,
     skill: str | None,
+    trust_judge: bool,
     **train_options: Any,
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
@@ -432,11 +441,13 @@ def train(
     """
     import dataclasses
 
+    from skillvc.judge.trust import require_trusted_judge_here
     from skillvc.training.loop import UP_TO_DATE
     from skillvc.training.loop import train as run_training
     from skillvc.workspace import open_workspace
 
     ws = open_workspace(skill=skill)
+    require_trusted_judge_here(ws.config, trust_judge)
     summary = run_training(
         ws,
         new=new,
@@ -448,6 +459,7 @@ def train(
         data = dataclasses.asdict(summary)
         data = {"run": data.pop("run_id"), **data}  # the same key as `skillvc runs --json`
         echo_json(data)
+        _fail_when_optimizer_unusable(summary)
         return
     if summary.status == UP_TO_DATE:
         click.echo(
@@ -457,10 +469,25 @@ def train(
         )
         return
     click.echo("\n".join(_summary_lines(summary)))
+    _fail_when_optimizer_unusable(summary)
     named = f" --skill {ws.config.skill_name}" if ws.config.skill_name else ""  # many skills
     click.echo(
         f"Review it: git log -p (accepted edits), skillvc log --rejected -p{named} (refused "
         f"ones), skillvc report{named} (a pull-request description)."
+    )
+
+
+def _fail_when_optimizer_unusable(summary: Any) -> None:
+    """A run whose optimizer answered and never usably did trained nothing: exit 6, loudly."""
+    if not getattr(summary, "optimizer_unusable", False):
+        return
+    from skillvc.errors import OptimizerOutputError
+
+    raise OptimizerOutputError(
+        f"Run {summary.run_id} trained nothing: none of the optimizer's {summary.reflections} "
+        "answers gave a usable edit (the reflection.failed events in .skillvc/events.db say why).",
+        hint="Use a stronger optimizer model, or one on a server that enforces JSON Schema "
+        "output (llama.cpp, Ollama, vLLM); then run 'skillvc train --new'.",
     )
 
 

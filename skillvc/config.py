@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.errors import ConfigError, NotInitialised
-from skillvc.secrets import register_names, register_values, url_passwords
+from skillvc.secrets import looks_secret, register_names, register_values, url_passwords
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -139,6 +139,10 @@ class TrainConfig:
     ray_memory_mb: int | None = None  # per task
     ray_resource: str | None = None  # a custom resource each task needs one unit of
     ray_max_retries: int = 3  # resubmissions of a task whose worker or node was lost
+    # "all": a candidate the gate accepts is also scored on every [targets.<name>] model and
+    # rejected when any of them gets significantly worse (skillvc.matrix); "none": off.
+    gate_targets: str = "none"
+    gate_targets_alpha: float = 0.05  # one-sided sign test on paired per-item outcomes
 
 
 EXECUTION_KEYS = (
@@ -165,6 +169,18 @@ class HarvestConfig:
 
 
 @dataclass
+class JudgeConfig:
+    """[judge]: how well the ``judge`` scorer must agree with a person before it may gate
+    training or ``skillvc check`` (skillvc.judge)."""
+
+    labels: str | None = None  # a JSONL of items, outputs and a person's 0/1 or score
+    min_accuracy: float = 0.8
+    min_kappa: float = 0.6
+    require_calibration: bool = False  # an uncalibrated judge may not gate either
+    holdout: float = 0.3  # share of the labels held back when the rubric is trained
+
+
+@dataclass
 class Config:
     root: Path
     skill: SkillConfig = field(default_factory=SkillConfig)
@@ -174,6 +190,10 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     harvest: HarvestConfig | None = None  # None: this project has not opted in to harvesting
+    # More target models a skill is scored on (skillvc.matrix), by name: [targets.<name>]
+    # tables with the keys of [target], each over [target]'s own values.
+    targets: dict[str, ModelConfig] = field(default_factory=dict)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
     # Many skills: the raw [skills.<name>] tables and the top-level sections (their defaults);
     # skill_name is the table this Config was resolved for (None: a single-[skill] config).
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -264,6 +284,12 @@ class Config:
         for role in ("target", "optimizer"):
             for key in MODE_KEYS:
                 snapshot[role].pop(key, None)
+        if self.train.gate_targets == "none":
+            # Off, the matrix gate is no part of what a run computes (run ids stay as before).
+            for key in ("gate_targets", "gate_targets_alpha"):
+                snapshot["train"].pop(key, None)
+        else:
+            snapshot["targets"] = {n: dataclasses.asdict(m) for n, m in self.targets.items()}
         return snapshot
 
 
@@ -274,6 +300,7 @@ _SECTIONS = {
     "optimizer": ModelConfig,
     "train": TrainConfig,
     "harvest": HarvestConfig,
+    "judge": JudgeConfig,
 }
 
 
@@ -330,10 +357,13 @@ def parse_config(text: str, root: Path) -> Config:
         if section == "prices":
             config.prices = values
             continue
+        if section == "targets":
+            config.targets = _target_tables(values, data.get("target", {}))
+            continue
         if section not in _SECTIONS:
             raise ConfigError(
                 f"Unknown section [{section}] in {CONFIG_FILE} "
-                f"(known: {', '.join([*_SECTIONS, 'prices'])})."
+                f"(known: {', '.join([*_SECTIONS, 'prices', 'targets'])})."
             )
         if not isinstance(values, dict):
             raise ConfigError(f"'{section}' in {CONFIG_FILE} must be a table ([{section}]).")
@@ -427,6 +457,8 @@ def parse_config_dict(data: dict[str, Any], root: Path) -> Config:
     for section, cls in _SECTIONS.items():
         if section in data:
             setattr(config, section, _build(section, cls, dict(data[section])))
+    if "targets" in data:
+        config.targets = _target_tables(data["targets"], {})
     validate(config)
     return config
 
@@ -505,6 +537,7 @@ def validate(config: Config) -> None:
                 f"the command harness); this one is '{m.model}'.",
                 hint='Set mode = "sync" for this model.',
             )
+    validate_matrix(config)
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each
@@ -599,8 +632,17 @@ def check_ranges(config: Config) -> None:
         )
 
 
+def _show_repr(value: Any) -> str:
+    """``repr(value)``, or only its type when it looks like a credential (see ``_show``)."""
+    return _show(value) if isinstance(value, str) and looks_secret(value) else repr(value)
+
+
 def _show(value: Any) -> str:
-    """A value as the user wrote it in TOML: nan, inf, 0.5, "x" (not Python's repr)."""
+    """A value as the user wrote it in TOML: nan, inf, 0.5, "x" (not Python's repr); a string
+    that looks like a credential is named by its type only (a config mistake must not print a
+    key on the terminal, in CI logs or in ``doctor``)."""
+    if isinstance(value, str) and looks_secret(value):
+        return "a string that looks like a credential (not shown)"
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, bool):
@@ -631,6 +673,14 @@ def _type_name(expected: str) -> str:
 
 
 def _validate_env(role: str, m: ModelConfig) -> None:
+    if m.api_key_env is not None and not _ENV_NAME.match(m.api_key_env):
+        # A key pasted where its variable's name belongs: say so without echoing it.
+        raise ConfigError(
+            f"[{role}] api_key_env in {CONFIG_FILE} must name an environment variable; it holds "
+            f"{_show(m.api_key_env)}.",
+            hint=f"Put the key in a variable (export MY_KEY=...) and write api_key_env = "
+            f'"MY_KEY" under [{role}]; if that was a real key, rotate it.',
+        )
     if m.env and m.harness == "chat":
         raise ConfigError(
             f"[{role}] env applies only to agent harnesses (command, claude-code, codex)."
@@ -638,7 +688,8 @@ def _validate_env(role: str, m: ModelConfig) -> None:
     for name, value in m.env.items():
         if not _ENV_NAME.match(name) or not isinstance(value, str):
             raise ConfigError(
-                f"[{role}] env {name} = {value!r} must be a variable name with a string value.",
+                f"[{role}] env {name} = {_show_repr(value)} must be a variable name with a "
+                "string value.",
                 hint='For example: env = { ANTHROPIC_API_KEY = "${ANTHROPIC_API_KEY}" }.',
             )
 
@@ -649,3 +700,93 @@ def _register_secrets(config: Config) -> None:
         refs = [r for v in m.env.values() for r in ENV_REFERENCE.findall(v)]
         register_names([m.api_key_env, *refs])
         register_values(url_passwords(m.base_url or "") + url_passwords(m.azure_endpoint or ""))
+
+
+# -- [targets] and [judge] (skillvc.matrix, skillvc.judge) ----------------------------------
+
+
+def _target_tables(values: Any, target: Any) -> dict[str, ModelConfig]:
+    """``[targets.<name>]`` tables, each over ``[target]``'s values (a table may name only a
+    model)."""
+    if not isinstance(values, dict):
+        raise ConfigError(
+            f"'targets' in {CONFIG_FILE} must hold one [targets.<name>] table per model.",
+            hint='For example: [targets.small] model = "openai:gpt-4o-mini".',
+        )
+    base = dict(target) if isinstance(target, dict) else {}
+    tables: dict[str, ModelConfig] = {}
+    for name, table in values.items():
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"targets.{name} in {CONFIG_FILE} must be a table ([targets.{name}])."
+            )
+        if not SKILL_NAME.match(name) or name == "target":
+            raise ConfigError(
+                f"[targets.{name}] in {CONFIG_FILE}: a target's name is letters, digits, '-' "
+                "and '_', and not 'target' (the name of [target] in tables).",
+                hint="Rename the table, e.g. after the model.",
+            )
+        if "model" not in table:
+            raise ConfigError(f"[targets.{name}] in {CONFIG_FILE} has no model.")
+        tables[name] = _build(f"targets.{name}", ModelConfig, base | table)
+    return tables
+
+
+def validate_matrix(config: Config) -> None:
+    """[targets.<name>] models, [train] gate_targets and [judge] thresholds, one sentence each."""
+    for name, m in config.targets.items():
+        where = f"[targets.{name}]"
+        register_names([m.api_key_env])
+        register_values(url_passwords(m.base_url or "") + url_passwords(m.azure_endpoint or ""))
+        if ":" not in m.model:
+            raise ConfigError(
+                f"{where} model '{m.model}' must name a backend, e.g. 'openai:gpt-4o-mini'."
+            )
+        if m.harness not in HARNESSES:
+            raise ConfigError(
+                f"{where} harness '{m.harness}' is not one of {', '.join(HARNESSES)}."
+            )
+        if m.mode != "sync":
+            raise ConfigError(
+                f'{where} mode = "{m.mode}": the matrix scores its models with mode = "sync" only.',
+                hint=f'Set mode = "sync" in {where}.',
+            )
+        _validate_env(f"targets.{name}", m)
+        for key, (low, high, low_open, high_open) in _MODEL_RANGES.items():
+            value = getattr(m, key)
+            ok = value is None or (
+                math.isfinite(value)
+                and (value > low if low_open else value >= (low or 0))
+                and (high is None or value <= high)
+            )
+            if not ok:
+                raise ConfigError(
+                    f"{where} {key} = {_show(value)} is out of range: it must be "
+                    f"{_describe(low, high, low_open, high_open)}."
+                )
+    t = config.train
+    if t.gate_targets not in ("none", "all"):
+        raise ConfigError(f"[train] gate_targets '{t.gate_targets}' is not one of none, all.")
+    if t.gate_targets == "all" and not config.targets:
+        raise ConfigError(
+            '[train] gate_targets = "all" needs the models to gate on, and no '
+            "[targets.<name>] table is configured.",
+            hint='Add e.g. [targets.small] model = "openai:gpt-4o-mini" to skillvc.toml.',
+        )
+    if not (0 < t.gate_targets_alpha < 0.5):
+        raise ConfigError(
+            f"[train] gate_targets_alpha = {_show(t.gate_targets_alpha)} is out of range: it "
+            "must be more than 0 and below 0.5."
+        )
+    j = config.judge
+    for key in ("min_accuracy", "min_kappa"):
+        value = getattr(j, key)
+        if not (math.isfinite(value) and -1 <= value <= 1):
+            raise ConfigError(
+                f"[judge] {key} = {_show(value)} is out of range: it must be between -1 and 1."
+            )
+    if not (math.isfinite(j.holdout) and 0 < j.holdout < 1):
+        raise ConfigError(
+            f"[judge] holdout = {_show(j.holdout)} is out of range: it must be more than 0 "
+            "and below 1."
+        )

@@ -29,6 +29,7 @@ from typing import Any
 
 from skillvc.backends import get_backend
 from skillvc.backends.base import Backend, CallRequest, TransientError
+from skillvc.backends.local import LOCAL_TIMEOUT_S, ServerInfo
 from skillvc.calls import secret_values
 from skillvc.config import CONFIG_FILE, Config, ModelConfig, load_config
 from skillvc.errors import AuthenticationFailed, BackendError, SkillvcError, redact
@@ -42,6 +43,7 @@ PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},
 PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 PROBE_TIMEOUT_S = 30.0  # a doctor that waits the run's full 120 s timeout feels hung
+LOCAL_PROBE_TIMEOUT_S = 180.0  # a CPU model answers a first call in seconds to minutes
 
 
 class DoctorFailed(BackendError):
@@ -253,8 +255,33 @@ def check_role(role: str, config: ModelConfig) -> list[Check]:
     if any(c.failed for c in checks):
         checks.append(Check(f"{role} reachable", SKIP, "not tried until the checks above pass."))
     else:
-        checks.append(check_reachable(role, config))
+        server = check_server(role, config, backend)
+        checks.append(check_reachable(role, config, local=server is not None))
+        if server is not None:
+            checks.append(server)
     return checks
+
+
+def check_server(role: str, config: ModelConfig, backend: Backend) -> Check | None:
+    """What a local server said about itself and what training makes of it (None: the model
+    is not on a server that says; nothing changes for it)."""
+    info_of = getattr(backend, "server_info", None)
+    info = info_of() if callable(info_of) else None
+    if not isinstance(info, ServerInfo):
+        return None
+    answer = info.answer_tokens(config.max_tokens)
+    limit = info.prompt_limit(answer)
+    uses = []
+    if role == "optimizer" and limit is not None:
+        uses.append(f"optimizer prompts fitted to ~{limit:,} tokens, answers capped at {answer:,}")
+    if role == "optimizer" and info.json_schema:
+        uses.append("edits asked for through a JSON Schema")
+    if info.slots:
+        uses.append(f"workers at most {info.slots}")
+    timeout = getattr(backend, "timeout_s", config.timeout_s)
+    uses.append(f"timeout {timeout:g} s")
+    uses.append("cost local ($0 unless [prices] names the model)")
+    return Check(f"{role} server", OK, f"{info.describe()}; {', '.join(uses)}.")
 
 
 # -- single checks ----------------------------------------------------------------------------
@@ -344,10 +371,15 @@ def _check_setting(name: str, value: str | None, missing: str, fix: str) -> Chec
     return Check(name, OK, f"{value}.")
 
 
-def check_reachable(role: str, config: ModelConfig) -> Check:
-    """One tiny call straight through the backend: not cached, not retried, not recorded."""
+def check_reachable(role: str, config: ModelConfig, *, local: bool = False) -> Check:
+    """One tiny call straight through the backend: not cached, not retried, not recorded.
+    ``local``: a model on a local server, which may be on a busy CPU (a longer wait)."""
     name = f"{role} reachable"
-    quick = dataclasses.replace(config, timeout_s=min(config.timeout_s, PROBE_TIMEOUT_S))
+    timeout = config.timeout_s
+    if local and timeout == ModelConfig().timeout_s:
+        timeout = LOCAL_TIMEOUT_S  # what a run would wait (skillvc.backends.openai_backend)
+    wait = LOCAL_PROBE_TIMEOUT_S if local else PROBE_TIMEOUT_S
+    quick = dataclasses.replace(config, timeout_s=min(timeout, wait))
     request = CallRequest(
         role="doctor",
         model=config.model,

@@ -31,7 +31,7 @@ from skillvc.hashing import content_id
 from skillvc.skilldoc import SkillDocument
 
 Op = Literal["add", "replace", "delete"]
-Reason = Literal["missing", "ambiguous", "frontmatter", "protected", "no-op", "format"]
+Reason = Literal["missing", "ambiguous", "frontmatter", "protected", "no-op", "format", "secret"]
 OPS: tuple[str, ...] = ("add", "replace", "delete")
 
 # Keys optimizer models tend to use instead of ours.

@@ -78,6 +78,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("edits.selected", 1, "edits kept under the learning-rate budget"),
         EventType("edit.unmatched", 1, "an edit whose target or anchor could not be placed"),
         EventType("reflection.failed", 1, "a reflection whose answer was unusable after repair"),
+        EventType("edit.refused", 1, "a malformed edit of a reflection's answer, and why"),
         EventType("step.empty", 1, "a step that produced no usable edits"),
         EventType("gate", 1, "candidate vs current on val: decision and per-item scores"),
         EventType("commit.intent", 1, "a commit about to be written (crash reconciliation)"),
@@ -99,6 +100,7 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("batch.submitting", 1, "a wave about to be sent as a provider batch"),
         EventType("batch.submitted", 1, "the provider's id of a wave's batch, before waiting"),
         EventType("batch.ended", 1, "a batch whose results were read"),
+        EventType("judge.calibrated", 1, "the judge's agreement with a person's labels"),
     ]
 }
 

@@ -186,6 +186,8 @@ def render_html(report: dict[str, Any]) -> str:
         f"with nothing to try; {n['slow_updates']} slow updates "
         f"({n['slow_updates_accepted']} accepted, {n['slow_updates_rejected']} rejected)"
     )
+    if report.get("withheld"):
+        count_line += f"; {report['withheld']} value(s) that looked like credentials withheld"
     unpriced = (
         f" + {usage['unpriced_calls']} calls of unknown price" if usage["unpriced_calls"] else ""
     )

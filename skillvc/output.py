@@ -21,7 +21,10 @@ def json_option(fn: F) -> F:
 
 
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """``value`` as JSON on stdout, every string through the redaction pipeline first."""
+    from skillvc.secrets import redact_json_counted
+
+    click.echo(json.dumps(redact_json_counted(value)[0], indent=2, ensure_ascii=False, default=str))
 
 
 def table_options(fn: F) -> F:
@@ -51,7 +54,10 @@ def echo_rows(
 ) -> None:
     """Rows as ``nl`` (one JSON object a line) or ``csv`` (a header of every key, nested values
     as compact JSON, None as an empty cell). ``columns`` start the header, so a CSV of no rows
-    still names its columns."""
+    still names its columns. Every string passes the redaction pipeline first."""
+    from skillvc.secrets import redact_json_counted
+
+    rows = redact_json_counted(list(rows))[0]
     if table_format == "nl":
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False, default=str))

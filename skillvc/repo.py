@@ -562,7 +562,9 @@ class SkillRepo:
         commit = self.resolve(sha)
         args = ["-f"] if force else []
         if message is not None:
-            args += ["-a", "-m", message]
+            from skillvc.secrets import scrub
+
+            args += ["-a", "-m", scrub(message)]
         try:
             self._git.tag(*args, "--", full, commit)
         except git.GitCommandError as exc:
@@ -809,8 +811,11 @@ def _short(sha: str | None) -> str:
 
 
 def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:
-    """``message`` plus a trailer block, always ending in one newline."""
-    body = message.rstrip("\n") + "\n"
+    """``message`` plus a trailer block, always ending in one newline; both pass the
+    redaction pipeline first (a commit message is pushed and shown in pull requests)."""
+    from skillvc.secrets import scrub
+
+    body = scrub(message).rstrip("\n") + "\n"
     if not trailers:
         return body
     lines = []
@@ -820,7 +825,7 @@ def _with_trailers(message: str, trailers: Mapping[str, str]) -> str:
             raise ValueError(f"invalid trailer key {key!r}")
         if "\n" in str(value) or "\r" in str(value):
             raise ValueError(f"trailer {key!r} must be a single line")
-        lines.append(f"{key}: {value}")
+        lines.append(f"{key}: {scrub(str(value))}")
     return body + "\n" + "\n".join(lines) + "\n"
 
 

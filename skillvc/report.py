@@ -58,7 +58,16 @@ def latest_run(store: EventStore) -> str:
 
 
 def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
-    """Everything the report shows, as JSON-able data (the ``--format json`` output)."""
+    """Everything the report shows, as JSON-able data (the ``--format json`` output), every
+    string through the redaction pipeline; ``withheld`` says how many values that looked like
+    credentials were removed (never which): a report is posted in pull requests."""
+    from skillvc.secrets import redact_json_counted
+
+    clean, withheld = redact_json_counted(_run_report(store, run_id, skill_path))
+    return {**clean, "withheld": withheld}
+
+
+def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     run_id = run_id or latest_run(store)
     runs = {r["run"]: r for r in list_runs(store)}
     if run_id not in runs:
@@ -342,9 +351,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         if curve is not None and len(curve.points) > 1
         else []
     )
+    withheld = report.get("withheld") or 0
     out = [
         f"## skillvc training run `{report['run']}` ({report['status']})",
         "",
+        *(
+            [
+                f"{withheld} value(s) that looked like credentials were withheld from this report.",
+                "",
+            ]
+            if withheld
+            else []
+        ),
         *(
             [f"Stopped: {_md_text(report['stopped'], 600)} {_resume_hint(report['stopped'])}", ""]
             if report.get("stopped")

@@ -695,14 +695,31 @@ def parse_judge_score(reply: str) -> float:
     return value
 
 
+def read_rubric_file(name: Any) -> str:
+    """The rubric in file ``name`` (relative to the current directory, as a json scorer's
+    schema file; never outside it): a rubric kept in git and trained like a skill."""
+    if not isinstance(name, str) or not name:
+        raise ScorerError("Option rubric_file of the judge scorer must be a file path.")
+    path = inside_repo(Path.cwd(), name, "[tasks.scorer_options] rubric_file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScorerError(
+            f"The judge's rubric file {name} cannot be read ({exc}).",
+            hint="Write the rubric there and commit it, or use the rubric option instead.",
+        ) from None
+
+
 def _make_judge(options: Mapping[str, Any], judge: JudgeFn | None) -> JudgeScorer:
-    _check_options("judge", options, ("rubric", "threshold"))
+    _check_options("judge", options, ("rubric", "rubric_file", "threshold"))
     if judge is None:
         raise ScorerError(
             "The judge scorer needs a [judge] model, and none is configured.",
             hint="Configure a judge model for the run, or choose another scorer.",
         )
     rubric = options.get("rubric", DEFAULT_RUBRIC)
+    if "rubric_file" in options:
+        rubric = read_rubric_file(options["rubric_file"])
     if not isinstance(rubric, str) or not rubric.strip():
         raise ScorerError("Option rubric of the judge scorer must be a non-empty string.")
     return JudgeScorer(judge, rubric, _number_option("judge", options, "threshold", 0.5))

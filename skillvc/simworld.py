@@ -244,26 +244,55 @@ def describe(case: Case, rng: random.Random) -> str:
     )
 
 
-def answer(skill: str, task: str, *, salt: str = "") -> str:
-    """What the simulated target replies to ``task`` when it follows ``skill``."""
+# Other simulated target models: the same world, some rules read differently. A variant maps
+# a rule's key to where that model applies it; such a rule wins over every other rule there
+# (a model that over-generalises it). ``support-literal`` reads "Late deliveries earn store
+# credit" as "tickets older than a week earn store credit", so the edit that adds it helps
+# ``sim:support`` and hurts ``sim:support-literal`` (the matrix tests and bench rely on this).
+VARIANTS: dict[str, dict[str, Callable[[Case], bool]]] = {
+    "support-literal": {"late deliveries earn": lambda c: c.days > 7},
+}
+
+
+def answer(skill: str, task: str, *, salt: str = "", variant: str | None = None) -> str:
+    """What the simulated target replies to ``task`` when it follows ``skill`` (``variant``:
+    one of ``VARIANTS``, another simulated model of the same world)."""
     case = parse_case(task)
     if case is None:
         return "I cannot tell what this ticket is about.\n<answer>escalate</answer>"
     known = {r.key for r in known_rules(skill)}
-    return decide(case, known, len(known), f"{salt}|{skill}|{task}")
+    overrides = VARIANTS[variant] if variant else None
+    return decide(case, known, len(known), f"{salt}|{skill}|{task}", overrides)
 
 
-def decide(case: Case, known: set[str], rules_read: int, noise_key: str) -> str:
+def policy_rule(
+    case: Case, known: set[str], overrides: dict[str, Callable[[Case], bool]] | None = None
+) -> Rule | None:
+    """The rule a reader who knows the rules keyed ``known`` applies to ``case`` (None: the
+    default action): a variant's over-read rules first, then priority order."""
+    for key, applies in (overrides or {}).items():
+        if key in known and applies(case):
+            return rule(key)
+    for candidate in _PRIORITY:
+        if candidate.key in known and candidate.applies(case):
+            return candidate
+    return None
+
+
+def decide(
+    case: Case,
+    known: set[str],
+    rules_read: int,
+    noise_key: str,
+    overrides: dict[str, Callable[[Case], bool]] | None = None,
+) -> str:
     """The simulated target's reply for ``case`` when it knows the rules keyed ``known``.
 
     It applies the first known rule in priority order (else the default action). Then a
     deterministic noise keyed by ``noise_key`` makes some answers wrong whatever the skill
     says; reading many rules (``rules_read`` past 9) dilutes attention a little more."""
-    action, used = DEFAULT_ACTION, None
-    for rule in _PRIORITY:
-        if rule.key in known and rule.applies(case):
-            action, used = rule.action or DEFAULT_ACTION, rule
-            break
+    used = policy_rule(case, known, overrides)
+    action = (used.action if used else None) or DEFAULT_ACTION
     noise = 0.04 + 0.01 * max(0, rules_read - 9)
     roll = int(sha256_hex(noise_key)[:8], 16) / 0xFFFFFFFF
     if roll < noise:
@@ -319,6 +348,39 @@ def judge(prompt: str) -> str:
     )
 
 
+# A simulated judge of known quality: ``sim:judge-<pct>`` flips <pct>% of its verdicts (the
+# same items whatever the rubric: the flip is keyed on the task input and the graded output).
+JUDGE_WORLD = re.compile(r"^judge-(\d{1,2})$")
+_GRADED = re.compile(
+    r"Task input:\n(?P<input>.*?)\n\nAcceptable answers:\n(?P<answers>.*?)\n\n"
+    r"Output to grade:\n(?P<output>.*)\Z",
+    re.S,
+)
+
+
+def graded(rubric: str, prompt: str, error_rate: float) -> str:
+    """The simulated judge of known error rate: it grades by the acceptable answers when the
+    prompt gives some, else by the policy rules ``rubric`` states (a rubric that says more
+    grades better); then ``error_rate`` of its verdicts are flipped."""
+    m = _GRADED.search(prompt)
+    if m is None:
+        return "There is nothing to grade.\nSCORE: 0"
+    given = final_answer(m["output"])
+    accepted = {final_answer(e) for e in re.split(r"(?m)^- ", m["answers"])[1:] if e.strip()}
+    case = parse_case(m["input"])
+    if accepted:
+        ok, why = given in accepted, "the acceptable answers"
+    elif case is None:
+        ok, why = False, "nothing (the ticket cannot be read)"
+    else:
+        used = policy_rule(case, {r.key for r in known_rules(rubric)})
+        ok, why = given == ((used.action if used else None) or DEFAULT_ACTION), "the rubric"
+    roll = int(sha256_hex(f"judge-error|{m['input']}|{m['output']}")[:8], 16) / 0xFFFFFFFF
+    if roll < error_rate:
+        ok = not ok
+    return f"Graded by {why}: {'accepted' if ok else 'not accepted'}.\nSCORE: {int(ok)}"
+
+
 def draft_rubric(examples: list[dict[str, object]]) -> str:
     """A rubric from the examples a drafter sees: the answers kept, the ones corrected.
 
@@ -372,3 +434,25 @@ def meta_notes(
         if text and note not in notes:
             notes.append(note)
     return "\n".join(notes)
+
+
+def generate_labels(n: int, seed: int, *, with_targets: bool = True) -> list[dict[str, object]]:
+    """``n`` items graded by a person who knows the true policy (judge calibration): each has
+    an output that is right about half the time, and the person's 0/1 label of it. With
+    ``with_targets`` the acceptable answer is given too (a reference-based judge); without,
+    a judge has only its rubric to go by."""
+    rng = random.Random(f"labels|{seed}")
+    rows: list[dict[str, object]] = []
+    for item in generate_items(n, seed):
+        right = str(item["target"])
+        given = right if rng.random() < 0.5 else rng.choice([a for a in ACTIONS if a != right])
+        row: dict[str, object] = {
+            "id": f"label-{str(item['id']).split('-')[-1]}",
+            "input": item["input"],
+            "output": f"Decided by the policy.\n<answer>{given}</answer>",
+            "label": int(given == right),
+        }
+        if with_targets:
+            row["target"] = right
+        rows.append(row)
+    return rows

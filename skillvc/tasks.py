@@ -174,11 +174,15 @@ def _read_text(path: Path, display: str) -> str:
         raise TaskSetError(f"Task file {display} cannot be read ({exc.strerror}).") from None
     try:
         # utf-8-sig: spreadsheet exports often start with a BOM that must not reach a field name.
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TaskSetError(
             f"Task file {display} is not UTF-8 text (bad byte at offset {exc.start})."
         ) from None
+    from skillvc.secrets.taskfiles import warn_task_file
+
+    warn_task_file(display, text)
+    return text
 
 
 def _jsonl_rows(text: str, display: str) -> Iterator[_Row]:

@@ -14,6 +14,13 @@ is not JSON). With nothing enqueued it asks ``server.responder(body)``, so a lon
 driven without scripting each call: the responder returns the answer text, or a ``Behaviour``
 (e.g. a 500 for some requests only) that is then played like a scripted one.
 
+A local server's own routes, when a test sets them: ``server.get_routes`` maps a GET path
+(``/props``, ``/v1/models``, ``/api/version``) to the JSON it answers, and ``post_routes`` a
+POST path other than the chat routes (``/api/show``). ``context_limit`` makes it enforce a
+llama.cpp context: a chat request whose prompt counts more tokens (``count_tokens``) gets
+llama.cpp's 400 and no answer. ``max_in_flight`` is the most chat requests it held at once.
+GETs are recorded in ``server.gets``, never in ``requests``.
+
 Invariant: it binds to 127.0.0.1 only, port 0 (the OS picks a free port); no traffic leaves
 the machine.
 """
@@ -21,6 +28,7 @@ the machine.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -64,6 +72,15 @@ class Behaviour:
 
 Responder = Callable[[dict[str, Any]], str | Behaviour]
 
+# A tokenizer harsher than real ones on skillvc's prompts: every digit, every punctuation mark
+# and every 5 letters are a token (1,284 tokens for a reflection prompt that Qwen2.5's own
+# tokenizer makes 1,054 of), plus a few per message for the chat template.
+_TOKEN = re.compile(r"\d|[A-Za-z]{1,5}|[^\sA-Za-z\d]")
+
+
+def count_tokens(messages: list[dict[str, str]]) -> int:
+    return sum(len(_TOKEN.findall(m["content"])) + 4 for m in messages)
+
 
 def _default_responder(body: dict[str, Any]) -> str:
     return "ok"
@@ -72,6 +89,13 @@ def _default_responder(body: dict[str, Any]) -> str:
 class LoopbackServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        self.gets: list[str] = []
+        self.get_routes: dict[str, Any] = {}
+        self.post_routes: dict[str, Any] = {}
+        self.context_limit: int | None = None
+        self.prompt_tokens_seen: list[int] = []  # counted when context_limit is set
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.responder: Responder = _default_responder
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
@@ -197,6 +221,15 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet test output
             pass
 
+        def do_GET(self) -> None:
+            path = urlsplit(self.path).path
+            with server._lock:
+                server.gets.append(path)
+            if path in server.get_routes:
+                self._send(200, server.get_routes[path])
+                return
+            self._send(404, {"error": {"message": f"no route {path}"}})
+
         def do_POST(self) -> None:
             parts = urlsplit(self.path)
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -204,6 +237,9 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = None
+            if parts.path in server.post_routes:
+                self._send(200, server.post_routes[parts.path])
+                return
             headers = {k.lower(): v for k, v in self.headers.items()}
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             server._record(Recorded("POST", parts.path, query, headers, raw, body))
@@ -215,6 +251,33 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 return
 
             req = body if isinstance(body, dict) else {}
+            if server.context_limit is not None:
+                n = count_tokens(chat_messages(req))
+                with server._lock:
+                    server.prompt_tokens_seen.append(n)
+                if n > server.context_limit:  # llama.cpp's answer to an over-long prompt
+                    error = {
+                        "code": 400,
+                        "message": "the request exceeds the available context size, try "
+                        "increasing it",
+                        "type": "exceed_context_size_error",
+                        "n_prompt_tokens": n,
+                        "n_ctx": server.context_limit,
+                    }
+                    self._send(400, {"error": error})
+                    return
+            with server._lock:
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                self._answer(req, headers, anthropic_route)
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _answer(
+            self, req: dict[str, Any], headers: dict[str, str], anthropic_route: bool
+        ) -> None:
             b = server._next()
             if b is None:
                 decided = server.responder(req)

@@ -196,7 +196,8 @@ def test_an_agent_printing_its_environment_leaks_no_key(
         done = cli(repo, *args)
         outputs[" ".join(args)] = done.stdout + done.stderr
         assert done.returncode == 0, done.stdout + done.stderr
-    assert "exited with code 3: login failed for dXNl[redacted]." in outputs["eval"]
+    # The whole base64 run goes (it decodes to "user:<key>"), not only the key's core.
+    assert "exited with code 3: login failed for [redacted]." in outputs["eval"]
     with sqlite3.connect(repo / ".skillvc" / "events.db") as db:
         answers = [
             row[0]

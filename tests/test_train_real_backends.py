@@ -371,10 +371,15 @@ def test_always_malformed_optimizer_json_is_recorded_and_the_run_finishes(
     repo = make_repo(tmp_path, loopback, monkeypatch, SETUPS["openai"])
     seed = git(repo, "rev-parse", "HEAD")
 
-    result, summary = train()
+    result = run("train", "--json")
 
-    assert result.exit_code == 0, result.output
-    assert summary is not None and summary["status"] == "finished"
+    # Issue 22 changed this: a run whose optimizer never gave a usable answer finishes and
+    # records everything, then says so and exits 6 (it used to exit 0 as if it had trained).
+    assert result.exit_code == 6, result.output
+    assert "trained nothing: none of the optimizer's" in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "finished"
+    assert summary["reflections"] >= 3 and summary["reflections_usable"] == 0
     failures = events(repo, "reflection.failed")
     reflects = optimizer.kinds.count("reflect")
     assert reflects >= 3 and len(failures) == reflects

@@ -15,6 +15,10 @@ Configuration rules (documented for users in ``skillvc doctor``'s hints):
 - Token limit: reasoning models (o1/o3/o4..., gpt-5...) get ``max_completion_tokens`` and no
   ``temperature`` (they reject both ``max_tokens`` and any temperature but the default);
   every other model gets ``max_tokens``, which OpenAI-compatible servers understand.
+- A local server (llama.cpp, Ollama, vLLM: ``skillvc.backends.local`` asks it, once) gets a
+  CPU-sized timeout (``LOCAL_TIMEOUT_S``) unless ``timeout_s`` was changed from its default,
+  its answers are marked ``local`` (free unless ``[prices]`` prices the model), and a request's
+  ``response_format`` (a JSON Schema) is passed on.
 
 Invariants: the SDK's own retries are off (``max_retries=0``), so ``skillvc.calls`` owns the
 retry policy; every failure leaves as ``TransientError``, ``AuthenticationFailed`` or
@@ -33,10 +37,12 @@ from typing import Any
 import openai
 
 from skillvc.backends.base import CallRequest, CallResult, TransientError
+from skillvc.backends.local import LOCAL_TIMEOUT_S, ServerInfo, probe
 from skillvc.backends.retry import require_key, translated_sdk_errors
 from skillvc.config import ModelConfig
 from skillvc.errors import ConfigError
 
+DEFAULT_TIMEOUT_S = ModelConfig().timeout_s
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 KEY_HINT = (
     "Export the key (e.g. export {var}=...), or name another variable with api_key_env in "
@@ -60,6 +66,9 @@ class OpenAIBackend:
         self._client: openai.OpenAI | None = None
         self._key = ""
         self._lock = threading.Lock()
+        self._server: ServerInfo | None = None
+        self._probed = False
+        self._probe_lock = threading.Lock()  # apart: _make_client asks it under _lock
 
     @classmethod
     def from_config(cls, config: ModelConfig) -> OpenAIBackend:
@@ -89,6 +98,26 @@ class OpenAIBackend:
             or None
         )
 
+    def server_info(self) -> ServerInfo | None:
+        """What the local server at ``base_url`` says about itself (asked once; None for
+        Azure, the default OpenAI address, or a server that does not say)."""
+        with self._probe_lock:
+            if not self._probed:
+                self._probed = True
+                url = None if self.azure else self.base_url
+                if url is not None:
+                    key = os.environ.get(self.key_env, "").strip()
+                    headers = {"Authorization": f"Bearer {key}"} if key else {}
+                    self._server = probe(url, self.name, headers)
+            return self._server
+
+    @property
+    def timeout_s(self) -> float:
+        """The call timeout: a local server's is CPU-sized unless timeout_s was set."""
+        if self.config.timeout_s == DEFAULT_TIMEOUT_S and self.server_info() is not None:
+            return LOCAL_TIMEOUT_S
+        return self.config.timeout_s
+
     def _get_client(self) -> openai.OpenAI:
         with self._lock:
             if self._client is None:
@@ -117,7 +146,7 @@ class OpenAIBackend:
                 max_retries=0,
             )
         return openai.OpenAI(
-            api_key=key, base_url=self.base_url, timeout=c.timeout_s, max_retries=0
+            api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
         )
 
     def _params(self, request: CallRequest) -> dict[str, Any]:
@@ -129,12 +158,13 @@ class OpenAIBackend:
             out["temperature"] = p["temperature"]
         if p.get("max_tokens") is not None:
             out["max_completion_tokens" if reasoning else "max_tokens"] = p["max_tokens"]
-        for name in ("seed", "reasoning_effort"):
+        for name in ("seed", "reasoning_effort", "response_format"):
             if p.get(name) is not None:
                 out[name] = p[name]
         return out
 
     def complete(self, request: CallRequest) -> CallResult:
+        server = self.server_info()
         client = self._get_client()
         messages: Any = [{"role": m["role"], "content": m["content"]} for m in request.messages]
         start = time.perf_counter()
@@ -142,7 +172,7 @@ class OpenAIBackend:
             openai,
             openai.OpenAIError,
             model=self.model,
-            timeout_s=self.config.timeout_s,
+            timeout_s=self.timeout_s,
             key=self._key,
             key_env=self.key_env,
         ):
@@ -166,6 +196,7 @@ class OpenAIBackend:
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
             latency_ms=latency_ms,
-            meta={"finish_reason": getattr(choice, "finish_reason", None)},
+            meta={"finish_reason": getattr(choice, "finish_reason", None)}
+            | ({"local": True, "server": server.server} if server is not None else {}),
             cached_tokens=(getattr(details, "cached_tokens", 0) or 0),
         )

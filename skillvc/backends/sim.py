@@ -38,13 +38,18 @@ WORLDS = ("support", "support-package")
 class SimBackend:
     def __init__(self, model: str) -> None:
         world = model.split(":", 1)[1] if ":" in model else model
-        if world not in WORLDS:
+        judge = simworld.JUDGE_WORLD.match(world)
+        if world not in WORLDS and world not in simworld.VARIANTS and judge is None:
+            known = [*WORLDS, *simworld.VARIANTS, "judge-<error %>"]
             raise ConfigError(
                 f"Unknown simulator world '{world}' in '{model}'.",
-                hint=f"Use one of: {', '.join('sim:' + w for w in WORLDS)}.",
+                hint=f"Use one of: {', '.join('sim:' + w for w in known)}.",
             )
         self.model = model
         self.world = world
+        # sim:judge-<pct>: a judge that flips <pct>% of its verdicts; as a target (a rubric
+        # trained to agree with a person, skillvc.judge) it grades with the skill as rubric.
+        self.judge_error = int(judge.group(1)) / 100 if judge else None
         self.calls: list[CallRequest] = []
         self._lock = threading.Lock()
 
@@ -61,6 +66,8 @@ class SimBackend:
             text = self._answer(request)
         elif request.role == "optimizer":
             text = self._optimize(request)
+        elif request.role == "judge" and self.judge_error is not None:
+            text = simworld.graded(request.system, request.user, self.judge_error)
         elif request.role == "judge":
             text = simworld.judge(request.user)
         else:
@@ -83,6 +90,10 @@ class SimBackend:
     def _answer(self, request: CallRequest) -> str:
         """The simulated target: the world's answer to the task with the skill it was sent."""
         salt = f"{self.model}|{request.sample}"
+        if self.judge_error is not None:
+            return simworld.graded(request.system, request.user, self.judge_error)
+        if self.world in simworld.VARIANTS:
+            return simworld.answer(request.system, request.user, salt=salt, variant=self.world)
         if self.world == "support-package":
             # The installed text files (a simulated agent runs no carried script).
             texts = [(f.path, f.text) for f in request.files if f.text is not None]

@@ -93,6 +93,12 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
 )
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--matrix",
+    is_flag=True,
+    help="Also fail when any [targets.<name>] model gets significantly worse (docs/matrix.md).",
+)
+@click.option("--trust-judge", is_flag=True, help="Let an uncalibrated or disagreeing judge gate.")
 @skill_option
 @json_option
 def command(
@@ -105,6 +111,8 @@ def command(
     allow_config_change: bool,
     workers: int | None,
     quiet: bool,
+    matrix: bool,
+    trust_judge: bool,
     as_json: bool,
 ) -> None:
     """Fail (exit 7) when the skill at REV (default: the working tree) scores worse than at
@@ -119,10 +127,12 @@ def command(
         raise click.UsageError("Give the revision to check once: skillvc check --base BASE REV.")
     head = rev if rev is not None else head
     from skillvc.errors import ConfigChanged, RegressionFound
+    from skillvc.judge.trust import require_trusted_judge_at
     from skillvc.progress import Progress
     from skillvc.trust import check_skills
     from skillvc.workspace import find_root
 
+    require_trusted_judge_at(find_root(), base, skill, trust_judge)
     results = check_skills(
         find_root(),
         base,
@@ -139,13 +149,32 @@ def command(
     # A skill package's notes (linked files cut, symbolic links left out), each side's.
     echo_notes([r for _, c in results if c.comparison for r in (c.comparison.a, c.comparison.b)])
     if results[0][0] is not None:  # many skills: a verdict per skill
+        if matrix:
+            raise click.UsageError(
+                "--matrix checks a config with one skill; [skills.<name>] configs are not "
+                "supported yet (use skillvc eval --matrix --compare BASE --skill NAME)."
+            )
         _many(results, as_json)
         return
     result = results[0][1]
+    changes = None
+    if matrix and result.comparison is not None and not result.refused_changes:
+        from skillvc.matrix.cli import matrix_check
+
+        changes = matrix_check(find_root(), base, head, split, skill, workers, quiet)
     if as_json:
-        echo_json(result.to_dict())
+        extra = {} if changes is None else {"matrix": [c.to_dict() for c in changes]}
+        echo_json(result.to_dict() | extra)
     else:
-        click.echo("\n".join(result_lines(result)))
+        from skillvc.secrets import scrub
+
+        # Posted as a pull-request comment: through the redaction pipeline first.
+        lines = result_lines(result)
+        if changes:
+            from skillvc.matrix.render import change_lines as matrix_lines
+
+            lines = [*lines, *matrix_lines(changes, base, result.head_label)]
+        click.echo(scrub("\n".join(lines)))
     if result.refused_changes:
         raise ConfigChanged(
             f"The change edits {result.changes.summary()}, which the check takes from "
@@ -153,6 +182,10 @@ def command(
         )
     if result.regression:
         raise RegressionFound(result.message)
+    if changes:
+        from skillvc.matrix.cli import fail_on_regressions
+
+        fail_on_regressions(changes)
 
 
 def _not_nan(param: click.Parameter, value: float) -> float:
@@ -225,7 +258,9 @@ def _many(results: list[tuple[str | None, CheckResult]], as_json: bool) -> None:
             lines = result_lines(result)
             if result.regression and not result.refused_changes:
                 lines.append(result.message)  # the error sentence names one skill only
-            click.echo("\n".join(lines))
+            from skillvc.secrets import scrub
+
+            click.echo(scrub("\n".join(lines)))
     if refused:
         raise ConfigChanged(
             f"The change edits what the check takes from BASE only, for skill {listing(refused)}."

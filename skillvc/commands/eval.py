@@ -82,6 +82,12 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 @click.option("--compare", "base", metavar="BASE", help="Also evaluate BASE and pair the two.")
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--matrix",
+    is_flag=True,
+    help="Score on [target] and every [targets.<name>] model (val and test; with --compare, "
+    "the --split only). See docs/matrix.md.",
+)
 @skill_option
 @json_option
 @table_options
@@ -93,6 +99,7 @@ def command(
     base: str | None,
     workers: int | None,
     quiet: bool,
+    matrix: bool,
     as_json: bool,
     table_format: str | None,
 ) -> None:
@@ -106,6 +113,11 @@ def command(
     from skillvc.workspace import open_workspace
 
     ws = open_workspace(skill=skill)
+    if matrix:
+        from skillvc.matrix.cli import eval_matrix
+
+        eval_matrix(ws, rev, base, split, workers, Progress.to_stderr(quiet), as_json)
+        return
     if base is None:
         result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
         echo_notes([result])

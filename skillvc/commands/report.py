@@ -24,9 +24,19 @@ from skillvc.output import echo_json, json_option, skill_option
     metavar="FILE",
     help="Write the run as one self-contained HTML page (curve, costs, diffs) instead.",
 )
+@click.option(
+    "--matrix",
+    is_flag=True,
+    help="Add the best skill vs the seed on every [targets.<name>] model (docs/matrix.md).",
+)
 @skill_option
 def command(
-    run_id: str | None, fmt: str, as_json: bool, html_file: str | None, skill: str | None
+    run_id: str | None,
+    fmt: str,
+    as_json: bool,
+    html_file: str | None,
+    skill: str | None,
+    matrix: bool,
 ) -> None:
     """Scores, curve, cost, steps, accepted diffs and rejected edits of a run, for a pull request.
 
@@ -86,7 +96,12 @@ def command(
             ) from None
         click.echo(f"Wrote {target} (open it in a browser; it loads nothing).", err=True)
         return
+    extra = None
+    if matrix:
+        from skillvc.matrix.cli import report_matrix
+
+        extra = report_matrix(ws, report)
     if as_json or fmt == "json":
-        echo_json(report)
+        echo_json(report | ({"matrix": extra["matrix"]} if extra else {}))
     else:
-        click.echo(render_markdown(report), nl=False)
+        click.echo(render_markdown(report) + (str(extra["markdown"]) if extra else ""), nl=False)

@@ -68,7 +68,31 @@ def command(
         if report.ok and not quiet:
             n = len(report.files)
             click.echo(f"Checked {n} file{'s' if n != 1 else ''}: no problems.")
+    if not paths and not staged:
+        _warn_task_files()
     report.raise_for_problems()
+
+
+def _warn_task_files() -> None:
+    """Name (file:line, kind) credentials in the configured task files, never their values;
+    the files themselves are the user's and stay as they are (skillvc.secrets.taskfiles)."""
+    from skillvc.errors import SkillvcError
+    from skillvc.secrets.taskfiles import warn_task_file
+    from skillvc.workspace import open_workspace
+
+    try:
+        ws = open_workspace(any_skill=True)
+    except SkillvcError:
+        return
+    tasks = ws.config.tasks
+    for rel in (tasks.train, tasks.val, tasks.test, tasks.path):
+        if not rel:
+            continue
+        try:
+            text = (ws.root / rel).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            continue  # eval and train say what is wrong with the file itself
+        warn_task_file(rel, text)
 
 
 def _configured_max_bytes() -> int:

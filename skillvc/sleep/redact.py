@@ -11,8 +11,12 @@ Invariants:
 - It only removes: a placeholder ``[REDACTED:<kind>]`` replaces the secret, ``~`` the home
   directory. Redacting twice changes nothing more.
 
-The patterns here are the harvest's own (placeholders that say which kind was removed); the
-harvest also runs the shared scrubber (``skillvc.secrets``) through ``Redactor(extra=...)``.
+The patterns here are the harvest's own (placeholders that say which kind was removed); every
+text also goes through the shared pipeline's shapes (``skillvc.secrets.scan``: detect-secrets'
+detectors, encoded forms, URL credentials, command lines) *before* the harvest's own
+``key: value`` pass, which would otherwise take the word "Basic" of ``Authorization: Basic
+<b64>`` for the value and leave the credential. The harvest also runs the shared scrubber
+(``skillvc.secrets``) through ``Redactor(extra=...)``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from skillvc.secrets import scan, scrub_values_counted
 
 # (kind, pattern). Order matters: longer, more specific shapes first (sk-ant- before sk-).
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -79,6 +85,15 @@ def _encodings(value: str) -> set[str]:
     return {f for f in forms if len(f) >= _MIN_SECRET}
 
 
+def _harvest_kind(kind: str) -> str:
+    return "assignment" if kind == "keyword" else kind
+
+
+# A harvest placeholder the shared scrubber redacted again ("[REDACTED:[redacted]]" never
+# happens, but "[REDACTED:x][redacted]" could): keep the first.
+_ASSIGNMENT_VALUE_LEFT = re.compile(r"(\[REDACTED:[a-z_]+\])\[redacted\]")
+
+
 @dataclass
 class Redactor:
     """Scrubs one text at a time and counts what it removed."""
@@ -99,13 +114,23 @@ class Redactor:
             if form in text:
                 counts["env_value"] += text.count(form)
                 text = text.replace(form, "[REDACTED:env_value]")
+        # The values every other write is cleaned of (the broad names, any credential-looking
+        # variable, registered ones; in every encoding, also wrapped), before the shapes.
+        text, n = scrub_values_counted(text, "[REDACTED:env_value]")
+        counts["env_value"] += n
         for kind, pattern in PATTERNS:
             text, n = pattern.subn(f"[REDACTED:{kind}]", text)
             counts[kind] += n
+        # The shared pipeline's shapes next (its keyword finds are the harvest's assignments).
+        text, found = scan.redact(text, lambda kind: f"[REDACTED:{_harvest_kind(kind)}]")
+        for kind, n in found.items():
+            counts[_harvest_kind(kind)] += n
 
         def assignment(m: re.Match[str]) -> str:
             if m.group("value").startswith("[REDACTED"):
                 return m.group(0)
+            if m.string[m.end() : m.end() + 12].lstrip().startswith("[REDACTED"):
+                return m.group(0)  # "Authorization: Basic [REDACTED:...]": a scheme word
             counts["assignment"] += 1
             return f"{m.group('key')}{m.group('q')}[REDACTED:assignment]{m.group('q')}"
 
@@ -113,6 +138,7 @@ class Redactor:
         for scrub in self.extra:
             text, n = scrub(text)
             counts["extra"] += n
+        text, n = _ASSIGNMENT_VALUE_LEFT.subn(r"\1", text)  # "[REDACTED:x]" once, not nested
         text, n = self._home_paths(text)
         counts["home_path"] += n
         return text, +counts  # unary plus drops the zero counts

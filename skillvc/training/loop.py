@@ -44,6 +44,7 @@ from skillvc.events import Event
 from skillvc.executors import make_executor
 from skillvc.formats import new_problems
 from skillvc.hashing import canonical_json, sha256_hex
+from skillvc.matrix.gate import matrix_gate, matrix_projection
 from skillvc.packages import SKILL_FILE, SkillPackage, skill_file_text
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.prompt import readable
@@ -51,7 +52,7 @@ from skillvc.packages.render import chat_rendering, config_view
 from skillvc.preflight import estimate_tokens
 from skillvc.progress import Progress
 from skillvc.runs import run_usage
-from skillvc.secrets import REDACTED, restore
+from skillvc.secrets import REDACTED, restore, scrub
 from skillvc.skilldoc import SkillDocument
 from skillvc.store import EventStore
 from skillvc.tasks import TaskItem
@@ -66,6 +67,7 @@ from skillvc.training.optimize import (
     apply_selected_package,
     ask_json,
     minibatches,
+    prompt_limit,
     reflect,
     select,
 )
@@ -109,6 +111,14 @@ class RunSummary:
     # Calls that reached a model for rollouts started while a gate ran, which the gate's
     # acceptance made useless (speculation on rejection; not part of ``calls``).
     speculation_wasted_calls: int = 0
+    # Reflections whose optimizer answered, and those whose answer gave usable edits: a run
+    # with answers and none usable failed to train (the CLI exits non-zero).
+    reflections: int = 0
+    reflections_usable: int = 0
+
+    @property
+    def optimizer_unusable(self) -> bool:
+        return self.reflections > 0 and self.reflections_usable == 0
 
 
 def train(
@@ -193,6 +203,11 @@ class Trainer:
     ) -> None:
         self.store, self.config, self.ctx, self.progress = store, config, ctx, progress
         self.t = config.train
+        slots = [i.slots for i in ctx.client.servers.values() if i.slots]
+        if slots and min(slots) < self.t.workers:
+            # A local server runs ``slots`` requests at once and queues the rest, where they
+            # would wait out their timeouts: as many workers as it has slots.
+            self.t = dataclasses.replace(self.t, workers=min(slots))
         self.repo = ws.repo
         self.relpath = config.skill_relpath
         # Many skills: tags and rejected refs are under the skill's name (skillvc/<skill>/<run>/).
@@ -355,8 +370,12 @@ class Trainer:
                     "kind": p.kind,
                 },
             )
+        for refused in reflection.refused:
+            self.log.emit("edit.refused", refused)
         for failure in reflection.failures:
             self.log.emit("reflection.failed", failure)
+        self.state.reflections += reflection.minibatches - reflection.call_failures
+        self.state.reflections_usable += reflection.usable
 
     def aggregate(self, proposals: Sequence[Proposal]) -> list[Merged]:
         merged = aggregate(proposals)
@@ -396,9 +415,14 @@ class Trainer:
                 self.state.package, edits, max_bytes=max_bytes, describe=describe
             )
         for miss in result.unmatched:
+            edit = miss.edit.to_dict()
+            if miss.reason == "secret":  # recorded as refused, with what it carried withheld
+                edit = {
+                    k: scrub(v) if isinstance(v, str) and k != "id" else v for k, v in edit.items()
+                }
             self.log.emit(
                 "edit.unmatched",
-                {"edit": miss.edit.to_dict(), "reason": miss.reason, "detail": miss.detail},
+                {"edit": edit, "reason": miss.reason, "detail": miss.detail},
             )
         return result
 
@@ -485,6 +509,12 @@ class Trainer:
                     confidence=self.t.gate_confidence,
                 )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
+        # [train] gate_targets = "all": the other target models may veto an accepted candidate.
+        matrix = None
+        if result is not None and result.decision == "accepted":
+            matrix = matrix_gate(self, s.skill, candidate_text)
+            if matrix is not None and matrix["vetoed"]:
+                result = dataclasses.replace(result, decision="rejected")
         decision = result.decision if result else "forced"
         gate_event = self.log.emit(
             "gate",
@@ -496,6 +526,7 @@ class Trainer:
                 "current": self.store.put_blob(s.skill),
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
+                **({"targets": matrix} if matrix is not None else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
                 **({"files": sorted(files)} if package is not None else {}),
@@ -566,15 +597,20 @@ class Trainer:
         ]
         region = s.doc.region(SLOW_UPDATE_REGION)
         previous = region.content.strip() if region is not None else ""
-        messages = prompts.render(
-            "slow_update",
-            n_cases=str(len(cases)),
-            max_lines="12",
-            previous_skill=self.shown(epoch_start_skill),
-            current_skill=self.shown(s.skill),
-            cases=cases,
-            previous_guidance=previous or "(none yet)",
-        )
+        try:
+            messages = self.optimizer_prompt(
+                "slow_update",
+                n_cases=str(len(cases)),
+                max_lines="12",
+                previous_skill=self.shown(epoch_start_skill),
+                current_skill=self.shown(s.skill),
+                cases=cases,
+                previous_guidance=previous or "(none yet)",
+            )
+        except prompts.PromptTooLong as exc:
+            self.log.emit("slow_update", {"skipped": True, "reason": "context", "error": str(exc)})
+            self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: skipped ({exc})")
+            return
         payload, _, error = ask_json(self.client, messages, "guidance", None)
         guidance = str(payload.get("guidance", "")).strip() if payload else ""
         if not guidance or guidance == previous:
@@ -611,13 +647,22 @@ class Trainer:
 
     def meta_messages(self) -> list[dict[str, str]]:
         s = self.state
-        return prompts.render(
-            "meta_update",
-            max_lines="20",
-            previous_notes=s.meta or "(none yet)",
-            accepted=s.epoch_accepted,
-            rejected=s.epoch_rejected,
-        )
+        values: dict[str, Any] = {
+            "max_lines": "20",
+            "previous_notes": s.meta or "(none yet)",
+            "accepted": s.epoch_accepted,
+            "rejected": s.epoch_rejected,
+        }
+        try:
+            return self.optimizer_prompt("meta_update", **values)
+        except prompts.PromptTooLong:
+            return prompts.render("meta_update", **values)
+
+    def optimizer_prompt(self, name: str, **values: Any) -> list[dict[str, str]]:
+        """An optimizer prompt, fitted to a local server's context (``prompts.render``);
+        PromptTooLong when it cannot be (the meta update then sends it whole, and a server
+        that refuses it stops the run with its reason: a context that small fits no step)."""
+        return prompts.render(name, fit=prompt_limit(self.client), **values)
 
     def meta_update(self) -> None:
         s = self.state
@@ -669,6 +714,8 @@ class Trainer:
             slow_updates_accepted=s.slow_accepted,
             slow_updates_rejected=s.slow_rejected,
             speculation_wasted_calls=self.ahead.wasted_calls(),
+            reflections=s.reflections,
+            reflections_usable=s.reflections_usable,
         )
         self.log.emit(
             "run.finished",
@@ -691,7 +738,9 @@ class Trainer:
                     "slow_updates_accepted",
                     "slow_updates_rejected",
                 )
-            },
+            }
+            # Said only when it happened, so other runs' events are as they were.
+            | ({"optimizer_unusable": s.reflections} if summary.optimizer_unusable else {}),
         )
         return summary
 
@@ -883,8 +932,12 @@ class Trainer:
             n_test=len(self.ctx.test),
             n_slow=len(self.slow_items),
             skill_tokens=estimate_tokens(self.target_text(self.ctx.base_skill).encode("utf-8")),
+            local=[getattr(self.config, role).model for role in self.client.servers],
         )
-        self.log.emit("run.projected", projection.to_dict())
+        matrix = matrix_projection(self.config, len(self.ctx.val), self.total_steps)
+        self.log.emit("run.projected", projection.to_dict() | matrix)
+        for name, calls in matrix.get("matrix_calls", {}).items():
+            self.progress.note(f"projected matrix gate on {name}: at most {calls:,} target calls")
         self.progress.note(
             f"projected for run {self.ctx.run_id}: about {projection.sentence()} "
             "(an upper estimate)"

@@ -1,8 +1,11 @@
 """The backward pass: reflect on scored rollouts, aggregate the proposals, select under the lr.
 
 - ``reflect``: one optimizer call per minibatch of failures and per minibatch of successes,
-  each seeing the current skill, the rejected buffer and the meta skill. Malformed JSON gets
-  one repair call; if that fails too the minibatch yields no edits and the reason is recorded.
+  each seeing the current skill, the rejected buffer and the meta skill. Malformed JSON (or an
+  answer cut off at its token cap) gets one repair call; if that fails too the minibatch yields
+  no edits and the reason is recorded. A usable answer's valid edits are kept and each
+  malformed one is refused with its reason (``skillvc.training.structured``). On a local
+  server the prompt is fitted to its context and the answer held to a JSON Schema.
 - ``aggregate``: identical edits merge (their support adds up); edits that change the same
   target text conflict, and the one with more support wins (earlier on ties).
 - ``select``: rank by support, then by first appearance, and keep ``lr`` edits.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +35,7 @@ from skillvc.packages.prompt import optimizer_files
 from skillvc.skilldoc import SkillDocument
 from skillvc.tasks import TaskItem
 from skillvc.training.evaluate import Rollout
+from skillvc.training.structured import edits_schema, response_format, salvage, text_schema
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,9 @@ class Reflection:
     calls: int = 0
     minibatches: int = 0
     call_failures: int = 0  # minibatches whose optimizer call failed (infrastructure, not JSON)
+    # Edits of otherwise usable answers that broke the rules, each with its reason.
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    usable: int = 0  # minibatches whose answer was a usable list of edits (maybe empty)
 
 
 # Appended to the frontmatter rule only with [train] train_description (else the prompt is
@@ -102,19 +109,41 @@ def minibatches(
     return batches
 
 
-def _parse_edits(payload: Any) -> list[Edit]:
-    edits = payload.get("edits") if isinstance(payload, dict) else None
-    if not isinstance(edits, list):
+def _parse_edits(payload: Any) -> tuple[list[Edit], list[dict[str, Any]]]:
+    """The valid edits of an answer and the refused ones with their reasons
+    (``skillvc.training.structured.salvage``); ParseError when it holds no list of edits."""
+    if not isinstance(payload, Mapping):
         raise prompts.ParseError('"edits" is not a list')
-    out = []
-    for raw in edits:
-        if not isinstance(raw, dict):
-            raise prompts.ParseError("an edit is not a JSON object")
-        try:
-            out.append(Edit.from_dict(raw))
-        except ValueError as exc:
-            raise prompts.ParseError(str(exc)) from None
-    return out
+    try:
+        return salvage(payload)
+    except ValueError as exc:
+        raise prompts.ParseError(str(exc)) from None
+
+
+def optimizer_params(client: ModelClient, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What an optimizer call adds to its role's parameters on a local server: an answer cap
+    (when ``max_tokens`` is not set, so a looping answer ends) and the answer's JSON Schema
+    as ``response_format`` (when the server enforces one). Nothing for other models."""
+    server = client.servers.get("optimizer")
+    if server is None:
+        return {}
+    params: dict[str, Any] = {}
+    configured = client.configs["optimizer"].max_tokens
+    if configured is None:
+        cap = server.answer_tokens(None)
+        if cap is not None:
+            params["max_tokens"] = cap
+    if schema is not None and server.json_schema:
+        params["response_format"] = response_format("answer", schema)
+    return params
+
+
+def prompt_limit(client: ModelClient) -> int | None:
+    """The optimizer prompt's token limit on a local server of known context (else None)."""
+    server = client.servers.get("optimizer")
+    if server is None:
+        return None
+    return server.prompt_limit(server.answer_tokens(client.configs["optimizer"].max_tokens))
 
 
 def ask_json(
@@ -124,24 +153,47 @@ def ask_json(
     step: int | None,
     *,
     edits_format: str = prompts.EDITS_FORMAT,
+    schema: Mapping[str, Any] | None = None,
 ) -> tuple[Any, int, str | None]:
     """Call the optimizer for a JSON object with ``key``; one repair call on a bad answer
-    (which is shown ``edits_format`` when ``key`` is "edits").
+    (which is shown ``edits_format`` when ``key`` is "edits"). An answer cut off by its token
+    cap (finish_reason "length": a small model looping inside a string) is a bad answer too.
 
-    Returns (object or None, calls made, error sentence or None).
+    ``schema``: the answer's JSON Schema, sent to a local server that enforces one (default:
+    ``{"<key>": "<text>"}``). Returns (object or None, calls made, error sentence or None).
     """
-    reply = client.call("optimizer", messages, step=step)
+    if schema is None and key != "edits":
+        schema = text_schema(key)
+    params = optimizer_params(client, schema)
+    reply = client.call("optimizer", messages, step=step, params=params)
     try:
         return prompts.parse_json_object(reply.text, key), 1, None
     except prompts.ParseError as exc:
         error = str(exc)
+    if reply.meta.get("finish_reason") == "length":
+        error = f"the answer was cut off at its token limit ({error}); answer shorter"
     fmt = edits_format if key == "edits" else f'{{"{key}": "..."}}'
-    repair = prompts.render("repair", error=error, previous=reply.text[:8000], format=fmt)
-    fixed = client.call("optimizer", repair, step=step)
+    repair = _repair_prompt(client, error, reply.text, fmt)
+    if repair is None:
+        return None, 1, f"unusable optimizer answer, and no repair fits the context: {error}"
+    fixed = client.call("optimizer", repair, step=step, params=params)
     try:
         return prompts.parse_json_object(fixed.text, key), 2, None
     except prompts.ParseError as exc:
-        return None, 2, f"unusable optimizer answer after one repair: {exc}"
+        cut = " (cut off at its token limit)" if fixed.meta.get("finish_reason") == "length" else ""
+        return None, 2, f"unusable optimizer answer after one repair: {exc}{cut}"
+
+
+def _repair_prompt(
+    client: ModelClient, error: str, previous: str, fmt: str
+) -> list[dict[str, str]] | None:
+    limit = prompt_limit(client)
+    if limit is None:
+        return prompts.render("repair", error=error, previous=previous[:8000], format=fmt)
+    try:  # a looping answer can be most of the context: it is cut to fit
+        return prompts.render("repair", fit=limit, error=error, previous=previous, format=fmt)
+    except prompts.PromptTooLong:
+        return None
 
 
 def reflect(
@@ -170,16 +222,21 @@ def reflect(
     (``skillvc.packages.prompt``) and asks every edit to name its file."""
     batches = minibatches(items, rollouts, metric, minibatch_size, client.store.get_blob)
     package_values: dict[str, str] = {}
-    edits_format = prompts.EDITS_FORMAT
+    # An optimizer on a local server (a small model, often) is shown one shape per op and held
+    # to it by a schema; its prompts are fitted to the server's context.
+    local = "optimizer" in client.servers
+    answer_format, edits_format = prompts.answer_formats(package is not None, local)
     if package is not None:
         entries = optimizer_files(package, package_chars, carried)
         listing = json.dumps(entries, indent=1, ensure_ascii=False)
         package_values = {
             "package_rule": prompts.rule("package_rule"),
             "package_files": f"\n<package_files>\n{listing}\n</package_files>\n",
-            "answer_format": prompts.PACKAGE_ANSWER_FORMAT,
         }
-        edits_format = prompts.PACKAGE_EDITS_FORMAT
+    if local or package is not None:
+        package_values["answer_format"] = answer_format
+    schema = edits_schema(budget, package=package is not None)
+    limit = prompt_limit(client)
     notes = {
         "failures": "these answers scored below full marks",
         "successes": "these answers scored full marks; keep what made them work",
@@ -189,6 +246,7 @@ def reflect(
         kind, cases = batch
         return prompts.render(
             "reflect",
+            fit=limit,
             n_cases=str(len(cases)),
             kind=kind,
             kind_note=notes[kind],
@@ -201,44 +259,72 @@ def reflect(
             **package_values,
         )
 
-    def one(
-        batch: tuple[str, list[dict[str, Any]]],
-    ) -> tuple[list[Edit], int, str | None, bool]:
+    def one(batch: tuple[str, list[dict[str, Any]]]) -> Answer:
         try:
             return ask(batch)
         finally:
             done()
 
-    def ask(
-        batch: tuple[str, list[dict[str, Any]]],
-    ) -> tuple[list[Edit], int, str | None, bool]:
-        messages = reflect_prompt(batch)
+    def ask(batch: tuple[str, list[dict[str, Any]]]) -> Answer:
+        try:
+            messages = reflect_prompt(batch)
+        except prompts.PromptTooLong as exc:
+            return Answer(error=f"no reflection prompt fits the optimizer's context: {exc}")
         try:
             payload, calls, error = ask_json(
-                client, messages, "edits", step, edits_format=edits_format
+                client, messages, "edits", step, edits_format=edits_format, schema=schema
             )
         except CallFailed as exc:
-            return [], 1, exc.message, True
+            return Answer(calls=1, error=exc.message, call_failed=True)
         if payload is None:
-            return [], calls, error, False
+            return Answer(calls=calls, error=error)
         try:
-            return _parse_edits(payload), calls, None, False
+            edits, refused = _parse_edits(payload)
         except prompts.ParseError as exc:
-            return [], calls, f"unusable edits: {exc}", False
+            return Answer(calls=calls, error=f"unusable edits: {exc}")
+        if refused and not edits:
+            reasons = "; ".join(sorted({r["reason"] for r in refused}))
+            return Answer([], refused, calls, f"unusable edits: {reasons}")
+        return Answer(edits, refused, calls)
 
     # With [optimizer] mode = "batch" the first attempts go out as one batch; the calls below
     # then find them in the log (repairs stay synchronous).
-    client.prefetch("optimizer", [reflect_prompt(b) for b in batches], step=step)
+    client.prefetch("optimizer", _fitting(reflect_prompt, batches), step=step)
     result = Reflection(minibatches=len(batches))
-    for index, ((kind, _), (edits, calls, error, call_failed)) in enumerate(
-        zip(batches, pool.map(one, batches), strict=True)
-    ):
-        result.calls += calls
-        result.call_failures += call_failed
-        result.proposals.extend(Proposal(e, index, kind) for e in edits)
-        if error:
-            result.failures.append({"minibatch": index, "kind": kind, "error": error})
+    for index, ((kind, _), answer) in enumerate(zip(batches, pool.map(one, batches), strict=True)):
+        result.calls += answer.calls
+        result.call_failures += answer.call_failed
+        result.proposals.extend(Proposal(e, index, kind) for e in answer.edits)
+        result.refused.extend({"minibatch": index, "kind": kind, **r} for r in answer.refused)
+        if answer.error:
+            result.failures.append({"minibatch": index, "kind": kind, "error": answer.error})
+        elif not answer.call_failed:
+            result.usable += 1
     return result
+
+
+@dataclass
+class Answer:
+    """One minibatch's outcome: its valid edits, the refused ones, calls and why it failed."""
+
+    edits: list[Edit] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    calls: int = 0
+    error: str | None = None
+    call_failed: bool = False
+
+
+def _fitting(
+    render: Callable[[Any], list[dict[str, str]]], batches: Sequence[Any]
+) -> list[list[dict[str, str]]]:
+    """The prompts of ``batches`` that fit the context (the others fail without a call)."""
+    out = []
+    for batch in batches:
+        try:
+            out.append(render(batch))
+        except prompts.PromptTooLong:
+            continue
+    return out
 
 
 @dataclass(frozen=True)
@@ -273,6 +359,26 @@ def aggregate(proposals: Sequence[Proposal]) -> list[Merged]:
 def select(merged: Sequence[Merged], lr: int) -> tuple[list[Merged], list[Merged]]:
     ranked = sorted(merged, key=lambda m: (-m.support, m.order))
     return ranked[:lr], ranked[lr:]
+
+
+def secret_refusal(edit: Edit, skill_text: str) -> Unmatched | None:
+    """An edit whose content or rationale holds a credential (a finding of the redaction
+    pipeline, or the ``[redacted]`` left where a model answer's secret was removed before it was
+    stored) is refused, so the optimizer can never write a secret into a skill, a commit or a
+    report. The refused edit keeps its id; what it carries is scrubbed where it is recorded."""
+    from skillvc.secrets import REDACTED, findings
+
+    kinds = sorted({f.kind for text in (edit.content, edit.rationale) for f in findings(text)})
+    if not kinds and REDACTED in edit.content + edit.rationale and REDACTED not in skill_text:
+        kinds = ["withheld value"]
+    if not kinds:
+        return None
+    return Unmatched(
+        edit,
+        "secret",
+        f"The edit holds what looks like a credential ({', '.join(kinds)}); refused so that no "
+        "secret reaches the skill, a commit or a report.",
+    )
 
 
 def apply_selected(
@@ -313,6 +419,9 @@ def _skill_edit(
 ) -> SkillDocument | Unmatched | None:
     """One selected edit to the skill file: the new document, why it was refused, or None
     when it changed nothing (``apply_edits`` reports that as unmatched itself)."""
+    secret = secret_refusal(edit, seed.text)
+    if secret is not None:
+        return secret
     if describe and targets_description(current, edit):
         try:
             return with_description(current, edit.content)
@@ -417,6 +526,9 @@ def _reference_edit(
     seed: SkillPackage, current: SkillPackage, edit: Edit, name: str, *, max_bytes: int
 ) -> SkillPackage | Unmatched | None:
     """One selected edit to a file other than SKILL.md (see ``apply_selected_package``)."""
+    secret = secret_refusal(edit, seed.document(SKILL_FILE).text)
+    if secret is not None:
+        return secret
     one = apply_package_edits(current, [dataclasses.replace(edit, file=name)])
     if one.unmatched:
         return dataclasses.replace(one.unmatched[0], edit=edit)

@@ -24,7 +24,7 @@ projects exactly what the interrupted one did (its baseline answers come from th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +80,10 @@ def project(
     n_test: int,
     n_slow: int,
     skill_tokens: int,
+    local: Sequence[str] = (),
 ) -> Projection:
-    """The run's projected calls, tokens and cost from the baseline's per-call statistics."""
+    """The run's projected calls, tokens and cost from the baseline's per-call statistics;
+    ``local``: models on a local server, which cost nothing unless ``[prices]`` says."""
     t = config.train
     steps_per_epoch = math.ceil(n_train / t.batch_size)
     steps = t.epochs * steps_per_epoch
@@ -108,6 +110,8 @@ def project(
     if target.unpriced or judge.unpriced:
         unpriced.append(config.target.model if target.unpriced else config.optimizer.model)
     price = price_for(config.optimizer.model, config.prices)
+    if price is None and config.optimizer.model in local:
+        price = (0.0, 0.0)
     if price is None:
         if config.optimizer.model not in unpriced:
             unpriced.append(config.optimizer.model)

@@ -13,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +21,10 @@ from typing import Any
 from skillvc import prompts
 from skillvc.backends import lazy_backend
 from skillvc.backends.base import PackageFile
+from skillvc.backends.local import ServerInfo, probe
 from skillvc.backends.pricing import price_for
 from skillvc.calls import ModelClient, secret_values
-from skillvc.config import Config
+from skillvc.config import Config, ModelConfig
 from skillvc.errors import (
     ConfigError,
     DirtySkillFile,
@@ -196,6 +198,15 @@ def prepare_run(
         role: lazy_backend(getattr(config, role), config.root) for role in ("target", "optimizer")
     }
     backends["judge"] = backends["optimizer"]
+    # What local servers say about themselves, as the run first saw it: a resumed run fits
+    # its prompts to the recorded info, so it sends the calls the interrupted run sent.
+    if unfinished is not None:
+        servers = {
+            role: ServerInfo.from_dict(info)
+            for role, info in (unfinished.payload.get("servers") or {}).items()
+        }
+    else:
+        servers = probe_servers(config)
     client = ModelClient(
         store,
         backends,
@@ -205,6 +216,7 @@ def prepare_run(
         replay_failures=failures_to_replay(store, run_id) if unfinished is not None else {},
         secrets=secret_values(config),
     )
+    client.use_servers(servers, {r: base_url(getattr(config, r)) or r for r in servers})
 
     def judge(system: str, user: str) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -228,6 +240,7 @@ def prepare_run(
                 "branch": repo.current_branch(),
             }
             | _agent_versions(backends)
+            | ({"servers": {r: i.to_dict() for r, i in servers.items()}} if servers else {})
             | ({"skill_name": config.skill_name} if config.skill_name else {}),
         )
     else:
@@ -247,6 +260,30 @@ def prepare_run(
         base_skill=store.get_blob(started.payload["skill"]),
         carried=_carried(config, repo, started.payload["base_commit"]),
     )
+
+
+def base_url(m: ModelConfig) -> str | None:
+    """Where an ``openai:`` model's calls go (the backend's rule), None for the default."""
+    return m.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def probe_servers(config: Config) -> dict[str, ServerInfo]:
+    """``{role: ServerInfo}`` for the roles whose model is on a local server that says what
+    it is (``skillvc.backends.local``); hosted APIs and the simulator are not asked."""
+    found: dict[str, ServerInfo] = {}
+    for role in ("target", "optimizer"):
+        m = getattr(config, role)
+        if not m.model.startswith("openai:") or m.harness != "chat" or m.azure:
+            continue
+        url = base_url(m)
+        if not url:
+            continue
+        key = os.environ.get(m.api_key_env or "OPENAI_API_KEY", "").strip()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        info = probe(url, m.model.split(":", 1)[1], headers)
+        if info is not None:
+            found[role] = info
+    return found
 
 
 def _carried(config: Config, repo: SkillRepo, base_commit: str) -> tuple[PackageFile, ...]:

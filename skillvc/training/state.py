@@ -33,6 +33,9 @@ class RunState:
     slow_accepted: int = 0
     slow_rejected: int = 0
     calls_saved: int = 0  # by early stopping in the gate
+    # Reflections whose optimizer call was answered, and those whose answer was usable.
+    reflections: int = 0
+    reflections_usable: int = 0
 
     @property
     def skill(self) -> str:

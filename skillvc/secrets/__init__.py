@@ -5,12 +5,15 @@ of. Two levels, because they differ in what they may get wrong:
 
 - ``scrub_values`` removes the *values* of the secrets this process knows: every environment
   variable named like a credential (``OPENAI_API_KEY``, anything ending in ``_KEY``, ``_TOKEN``,
-  ``_SECRET``, ``_PASSWORD``), the variables ``api_key_env`` names, the password of any URL
+  ``_SECRET``, ``_PASSWORD``, ``_SK``, ``_PAT``, or holding ``PASS``, ``PWD``, ``AUTH``,
+  ``CREDENTIAL``, ``WEBHOOK``, ``_KEY_``, ``SECRET``, ``TOKEN``), the value of *any* variable
+  that looks like a credential (long, random, no path), the variables ``api_key_env`` names,
+  the password of any URL
   with credentials in the environment or the config, and the values ``[target] env`` reads
   from ``${VAR}``. Each value is removed in clear, base64 (standard and URL-safe, at all three
   alignments, so also inside ``Authorization: Basic base64(user:KEY)``), percent-encoded and
-  hex form. It cannot hit ordinary text, so the event store applies it to every blob and
-  payload, and the CLI to everything it prints.
+  hex form, JSON/``\\u``-escaped and wrapped over lines. It cannot hit ordinary text, so
+  the event store applies it to every blob and payload, and the CLI to everything it prints.
 - ``scrub`` adds the *shapes*: ``sk-...``/``sk-ant-...``/``sk-proj-...`` keys, AWS access key
   ids, GitHub and Slack tokens, private-key blocks, ``Authorization``/``api-key``/``x-api-key``
   header values, bare ``Bearer`` tokens and ``user:password@`` in URLs. Shapes can match text
@@ -22,6 +25,10 @@ Values shorter than ``MIN_SECRET_LENGTH`` are placeholders ("local", "ollama", "
 keys: blanking them would garble every word that contains them ("localhost"). A 64-hex SHA-256
 is a content id, never a secret shape. ``scrub(scrub(x)) == scrub(x)``: the replacement holds
 nothing that matches again, so text scrubbed before it was cached replays unchanged.
+
+The shapes come from ``skillvc.secrets.scan`` (detect-secrets' detectors plus our own, over
+whole texts and over their decoded base64/hex/percent/escaped/wrapped runs); see
+docs/secrets.md for what is caught and what is not.
 """
 
 from __future__ import annotations
@@ -33,11 +40,38 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-REDACTED = "[redacted]"
+from skillvc.secrets import scan
+from skillvc.secrets.scan import REDACTED, Finding
+
+__all__ = [
+    "KEY_VARIABLES",
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "Finding",
+    "base64_cores",
+    "encodings",
+    "findings",
+    "is_secret_name",
+    "looks_secret",
+    "redact_counted",
+    "redact_json_counted",
+    "register_names",
+    "register_values",
+    "restore",
+    "scrub",
+    "scrub_json",
+    "scrub_stored_text",
+    "scrub_values",
+    "scrub_values_counted",
+    "scrubbed_output",
+    "secret_values",
+    "url_passwords",
+]
 MIN_SECRET_LENGTH = 12
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
 SECRET_NAME_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")  # _API_KEY ends in _KEY
@@ -48,10 +82,63 @@ _values: frozenset[str] = frozenset()  # secrets in no variable we scan (a URL's
 _version = 0  # of _names: a cached scan of the environment is stale once it changes
 
 
+# Broader names users give credentials (STRIPE_SK, GH_PAT, MY_PASSWD, SLACK_WEBHOOK_URL,
+# OPENAI_API_KEY_OLD, DB_CREDENTIALS); their values are checked by _looks_like_value too.
+_BROAD_NAME = re.compile(
+    r"(?:_SK|_PAT|_KEY)$|_KEY_|PASS|PWD|AUTH|CREDENTIAL|WEBHOOK|SECRET|TOKEN|PRIVATE|APIKEY"
+)
+# Variables whose names match and which hold no secret (a socket, a directory).
+_NOT_SECRET = {"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY", "PASSWORD_STORE_DIR"}
+
+
 def is_secret_name(name: str) -> bool:
     """True for an environment variable whose value is treated as a secret."""
     upper = name.upper()
-    return upper in KEY_VARIABLES or upper.endswith(SECRET_NAME_SUFFIXES) or name in _names
+    if upper in _NOT_SECRET:
+        return name in _names
+    return (
+        upper in KEY_VARIABLES
+        or upper.endswith(SECRET_NAME_SUFFIXES)
+        or bool(_BROAD_NAME.search(upper))
+        or name in _names
+    )
+
+
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/_=.~-]{16,}")
+
+
+def _looks_like_secret_value(value: str) -> bool:
+    """A value of a variable not named like a secret that still is one: long, random, one
+    token, not a path, number or id (a git sha in GITHUB_SHA is printed everywhere)."""
+    value = value.strip()
+    if not _TOKEN_CHARS.fullmatch(value) or value.startswith(("/", "~", ".")):
+        return False
+    pathish = scan.is_ordinary_id(value) or value.isdigit() or "/" in value
+    # "a/b" is a path more often than a key; a base64 key with "/" still needs entropy
+    if pathish and not (len(value) >= 30 and scan.entropy(value) >= 4.5):
+        return False
+    if len(value) < 20:
+        return False
+    if scan.HEX_RE.fullmatch(value):  # a hex key (a 64-hex hash or 40-hex sha is no key)
+        return len(value) >= 32 and not scan.is_ordinary_id(value)
+    parts = [p for p in re.split(r"[-_.]", value) if p]
+    if all(p.isdigit() or (p.isalpha() and p[1:].islower()) for p in parts):
+        return False  # "My-Project_Name-2024": words and numbers
+    # Three classes (a model name like "claude-3-5-sonnet-20241022" has two) and random.
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+        )
+    )
+    return classes == 3 and scan.entropy(value) >= 4.0
+
+
+def _plausible_named_value(value: str) -> bool:
+    """A value under a secret-looking name that is a value, not a path or a flag."""
+    v = value.strip()
+    return not (v.startswith(("/", "~/")) or v.isdigit() or v.lower() in ("true", "false"))
 
 
 def register_names(names: Iterable[str | None]) -> None:
@@ -108,9 +195,10 @@ def _keep(found: set[str] | frozenset[str]) -> frozenset[str]:
 def _scan(environ: Mapping[str, str]) -> set[str]:
     found: set[str] = set()
     for name, value in environ.items():
-        if is_secret_name(name):
+        named = is_secret_name(name) and _plausible_named_value(value)
+        if named or _looks_like_secret_value(value):
             found.add(value)
-        elif "://" in value and "@" in value:  # e.g. OPENAI_BASE_URL=https://u:KEY@gateway
+        if "://" in value and "@" in value:  # e.g. OPENAI_BASE_URL=https://u:KEY@gateway
             found.update(url_passwords(value))
     return found
 
@@ -123,11 +211,17 @@ def _environ_items() -> tuple[tuple[Any, Any], ...]:
 
 
 def encodings(secret: str) -> set[str]:
-    """The forms of ``secret`` removed as they are: clear, percent-encoded and hex."""
+    """The forms of ``secret`` removed as they are: clear, percent-encoded, hex and
+    JSON/``\\u``-escaped."""
+    import json
     from urllib.parse import quote, quote_plus
 
     raw = secret.encode("utf-8")
     forms = {secret, quote(secret, safe=""), quote_plus(secret), raw.hex(), raw.hex().upper()}
+    forms |= {json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/")}
+    forms |= {json.dumps(secret, ensure_ascii=False)[1:-1], secret.replace("/", "\\/")}
+    forms |= {"".join(f"\\u{ord(c):04x}" for c in secret)}
+    forms |= {"".join(f"\\u{ord(c):04X}" for c in secret)}
     forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(secret, safe="")))
     return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
 
@@ -173,9 +267,48 @@ class _Matcher:
         self.pattern = re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
 
     def sub(self, text: str) -> str:
-        if self.pattern is None or not any(n in text for n in self.needles):
-            return text
-        return self.pattern.sub(REDACTED, text)
+        return self.subn(text)[0]
+
+    def subn(self, text: str) -> tuple[str, int]:
+        found = self.spans(text)
+        if not found:
+            return text, 0
+        return scan.replace(text, found, lambda kind: REDACTED), len(scan.merge(found))
+
+    def spans(self, text: str) -> list[Finding]:
+        """Where the known values are in ``text`` (any encoding, also wrapped over lines)."""
+        if self.pattern is None:
+            return []
+        found = []
+        if "\n" in text:  # a value wrapped over lines (base64 in a PEM-like block)
+            found += [
+                Finding("env_value", start, end)
+                for start, end, joined in scan.wrapped_runs(text)
+                if any(needle in joined for needle in self.needles)
+            ]
+        present = [needle for needle in self.needles if needle in text]
+        if not present:
+            return found
+        # The regex starts with a character class, so run over a whole transcript it costs a
+        # step at every character; run it only around the needles found (a match reaches at
+        # most 3 base64 characters and 2 "=" past its needle).
+        windows = []
+        for needle in present:
+            pos = text.find(needle)
+            while pos >= 0:
+                windows.append((max(0, pos - 8), pos + len(needle) + 8))
+                pos = text.find(needle, pos + 1)
+        windows.sort()
+        merged = [list(windows[0])]
+        for start, end in windows[1:]:
+            if start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        for start, end in merged:
+            for m in self.pattern.finditer(text, start, min(end, len(text))):
+                found.append(Finding("env_value", m.start(), m.end()))
+        return found
 
 
 @functools.lru_cache(maxsize=64)
@@ -194,73 +327,8 @@ def _current(extra: Iterable[str] = ()) -> _Matcher:
     return _matcher(_environ_items(), _version, _values, tuple(extra))
 
 
-_BASIC = re.compile(r"\b(Basic\s+)([A-Za-z0-9+/_-]{8,}={0,2})")
-
-
-def _basic_credentials(m: re.Match[str]) -> str:
-    """``Basic <base64 of user:password>`` only: "Basic understanding" is prose."""
-    token = m.group(2).translate(str.maketrans("-_", "+/"))
-    try:
-        decoded = base64.b64decode(token + "=" * (-len(token) % 4))
-    except ValueError:  # binascii.Error: not base64 at all
-        return m.group(0)
-    text = decoded.decode("ascii", "replace")
-    if ":" in text and text.isprintable():
-        return m.group(1) + REDACTED
-    return m.group(0)
-
-
 def _without_password(m: re.Match[str]) -> str:
     return f"{m.group('scheme')}{m.group('user')}:{REDACTED}@"
-
-
-_LEFT = r"(?<![A-Za-z0-9_-])"  # a shape starts at a word boundary ("task-..." is no "sk-")
-# (words one of which a match must contain, lowercased: a cheap test that skips the regex on
-# the usual text; the pattern; its replacement)
-_SHAPES: list[tuple[tuple[str, ...], re.Pattern[str], Any]] = [
-    (
-        ("private key",),
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-            re.S,
-        ),
-        REDACTED,
-    ),
-    (("://",), _URL_CREDENTIALS, _without_password),
-    # Header or key=value forms, quoted or not (JSON, curl -H, Python reprs); the scheme word
-    # of an Authorization value is kept so the message still says what kind it was.
-    (
-        ("authorization",),
-        re.compile(
-            r"((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:Basic|Bearer|Token|Digest)\s+)?)"
-            r"[^\s\"',}]{6,}",
-            re.I,
-        ),
-        lambda m: m.group(1) + REDACTED,
-    ),
-    (
-        ("api", "access"),
-        re.compile(
-            r"(\b(?:x-api-key|api[-_]?key|access[-_]token)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{6,}",
-            re.I,
-        ),
-        lambda m: m.group(1) + REDACTED,
-    ),
-    (
-        ("bearer",),
-        re.compile(r"\b([Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*"),
-        lambda m: m.group(1) + REDACTED,
-    ),
-    (("basic",), _BASIC, _basic_credentials),
-    (("sk-",), re.compile(_LEFT + r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{12,}"), REDACTED),
-    (("akia", "asia"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
-    (
-        ("gh", "github_pat_"),
-        re.compile(_LEFT + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-        REDACTED,
-    ),
-    (("xox",), re.compile(_LEFT + r"xox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),
-]
 
 
 def scrub_values(text: str, extra: Iterable[str] = ()) -> str:
@@ -268,14 +336,36 @@ def scrub_values(text: str, extra: Iterable[str] = ()) -> str:
     return _current(extra).sub(text)
 
 
+def scrub_values_counted(
+    text: str, marker: str = REDACTED, extra: Iterable[str] = ()
+) -> tuple[str, int]:
+    """``scrub_values`` with ``marker`` as the placeholder, and how many values it removed."""
+    text, n = _current(extra).subn(text)
+    return (text.replace(REDACTED, marker) if n and marker != REDACTED else text), n
+
+
 def scrub(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` without known secret values and without anything shaped like a credential."""
-    # Shapes first: "Basic <base64 of user:KEY>" then goes whole, not around the key's core.
-    lower = text.lower()
-    for words, pattern, replacement in _SHAPES:
-        if any(w in lower for w in words):
-            text = pattern.sub(replacement, text)
-    return scrub_values(text, extra)
+    return redact_counted(text, extra)[0]
+
+
+def redact_counted(text: str, extra: Iterable[str] = ()) -> tuple[str, Counter[str]]:
+    """``scrub``, with how many values of each kind it removed (``env_value``: a known value)."""
+    # Values and shapes are found on the same text and their spans joined: a shape may end
+    # inside a value ("KEY=abc&def" stops at "&") and a value's base64 core sits inside a
+    # "Basic <base64>" shape; either way the union goes, whole.
+    values = _current(extra).spans(text)
+    shapes = scan.findings(text)
+    if not values and not shapes:
+        return text, Counter()
+    found = scan.merge(shapes + values)
+    counts = Counter(f.kind for f in found)
+    return scan.replace(text, found, lambda kind: REDACTED), counts
+
+
+def findings(text: str, extra: Iterable[str] = ()) -> list[Finding]:
+    """What ``scrub`` would remove from ``text``, as spans with kinds (never printed)."""
+    return scan.merge(scan.findings(text) + _current(extra).spans(text))
 
 
 def scrub_json(value: Any, extra: Iterable[str] = (), *, urls: bool = False) -> Any:
@@ -298,6 +388,32 @@ def scrub_json(value: Any, extra: Iterable[str] = (), *, urls: bool = False) -> 
         return v
 
     return walk(value)
+
+
+def redact_json_counted(value: Any, extra: Iterable[str] = ()) -> tuple[Any, int]:
+    """``value`` (JSON-like) with ``scrub`` applied to every string, and how many values it
+    removed: what a report or ``--json`` prints."""
+    total = 0
+
+    def walk(v: Any) -> Any:
+        nonlocal total
+        if isinstance(v, str):
+            clean, counts = redact_counted(v, extra)
+            total += sum(counts.values())
+            return clean
+        if isinstance(v, Mapping):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), total
+
+
+def looks_secret(value: str) -> bool:
+    """True for a value that holds a credential shape or a known secret, or is itself one long
+    random token (a key pasted where a setting belongs): it is never echoed."""
+    return bool(findings(value)) or _looks_like_secret_value(value)
 
 
 def scrub_stored_text(text: str) -> str:

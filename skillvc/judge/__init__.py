@@ -1,0 +1,1 @@
+"""The LLM judge measured against a person: calibration, the trust gate, rubric training."""

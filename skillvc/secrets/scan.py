@@ -1,0 +1,699 @@
+"""Credential shapes in text: detect-secrets' detectors plus the forms users paste that no
+scanner looks for.
+
+``findings(text)`` returns the spans of everything shaped like a credential, each with a kind
+(``aws_access_key``, ``url_password``, ``keyword``, ...); ``redact(text)`` replaces them with
+``[redacted]`` and counts them per kind. Nothing here knows the values of the environment:
+``skillvc.secrets`` adds those.
+
+Why detect-secrets (Yelp, 1.5): its regex detectors are maintained against the documented key
+formats of the big vendors (AWS, Azure, Stripe, Slack, Twilio, SendGrid, Mailchimp, npm, PyPI,
+JWT, Discord, Telegram, GitLab, ...), it is pure Python with one dependency, and its patterns
+are plain compiled ``re`` objects we can run over a whole transcript at once. Its own scanning
+API goes line by line through plugin objects and filters, which is about 50x too slow for a
+night's harvest, so we take the patterns (``denylist``) and its entropy function and run them
+ourselves. Its public-IP detector is left out (an address is no credential).
+
+What we add (no scanner does it): base64/hex/percent/``\\u``-escaped and line-wrapped text is
+decoded and scanned again, so a key inside ``Authorization: Basic <b64>`` or a JSON-escaped
+string is found; credentials in URLs, ``.netrc``/``.pgpass`` lines, ``curl -u``,
+``mysql -p``, ``sshpass -p``, "my password is ..." (best effort), keyword assignments with
+broad names (``*_SK``, ``*_PAT``, ``*PASS*``, ``*AUTH*``, ``*WEBHOOK*``, ...), and the key
+formats of model providers and code hosts that detect-secrets lacks.
+
+False positives cost the user text, so shapes stay shapes: a 64-hex content hash, a git sha, a
+UUID and ordinary prose match nothing here (entropy rules skip pure hex of those lengths).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A credential-shaped span of a text (never the value itself in a message)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Detector:
+    kind: str
+    needles: tuple[str, ...]  # lowercase words one of which a match contains; () = always run
+    pattern: re.Pattern[str]
+    group: int | str = 0  # the part of the match that is the secret
+    accept: Callable[[str], bool] | None = None  # a last check on the secret
+    # A cheap regex (literal prefix) that must match before ``pattern`` runs over the text: a
+    # pattern that starts with a class or lookbehind costs a step at every character.
+    trigger: re.Pattern[str] | None = None
+    left_boundary: bool = False  # the match may not follow a letter, digit, "_" or "-"
+    offset: int = 0  # the match starts this many characters after the secret (a lead letter)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+# Lookaround delimiters some detect-secrets patterns include in their match; we strip them so
+# the surrounding quote or space survives.
+_EDGE = " \t\r\n\"'=:,;`"
+
+# detect-secrets classes whose pattern's first group is the secret (the rest is context).
+_GROUP_ONE = {"AWSKeyDetector", "BasicAuthDetector", "NpmDetector", "SoftlayerDetector"}
+_TRIGGERS = {
+    "ArtifactoryDetector": re.compile(r"AKC|AP[0-9A-F]"),
+    "TelegramBotTokenDetector": re.compile(r":[0-9A-Za-z_-]{35}"),
+    "DiscordBotTokenDetector": re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}"),
+    "MailchimpDetector": re.compile(r"-us[0-9]"),
+}
+_NEEDLES = {
+    "AWSKeyDetector": ("akia", "asia", "abia", "acca", "a3t", "aws"),
+    "AzureStorageKeyDetector": ("accountkey=",),
+    "BasicAuthDetector": ("://",),
+    "CloudantDetector": ("cloudant", "clou", "cl_", "cl-", "clapi", "clkey", "clpw", "clpass"),
+    "GitHubTokenDetector": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    "GitLabTokenDetector": (
+        "glpat-",
+        "gldt-",
+        "glft-",
+        "glsoat-",
+        "glrt-",
+        "gr1348941",
+        "glcbt-",
+        "glimt-",
+        "glptt-",
+        "glagent-",
+        "gloas-",
+    ),
+    "IbmCloudIamDetector": ("cloud_iam", "cloud-iam", "cloudiam"),
+    "IbmCosHmacDetector": (
+        "secretkey",
+        "secret_key",
+        "secret-key",
+        "secretaccess",
+        "secret_access",
+        "secret-access",
+    ),
+    "JwtTokenDetector": ("eyj",),
+    "NpmDetector": ("_authtoken",),
+    "OpenAIDetector": ("t3blbkfj",),
+    "PypiTokenDetector": ("pypi-",),
+    "SendGridDetector": ("sg.",),
+    "SlackDetector": ("xox", "hooks.slack"),
+    "SoftlayerDetector": ("softlayer", "sl_", "sl-", "slapi", "slkey", "slpass", "slpw"),
+    "SquareOAuthDetector": ("sq0csp-",),
+    "StripeDetector": ("_live_",),
+}
+_SKIP = {"IPPublicDetector", "PrivateKeyDetector"}  # no secret / our whole-block pattern
+
+
+@functools.lru_cache(maxsize=1)
+def _scanner_detectors() -> tuple[_Detector, ...]:
+    """detect-secrets' regex detectors, as patterns we run over whole texts."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    out = []
+    mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    for secret_type, cls in sorted(mapping.items()):
+        if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _SKIP:
+            continue
+        patterns: Iterable[re.Pattern[str]] = cls.denylist  # a class attribute (a property
+        for pattern in patterns:  # in the base class, which mypy sees)
+            group = 1 if cls.__name__ in _GROUP_ONE and pattern.groups else 0
+            needles = _NEEDLES.get(cls.__name__, ())
+            trigger = _TRIGGERS.get(cls.__name__)
+            out.append(_Detector(_slug(secret_type), needles, pattern, group, trigger=trigger))
+    return tuple(out)
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy per character (detect-secrets' measure)."""
+    if not text:
+        return 0.0
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in map(text.count, set(text)))
+
+
+_HEX = HEX_RE = re.compile(r"[0-9a-fA-F]+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+def is_ordinary_id(value: str) -> bool:
+    """A content hash, git sha or UUID: ids skillvc and git print all the time, no secrets."""
+    return bool(_UUID.fullmatch(value)) or (
+        bool(_HEX.fullmatch(value)) and (len(value) in (40, 64) or len(value) <= 12)
+    )
+
+
+_PLACEHOLDER = re.compile(
+    r"(?:\[redacted\]|\[REDACTED[^\]]*\]|\$\{?[A-Za-z_][\w]*\}?|<[^>]*>|\*+|x{4,}|\.\.\.|"
+    r"none|null|nil|true|false|undefined|required|optional|string|str|your[\w-]*|example|"
+    r"os\.environ.*|env\(.*)",
+    re.I,
+)
+
+
+def _credential_like(value: str) -> bool:
+    """An unquoted value after a secret name: not a placeholder, number or plain word."""
+    value = value.strip("\"'`.,;)")
+    if len(value) < 6 or _PLACEHOLDER.fullmatch(value) or value.isdigit():
+        return False
+    if REDACTED in value or "[REDACTED" in value or is_ordinary_id(value):
+        return False
+    return not (value.isalpha() and value.islower())  # "password: required", "token: none"
+
+
+def _quoted_credential(value: str) -> bool:
+    return len(value) >= 4 and not _PLACEHOLDER.fullmatch(value) and REDACTED not in value
+
+
+def _high_entropy_b64(value: str) -> bool:
+    if is_ordinary_id(value) or REDACTED in value:
+        return False
+    if value.isdigit():  # a number (an id, a timestamp): detect-secrets discounts these too
+        return False
+    if _HEX.fullmatch(value):
+        return len(value) >= 20 and entropy(value) >= 3.0
+    if value.isdigit() or len(set(value)) < 23:  # fewer than 2**4.5 symbols: entropy < 4.5
+        return False
+    return any(c.isdigit() for c in value) and entropy(value) >= 4.5
+
+
+def _aws_secret(value: str) -> bool:
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() or c in "+/" for c in value)
+    )
+
+
+def _basic(value: str) -> bool:
+    decoded = _b64decode(value)
+    return decoded is not None and ":" in decoded
+
+
+def _phrase(value: str) -> bool:
+    value = value.rstrip(".,;!?)")
+    return len(value) >= 4 and not (value.isalpha() and value.islower()) and _credential_like(value)
+
+
+# Names whose value is a credential: detect-secrets' keyword list plus the broad env names.
+_SECRET_WORDS = (
+    r"api[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|"
+    r"priv[_-]?key|private[_-]?key|client[_-]?key|secret[_-]?key|access[_-]?key|"
+    r"password|passwd|passphrase|pass|pwd|secret|token|credentials?|webhook|auth|"
+    r"[a-z0-9]_sk|[a-z0-9]_pat|_key_|api_?key_?\w*|client[_-]?secret"
+)
+# Names that contain a secret word and are none ("author", "max_tokens", "bypass").
+_NOT_SECRET_NAMES = (
+    "author",
+    "tokens",
+    "tokeniz",
+    "bypass",
+    "compass",
+    "passthrough",
+    "passed",
+    "passes",
+    "passing",
+    "keyboard",
+    "monkey",
+    "_key_id",
+    "key_id",
+    "keyid",
+)
+_KEY_NAME = rf"(?:[A-Za-z0-9_.-]*?(?:{_SECRET_WORDS})[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*_KEY)"
+_LEFT = r"(?<![A-Za-z0-9_-])"
+
+_OWN: tuple[_Detector, ...] = (
+    _Detector(
+        "private_key",
+        ("private key", "putty-user-key"),
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)|"
+            r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: \S+|\Z)",
+            re.S,
+        ),
+    ),
+    _Detector(
+        "url_password",
+        ("@",),
+        re.compile(r"://[^/\s:@?#\"'<>]*:(?P<password>[^/\s?#\"'<>@]+)@"),
+        "password",
+        lambda v: v != REDACTED,
+    ),
+    _Detector(
+        "authorization",
+        ("authorization", "x-auth-token", "x-api-key", "api-key"),
+        re.compile(
+            r"(?:proxy-)?(?:authorization|x-auth-token|x-api-key|api-key)[\"']?\s*[:=]\s*[\"']?"
+            r"(?:(?:Basic|Bearer|Token|Digest|Bot|token)\s+)?(?P<v>[^\s\"',}]{6,})",
+            re.I,
+        ),
+        "v",
+        lambda v: REDACTED not in v,
+    ),
+    _Detector(
+        "bearer",
+        ("bearer",),
+        re.compile(r"[Bb]earer\s+(?P<v>[A-Za-z0-9._~+/-]{12,}=*)"),
+        "v",
+        _credential_like,
+    ),
+    _Detector(
+        "basic_auth",
+        ("basic",),
+        re.compile(r"Basic\s+(?P<v>[A-Za-z0-9+/_-]{8,}={0,2})"),
+        "v",
+        _basic,
+    ),
+    _Detector(
+        "provider_key",
+        ("sk-",),
+        # (literal first, the word boundary checked after: a pattern that starts with a
+        # lookbehind costs a step at every character of the text)
+        re.compile(r"sk-(?:ant-(?:api\d\d-|admin\d\d-)?|proj-|svcacct-|or-v1-)?[A-Za-z0-9_-]{12,}"),
+        left_boundary=True,
+    ),
+    _Detector(
+        "provider_key",
+        ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+        re.compile(r"k_(?:live|test)_[0-9A-Za-z]{16,}"),
+        left_boundary=True,
+        offset=1,
+    ),
+    _Detector(
+        "aws_access_key",
+        ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    ),
+    _Detector(
+        "aws_secret_key",
+        ("secret", "aws"),
+        re.compile(
+            r"(?i:secret|aws)[^\n]{0,60}?(?<![A-Za-z0-9/+])(?P<v>[A-Za-z0-9/+]{40})"
+            r"(?![A-Za-z0-9/+=])"
+        ),
+        "v",
+        _aws_secret,
+    ),
+    _Detector(
+        "code_host_token",
+        (
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "glptt-",
+        ),
+        re.compile(
+            _LEFT + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,}|"
+            r"gl(?:pat|dt|ft|soat|rt|ptt)-[A-Za-z0-9_-]{20,})"
+        ),
+    ),
+    _Detector(
+        "slack_token",
+        ("xox", "xapp-"),
+        re.compile(_LEFT + r"(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})"),
+    ),
+    _Detector(
+        "webhook_url",
+        ("hooks.slack.com", "discord", "webhook.office.com", "/webhook"),
+        re.compile(
+            r"https://(?:hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}|"
+            r"(?:canary\.|ptb\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}|"
+            r"[\w.-]*webhook\.office\.com/[^\s\"'<>]{20,}|"
+            r"[\w.-]+/[\w./-]*webhooks?/[A-Za-z0-9_/-]*[A-Za-z0-9_-]{24,})"
+        ),
+    ),
+    _Detector(
+        "cloud_key",
+        ("aiza", "ya29.", "hf_", "npm_", "pypi-", "_v1_", "shp", "sg.", "glc_", "dapi", "lin_api_"),
+        re.compile(
+            _LEFT + r"(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{30,}|"
+            r"npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}|do[pors]_v1_[a-f0-9]{64}|"
+            r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
+            r"glc_[A-Za-z0-9+/]{32,}={0,2}|dapi[a-f0-9]{32}|lin_api_[A-Za-z0-9]{40})"
+        ),
+    ),
+    _Detector(
+        "netrc",
+        ("password", "login"),
+        re.compile(r"(?:login|user)[ \t]+\S+[ \t]+password[ \t]+(?P<v>[^\s\"'`\\]+)"),
+        "v",
+        lambda v: REDACTED not in v,
+    ),
+    _Detector(
+        "pgpass",
+        (":5432:", ":3306:", ":6432:", ":*:", "pgpass"),
+        re.compile(
+            r"(?m)^[A-Za-z0-9._*-]*[A-Za-z*][A-Za-z0-9._*-]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:"
+            r"(?P<v>[^\s]{4,})$"
+        ),
+        "v",
+        lambda v: REDACTED not in v,
+    ),
+    _Detector(
+        "command_password",
+        ("curl", "mysql", "sshpass", "--pass", "--http-pass", "--ftp-pass"),
+        re.compile(
+            r"(?:\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?[^:\s\"']*:(?P<c>[^\s\"']+)|"
+            r"\bmysql(?:dump|admin|sh)?\b[^\n]*?\s-p(?P<m>[^\s\"']+)|"
+            r"\bsshpass\s+-p\s*[\"']?(?P<s>[^\s\"']+)|"
+            r"--(?:password|passwd|pass|http-password|ftp-password)[= ][\"']?(?P<p>[^\s\"']+))"
+        ),
+        0,
+    ),
+    _Detector(
+        "phrase",
+        ("password", "passwd", "passphrase"),
+        re.compile(
+            r"(?i)\b(?P<w>password|passwd|passphrase)\s+(?:is|was)\s+"
+            r"(?:now\s+|still\s+)?[\"'“`]?(?P<v>[^\s\"'”`]{4,})",
+        ),
+        "v",
+        _phrase,
+    ),
+    _Detector(
+        "high_entropy_string",
+        ('"', "'"),
+        re.compile(r"(?P<q>[\"'])(?P<v>[A-Za-z0-9+/_=-]{20,})(?P=q)"),
+        "v",
+        _high_entropy_b64,
+    ),
+)
+
+
+# ``name: value`` / ``name = "value"`` / ``"name": "value"`` / ``name := value``: matched from
+# the start of a name that holds a secret word (found with str.find, far cheaper than a regex
+# that tries every position).
+_ASSIGNMENT = re.compile(
+    r"(?P<name>[A-Za-z0-9_.-]+)[\"'\]]{0,2}[ \t]*(?::=|=>|=|:)[ \t]*"
+    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200})(?P=q)|(?P<v>[^\s\"'`,;&]{1,200}))"
+)
+_KEY_WORDS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "credential",
+    "webhook",
+    "_sk",
+    "_pat",
+)
+_NAME_WORD = re.compile(rf"(?i:{_SECRET_WORDS})")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _keywords(text: str, lower: str) -> Iterator[Finding]:
+    starts: set[int] = set()
+    for word in _KEY_WORDS:
+        pos = lower.find(word)
+        while pos >= 0:
+            start = pos
+            while start > 0 and text[start - 1] in _NAME_CHARS and pos - start < 80:
+                start -= 1
+            if start not in starts:
+                starts.add(start)
+                m = _ASSIGNMENT.match(text, start)
+                if m is not None:
+                    span = _keyword_span(m)
+                    if span is not None:
+                        yield Finding("keyword", *span)
+            pos = lower.find(word, pos + len(word))
+
+
+def _keyword_span(m: re.Match[str]) -> tuple[int, int] | None:
+    name = m.group("name").lower()
+    if not _NAME_WORD.search(name) or any(w in name for w in _NOT_SECRET_NAMES):
+        return None
+    if m.group("qv") is not None:
+        ok = _quoted_credential(m.group("qv"))
+        return m.span("qv") if ok else None
+    return m.span("v") if _credential_like(m.group("v")) else None
+
+
+def _detectors() -> tuple[_Detector, ...]:
+    return _OWN + _scanner_detectors()
+
+
+def _span(d: _Detector, m: re.Match[str]) -> tuple[int, int] | None:
+    if d.kind == "command_password":
+        for g in ("c", "m", "s", "p"):
+            if m.group(g) is not None:
+                value = m.group(g)
+                ok = REDACTED not in value and not _PLACEHOLDER.fullmatch(value)
+                return (m.start(g), m.end(g)) if ok else None
+        return None
+    value = m.group(d.group)
+    if value is not None and "[redacted" in value.lower():
+        return None
+    if d.offset or d.left_boundary:
+        start = m.start() - d.offset
+        if start < 0 or (d.offset and m.string[start] not in "sr"):
+            return None
+        if start > 0 and (m.string[start - 1].isalnum() or m.string[start - 1] in "_-"):
+            return None
+        return start, m.end()
+    if value is None or (d.accept is not None and not d.accept(value)):
+        return None
+    start, end = m.span(d.group)
+    if d.group == 0:  # strip the delimiters a pattern matched around the secret
+        while start < end and m.string[start] in _EDGE:
+            start += 1
+        while end > start and m.string[end - 1] in _EDGE:
+            end -= 1
+    if "[redacted" in m.string[start:end].lower():
+        return None  # already a placeholder (ours or the harvest's "[REDACTED:kind]")
+    # (a named group is the secret itself: a URL's password may be short)
+    return (start, end) if end - start >= 4 or d.group != 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def _needles() -> tuple[str, ...]:
+    return tuple(sorted({n for d in _detectors() for n in d.needles}))
+
+
+def _direct(text: str) -> Iterator[Finding]:
+    lower = text.lower()
+    # Each needle tested once (substring search runs at memory speed; a regex alternation of
+    # them all is ten times slower).
+    present = {n for n in _needles() if n in lower}
+    for d in _detectors():
+        if d.needles and not any(n in present for n in d.needles):
+            continue
+        if d.trigger is not None and d.trigger.search(text) is None:
+            continue
+        if d.kind == "basic_auth" and "Basic" not in text:
+            continue
+        for m in d.pattern.finditer(text):
+            span = _span(d, m)
+            if span is not None:
+                yield Finding(d.kind, *span)
+    yield from _keywords(text, lower)
+
+
+# -- encoded forms: decoded and scanned again ---------------------------------------------------
+
+# Long runs of base64/hex characters: the tokens an encoded secret hides in.
+_TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{16,}")
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-")
+_PCT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ESC = re.compile(r"\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|/)")
+_PCT_STOP = frozenset(" \t\r\n\"'<>")
+_ESC_STOP = frozenset(" \t\r\n\"'<>,;")
+_LINE_BREAK = re.compile(r"(?:\r?\n|\\n)[ \t]*")
+
+
+def _runs(text: str, hits: re.Pattern[str], stop: frozenset[str]) -> Iterator[tuple[int, int]]:
+    """The tokens (bounded by ``stop`` characters) that hold a match of ``hits``."""
+    end = -1
+    for m in hits.finditer(text):
+        if m.start() < end:
+            continue
+        start = m.start()
+        while start > 0 and text[start - 1] not in stop:
+            start -= 1
+        end = m.end()
+        while end < len(text) and text[end] not in stop:
+            end += 1
+        yield start, end
+
+
+def wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, joined) for each block of base64-ish lines (at least 8 characters each,
+    then one more line): a key wrapped at 64 or 76 columns, raw or in a JSON string."""
+    pos = 0
+    n = len(text)
+    while True:
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return
+        brk = nl - 1 if nl > 0 and text[nl - 1] == "\\" else nl  # a JSON "\\n"
+        start = brk
+        while start > 0 and text[start - 1] in _B64_CHARS:
+            start -= 1
+        if text[start:brk].endswith("\r"):
+            start = brk
+        if brk - start < 8:
+            pos = nl + 1
+            continue
+        m = WRAPPED.match(text, start)
+        if m is None or m.end() <= nl:
+            pos = nl + 1
+            continue
+        lines = _LINE_BREAK.split(m.group(0))
+        after = text[m.end() : m.end() + 1]
+        # Wrapping makes lines of one width (the last no longer) and ends where the block
+        # does; a hash followed by a path on the next line is no wrapped key.
+        if (
+            len(lines[0]) >= 16
+            and all(len(line) == len(lines[0]) for line in lines[:-1])
+            and len(lines[-1]) <= len(lines[0])
+            and after in ("", " ", "\t", "\r", "\n", '"', "'", "\\", ",", "`", "<")
+            and not is_ordinary_id(lines[0])
+        ):
+            yield m.start(), m.end(), "".join(lines)
+        pos = max(m.end(), nl + 1)
+        if pos >= n:
+            return
+
+
+WRAPPED = re.compile(r"(?:[A-Za-z0-9+/=_-]{8,}(?:\r?\n|\\n)[ \t]*)+[A-Za-z0-9+/=_-]{2,}")
+
+
+def _printable(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return (
+        text if text.isprintable() or all(c.isprintable() or c in "\r\n\t" for c in text) else None
+    )
+
+
+def _b64decode(token: str) -> str | None:
+    token = token.rstrip("=").translate(str.maketrans("-_", "+/"))
+    if len(token) % 4 == 1:
+        return None
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _printable(raw)
+
+
+def _hexdecode(token: str) -> str | None:
+    try:
+        return _printable(bytes.fromhex(token))
+    except ValueError:
+        return None
+
+
+def _unescape(token: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        s = m.group(0)
+        return "/" if s == "\\/" else chr(int(s[2:], 16))
+
+    return re.sub(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|\\/", one, token)
+
+
+def _decoded_views(text: str) -> Iterator[tuple[str, int, int, str]]:
+    """(kind suffix, start, end, decoded text) for each encoded run of ``text``."""
+    if "%" in text:
+        for start, end in _runs(text, _PCT, _PCT_STOP):
+            token = text[start:end]
+            yield "percent", start, end, unquote(token.replace("+", " "))
+    if "\\" in text:
+        for start, end in _runs(text, _ESC, _ESC_STOP):
+            yield "escaped", start, end, _unescape(text[start:end])
+    if "\n" in text:
+        for start, end, joined in wrapped_runs(text):
+            yield "wrapped", start, end, joined
+            decoded = _b64decode(joined)
+            if decoded:
+                yield "wrapped", start, end, decoded
+    for m in _TOKEN.finditer(text):
+        token = m.group(0)
+        if is_ordinary_id(token):
+            continue
+        if _HEX.fullmatch(token):
+            decoded = _hexdecode(token) if len(token) % 2 == 0 else None
+            if decoded:
+                yield "hex", m.start(), m.end(), decoded
+            continue
+        decoded = _b64decode(token)
+        if decoded and len(decoded) >= 8:
+            yield "base64", m.start(), m.end(), decoded
+
+
+def findings(text: str, *, decode: bool = True) -> list[Finding]:
+    """Every credential-shaped span of ``text``, sorted; encoded runs that hide one are found
+    whole (``kind`` then ends in ``_base64``, ``_hex``, ``_percent``, ``_escaped``,
+    ``_wrapped``)."""
+    found = list(_direct(text))
+    if decode:
+        for suffix, start, end, decoded in _decoded_views(text):
+            if any(f.start < end and start < f.end for f in found):
+                continue  # found in clear already ("postgres://u:p%40ss@db" keeps its URL)
+            inner = next(iter(_direct(decoded)), None)
+            if inner is not None:
+                found.append(Finding(f"{inner.kind}_{suffix}", start, end))
+    return sorted(found, key=lambda f: (f.start, -f.end))
+
+
+def merge(found: list[Finding]) -> list[Finding]:
+    """Overlapping findings as one (the first's kind)."""
+    out: list[Finding] = []
+    for f in sorted(found, key=lambda f: (f.start, -f.end)):
+        if out and f.start < out[-1].end:
+            last = out[-1]
+            out[-1] = Finding(last.kind, last.start, max(last.end, f.end))
+        else:
+            out.append(f)
+    return out
+
+
+def replace(text: str, found: list[Finding], marker: Callable[[str], str]) -> str:
+    parts = []
+    pos = 0
+    for f in merge(found):
+        parts.append(text[pos : f.start])
+        parts.append(marker(f.kind))
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def redact(
+    text: str, marker: Callable[[str], str] = lambda kind: REDACTED
+) -> tuple[str, Counter[str]]:
+    """``text`` with every finding replaced by ``marker(kind)``, and the count per kind."""
+    found = merge(findings(text))
+    if not found:
+        return text, Counter()
+    return replace(text, found, marker), Counter(f.kind for f in found)

@@ -1,0 +1,220 @@
+"""Secret forms for the leak matrix and the bench, generated from documented key formats.
+
+Each form is (name, text a user or a model would write, the secret in it). Values are drawn
+from a seeded generator in each vendor's documented shape (prefix, alphabet, length), never
+copied from a scanner's own test strings. ``ENV`` holds environment variables (broad names and
+one with no secret-looking name at all) whose values appear in the forms raw, base64, hex,
+URL-encoded, JSON/``\\u``-escaped and wrapped over lines.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import textwrap
+from urllib.parse import quote
+
+_rng = random.Random(20)
+UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
+ALNUM = UPPER + LOWER + DIGITS
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+
+
+def pick(alphabet: str, n: int) -> str:
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def uescape(text: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+# -- documented vendor formats -------------------------------------------------------------
+
+aws_id = "AKIA" + pick(UPPER + "234567", 16)
+aws_secret = pick(B64, 40)
+openai_key = "sk-proj-" + pick(ALNUM + "_-", 40) + pick(ALNUM, 8)
+openai_legacy = "sk-" + pick(ALNUM, 20) + "T3BlbkFJ" + pick(ALNUM, 20)
+anthropic_key = "sk-ant-api03-" + pick(ALNUM + "_-", 93) + "AA"
+gh_classic = "ghp_" + pick(ALNUM, 36)
+gh_fine = "github_pat_" + pick(ALNUM, 22) + "_" + pick(ALNUM, 59)
+gh_oauth = "gho_" + pick(ALNUM, 36)
+gitlab = "glpat-" + pick(ALNUM + "_-", 20)
+slack_bot = f"xoxb-{pick(DIGITS, 12)}-{pick(DIGITS, 13)}-{pick(ALNUM, 24)}"
+slack_user = f"xoxp-{pick(DIGITS, 12)}-{pick(DIGITS, 12)}-{pick(DIGITS, 13)}-{pick(HEX, 32)}"
+slack_hook = f"https://hooks.slack.com/services/T{pick(UPPER + DIGITS, 8)}/B{pick(UPPER + DIGITS, 10)}/{pick(ALNUM, 24)}"  # noqa: E501
+stripe_live = "sk_live_" + pick(ALNUM, 24)
+stripe_restricted = "rk_live_" + pick(ALNUM, 24)
+google = "AIza" + pick(ALNUM + "_-", 35)
+sendgrid = f"SG.{pick(ALNUM + '_-', 22)}.{pick(ALNUM + '_-', 43)}"
+twilio_key = "SK" + pick(HEX, 32)
+twilio_sid = "AC" + pick(HEX, 32)
+mailchimp = pick(HEX, 32) + "-us14"
+npm = "npm_" + pick(ALNUM, 36)
+pypi = "pypi-AgEIcHlwaS5vcmc" + pick(ALNUM + "_-", 80)
+jwt = (
+    ".".join(
+        base64.urlsafe_b64encode(part.encode()).decode().rstrip("=")
+        for part in ('{"alg":"HS256","typ":"JWT"}', '{"sub":"' + pick(DIGITS, 10) + '"}')
+    )
+    + "."
+    + pick(ALNUM + "_-", 43)
+)
+discord_hook = f"https://discord.com/api/webhooks/{pick(DIGITS, 18)}/{pick(ALNUM + '_-', 68)}"
+telegram = f"{pick(DIGITS, 10)}:AA{pick(ALNUM + '_-', 33)}"
+azure_storage = pick(B64, 86) + "=="
+hf = "hf_" + pick(ALNUM, 34)
+digitalocean = "dop_v1_" + pick(HEX, 64)
+shopify = "shpat_" + pick(HEX, 32)
+square = "sq0csp-" + pick(ALNUM + "_-", 43)
+pem_body = "\n".join(textwrap.wrap(pick(B64, 320), 64))
+pem = f"-----BEGIN RSA PRIVATE KEY-----\n{pem_body}\n-----END RSA PRIVATE KEY-----"
+openssh_body = "\n".join(textwrap.wrap("b3BlbnNzaC1rZXktdjEAAAAA" + pick(B64, 200), 70))
+openssh = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{openssh_body}\n-----END OPENSSH PRIVATE KEY-----"
+
+# -- passwords and tokens with no vendor shape -------------------------------------------
+
+db_pass = "Pg" + pick(ALNUM, 14)
+mongo_pass = "Mo" + pick(ALNUM, 14)
+redis_pass = "Rd" + pick(ALNUM, 18)
+git_token = pick(ALNUM, 32)
+basic_pass = "Bx" + pick(ALNUM, 12) + "!"
+docker_pass = "Dk" + pick(ALNUM, 14)
+netrc_pass = "Nr" + pick(ALNUM, 12)
+pgpass_pass = "Pp" + pick(ALNUM, 12)
+curl_pass = "Cu" + pick(ALNUM, 12)
+mysql_pass = "My" + pick(ALNUM, 12)
+sshpass_pass = "Ss" + pick(ALNUM, 12)
+phrase_pass = "Ph" + pick(ALNUM, 10) + "7"
+yaml_pass = "Ym" + pick(ALNUM, 14)
+json_secret = pick(ALNUM + "_-", 40)
+bearer = pick(ALNUM + "._-", 48)
+
+# -- environment values under broad names (and one under no secret name) ------------------
+
+ENV = {
+    "STRIPE_SK": "Sv" + pick(ALNUM, 30),
+    "GH_PAT": "Gp" + pick(ALNUM, 30),
+    "OPENAI_API_KEY_OLD": "Oo" + pick(ALNUM, 30),
+    "MY_PASSWD": "Mp" + pick(ALNUM, 14),
+    "SLACK_WEBHOOK_URL": "https://hooks.example.org/in/" + pick(ALNUM, 28),
+    "DB_CREDENTIALS": "Dc" + pick(ALNUM, 22),
+    "SERVICE_AUTH": "Sa" + pick(ALNUM, 26),
+    "PAYMENT_KEY_2": "Pk" + pick(ALNUM, 26),
+    "APP_PWD": "Ap" + pick(ALNUM, 14),
+    "ACME_BLOB": pick(UPPER, 4) + pick(LOWER, 8) + pick(DIGITS, 4) + pick(ALNUM, 20),
+}
+
+
+def _env_forms() -> list[tuple[str, str, str]]:
+    out = []
+    for name, value in ENV.items():
+        out.append((f"env {name} raw", f"the value in use is {value} (from the shell)", value))
+    a, b, c, d, e, f, g = (ENV[k] for k in list(ENV)[:7])
+    out += [
+        ("env base64", f"decoded config: {b64(a)}", a),
+        ("env base64 user:", f"Authorization: Basic {b64('deploy:' + b)}", b),
+        ("env hex", f"dump {c.encode().hex()} end", c),
+        ("env url-encoded", f"https://api.example.org/x?key={quote(d, safe='')}&v=1", d),
+        ("env json-escaped", '{"v": "' + e.replace("/", "\\/") + '"}', e),
+        ("env unicode-escaped", f'{{"v": "{uescape(f)}"}}', f),
+        ("env line-wrapped", "blob:\n" + "\n".join(textwrap.wrap(b64(g * 2), 16)), g),
+    ]
+    return out
+
+
+FORMS: list[tuple[str, str, str]] = [
+    ("aws access key id", f"aws_access_key_id = {aws_id}", aws_id),
+    ("aws secret after 'secret'", f"the aws secret is {aws_secret} ok", aws_secret),
+    ("aws secret env line", f"export AWS_SECRET_ACCESS_KEY={aws_secret}", aws_secret),
+    ("openai project key", f"client = OpenAI(api_key='{openai_key}')", openai_key),
+    ("openai legacy key", f"key {openai_legacy}", openai_legacy),
+    ("anthropic key", f"ANTHROPIC_API_KEY={anthropic_key}", anthropic_key),
+    ("github classic pat", f"git push https://{gh_classic}@github.com/o/r", gh_classic),
+    ("github fine-grained pat", f"token: {gh_fine}", gh_fine),
+    ("github oauth", f"gh auth login --with-token <<< {gh_oauth}", gh_oauth),
+    ("gitlab pat", f"PRIVATE-TOKEN: {gitlab}", gitlab),
+    ("slack bot token", f"slack token {slack_bot}", slack_bot),
+    ("slack user token", f"use {slack_user} for the call", slack_user),
+    ("slack webhook", f"post to {slack_hook}", slack_hook),
+    ("stripe live key", f"stripe.api_key = {stripe_live}", stripe_live),
+    ("stripe restricted key", f"{stripe_restricted} was rotated", stripe_restricted),
+    ("google api key", f"maps?key={google}", google),
+    ("sendgrid key", f"SENDGRID={sendgrid}", sendgrid),
+    ("twilio api key", f"twilio key {twilio_key}", twilio_key),
+    ("twilio account sid", f"sid {twilio_sid}", twilio_sid),
+    ("mailchimp key", f"mailchimp {mailchimp}", mailchimp),
+    ("npm token", f"//registry.npmjs.org/:_authToken={npm}", npm),
+    ("pypi token", f"password = {pypi}", pypi),
+    ("jwt", f"cookie: session={jwt}", jwt),
+    ("discord webhook", f"webhook {discord_hook}", discord_hook),
+    ("telegram bot token", f"bot {telegram}", telegram),
+    (
+        "azure storage",
+        f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={azure_storage};",
+        azure_storage,
+    ),
+    ("huggingface token", f"HF token {hf}", hf),
+    ("digitalocean token", f"doctl auth init -t {digitalocean}", digitalocean),
+    ("shopify token", f"X-Shopify-Access-Token: {shopify}", shopify),
+    ("square oauth secret", f"square secret {square}", square),
+    ("rsa private key", pem, pem_body.splitlines()[2]),
+    ("openssh private key", openssh, openssh_body.splitlines()[1]),
+    ("postgres url", f"DATABASE_URL=postgres://app:{db_pass}@db.internal:5432/app", db_pass),
+    ("mongodb url", f"mongodb+srv://admin:{mongo_pass}@cluster0.example.net/x", mongo_pass),
+    ("redis url", f"redis://:{redis_pass}@cache:6379/0", redis_pass),
+    ("git url token", f"git clone https://x-access-token:{git_token}@example.com/r.git", git_token),
+    (
+        "authorization basic",
+        f"Authorization: Basic {b64('alice:' + basic_pass)}",
+        basic_pass,
+    ),
+    (
+        "docker auth",
+        json.dumps({"auths": {"r.io": {"auth": b64("bob:" + docker_pass)}}}),
+        docker_pass,
+    ),
+    ("netrc", f"machine api.example.com login bob password {netrc_pass}", netrc_pass),
+    ("pgpass", f"db.example.com:5432:app:bob:{pgpass_pass}", pgpass_pass),
+    ("curl -u", f"curl -u bob:{curl_pass} https://api.example.com", curl_pass),
+    ("mysql -p", f"mysql -u root -p{mysql_pass} app", mysql_pass),
+    ("sshpass -p", f"sshpass -p '{sshpass_pass}' ssh bob@host", sshpass_pass),
+    ("my password is", f"fyi my password is {phrase_pass} for the staging box", phrase_pass),
+    ("yaml password", f"database:\n  password: {yaml_pass}\n", yaml_pass),
+    ("json client_secret", json.dumps({"client_secret": json_secret}), json_secret),
+    ("bearer header", f"curl -H 'Authorization: Bearer {bearer}' https://x", bearer),
+    ("base64 of a key", f"encoded: {b64(openai_key)}", openai_key),
+    ("hex of a key", f"hex {gh_classic.encode().hex()}", gh_classic),
+    ("url-encoded key in query", f"?token={quote(stripe_live + '/x', safe='')}", stripe_live),
+    ("unicode-escaped key", f'{{"k": "{uescape(gh_oauth)}"}}', gh_oauth),
+    (
+        "line-wrapped key",
+        "key:\n" + "\n".join(textwrap.wrap(b64(anthropic_key), 40)),
+        anthropic_key,
+    ),
+    *_env_forms(),
+]
+
+assert len(FORMS) >= 60, len(FORMS)
+SECRETS = sorted({secret for _, _, secret in FORMS}, key=len)
+ALL_TEXT = "\n\n".join(text for _, text, _ in FORMS)
+
+
+def forms_of(secret: str) -> set[str]:
+    """``secret_forms.leaked_forms`` plus the JSON/``\\u``-escaped forms."""
+    from secret_forms import leaked_forms
+
+    escaped = {uescape(secret), secret.replace("/", "\\/")}
+    return leaked_forms(secret) | escaped
+
+
+def found_in(text: str, secret: str) -> bool:
+    """``secret`` in any form in ``text``, also once line breaks are taken out (wrapped)."""
+    joined = text.replace("\\n", "").replace("\n", "").replace("\r", "")
+    return any(f in text or f in joined for f in forms_of(secret))

@@ -1,0 +1,252 @@
+"""The leak matrix: every secret form of ``secret_matrix`` x every surface skillvc writes.
+
+One training run carries all forms at once (lean: one fixture, then every surface is scanned):
+the target's answers end with all of them, the first target call fails with an error body
+holding them all, and the optimizer proposes an edit whose content and rationale hold keys.
+Then the log (rows and blobs), git objects of every ref, each report format, each ``--json``
+and all stdout/stderr are searched for each secret in clear, base64 (every alignment, also as
+``user:SECRET``), URL-encoded and hex. The pipeline's unit properties (no false positives on
+ids and prose, idempotence, harvest) are checked on the same forms.
+"""
+
+# The imported ``loopback`` fixture is named by a test's parameter, as pytest wants.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import secret_matrix as M
+from conftest import git
+from loopback import (  # noqa: F401 - the fixture
+    Behaviour,
+    LoopbackServer,
+    chat_messages,
+    is_optimizer_prompt,
+    loopback,
+    simulator_responder,
+)
+from secret_forms import assert_nowhere
+
+from skillvc.demo import create_demo_repo
+from skillvc.secrets import REDACTED, findings, scrub
+from skillvc.sleep.redact import Redactor
+
+SKILL = "skills/acme-returns/SKILL.md"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def leaks(text: str) -> list[str]:
+    return [name for name, _, secret in M.FORMS if M.found_in(text, secret)]
+
+
+def test_every_form_is_removed_alone_and_all_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in M.ENV.items():
+        monkeypatch.setenv(name, value)
+    assert len(M.FORMS) >= 60
+    for name, text, secret in M.FORMS:
+        assert M.found_in(text, secret), name
+        out = scrub(text)
+        assert leaks(out) == [], (name, out)
+        assert scrub(out) == out, name  # scrub(scrub(x)) == scrub(x)
+    both = scrub(M.ALL_TEXT)
+    assert leaks(both) == [] and scrub(both) == both
+
+
+def test_harvest_removes_every_form_and_counts_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in M.ENV.items():
+        monkeypatch.setenv(name, value)
+    out, counts = Redactor(home="/nonexistent-home").redact(M.ALL_TEXT)
+    assert leaks(out) == []
+    assert counts["aws_secret_key"] >= 1 and counts["env_value"] >= 1, counts
+    assert all(REDACTED not in k for k in counts), "counts name kinds, never values"
+    basic = f"Authorization: Basic {M.b64('alice:' + M.basic_pass)}"
+    cleaned, _ = Redactor(env_values=[], home="/x").redact(basic)
+    assert cleaned.startswith("Authorization: Basic [REDACTED:"), cleaned  # order bug fixed
+
+
+def test_ordinary_text_and_ids_are_left_alone() -> None:
+    sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    sha1 = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
+    text = (
+        f"content {sha256} commit {sha1} short {sha1[:10]} run {uuid.UUID(int=7)}\n"
+        "The author: JohnSmith set max_tokens: 4096 and tokens: 1,234; the password is "
+        "required and the key is to be polite. Basic understanding of task-skill docs.\n"
+        'model = "claude-3-5-sonnet-20241022", "gpt-4o-mini", see https://example.com/a/b\n'
+    )
+    assert scrub(text) == text
+    assert findings(text) == []
+    demo = (ROOT / "skillvc" / "demo.py").read_text(encoding="utf-8")
+    assert findings(demo) == [], "the demo's text is no credential"
+
+
+def test_a_key_pasted_into_api_key_env_is_named_never_echoed(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    create_demo_repo(root)
+    original = (root / "skillvc.toml").read_text(encoding="utf-8")
+    printed = ""
+    for setting in (f'api_key_env = "{M.openai_key}"', f'temperature = "{M.openai_key}"'):
+        # (the demo sets a temperature already: that line goes)
+        toml = re.sub(r"(?m)^temperature = 0\.0\n", "", original, count=1)
+        toml = toml.replace("[target]\n", f"[target]\n{setting}\n", 1)
+        (root / "skillvc.toml").write_text(toml, encoding="utf-8")
+        outputs = [cli(root, "validate"), cli(root, "doctor")]
+        text = "".join(o.stdout + o.stderr for o in outputs)
+        assert setting.split(" =")[0] in text and "looks like a credential" in text, text
+        printed += text
+    assert leaks(printed) == []
+
+
+def test_a_task_file_holding_a_key_warns_with_file_line_and_kind(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    create_demo_repo(root)
+    train = root / "evals" / "train.jsonl"
+    rows = train.read_text(encoding="utf-8").splitlines()
+    rows[2] = rows[2].replace('"input": "', f'"input": "my key is {M.aws_id} ', 1)
+    train.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    done = cli(root, "validate")
+    assert "evals/train.jsonl:3 holds what looks like a credential (aws_access_key)" in (
+        done.stderr
+    ), done.stdout + done.stderr
+    assert M.aws_id not in done.stdout + done.stderr
+    assert train.read_text(encoding="utf-8").count(M.aws_id) == 1, "the user's file is kept"
+
+
+def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "skillvc", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+class Carrier:
+    """The loopback server's script: the simulator, with every form on every answer."""
+
+    def __init__(self) -> None:
+        self.simulate = simulator_responder()
+        self.optimizer_calls = 0
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        answer = self.simulate(body)
+        if not is_optimizer_prompt(chat_messages(body)):
+            return f"{answer}\n\nNotes from the shell:\n{M.ALL_TEXT}"
+        self.optimizer_calls += 1
+        try:
+            data = json.loads(answer)
+        except ValueError:
+            return answer
+        if isinstance(data, dict) and isinstance(data.get("edits"), list):
+            data["edits"].insert(
+                0,
+                {
+                    "op": "add",
+                    "content": f"- Authenticate with {M.openai_key} and {M.ENV['GH_PAT']}.",
+                    "rationale": f"It used the AWS secret {M.aws_secret} ({M.slack_hook}).",
+                },
+            )
+            for edit in data["edits"][1:]:
+                edit["rationale"] = f"{edit.get('rationale', '')} (key {M.stripe_live})"
+        return json.dumps(data)
+
+
+def test_one_run_carrying_every_form_leaks_on_no_surface(
+    tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    create_demo_repo(root)
+    (root / "skillvc.toml").write_text(
+        f'[skill]\npath = "{SKILL}"\n\n'
+        '[tasks]\ntrain = "evals/train.jsonl"\nval = "evals/val.jsonl"\n'
+        'test = "evals/test.jsonl"\n\n'
+        '[target]\nmodel = "openai:gpt-4o-mini"\n\n'
+        '[optimizer]\nmodel = "openai:gpt-4o"\n\n'
+        "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworkers = 4\nseed = 7\n",
+        encoding="utf-8",
+    )
+    for split, keep in (("train", 8), ("val", 4), ("test", 2)):
+        path = root / "evals" / f"{split}.jsonl"
+        path.write_text(
+            "\n".join(path.read_text(encoding="utf-8").splitlines()[:keep]) + "\n",
+            encoding="utf-8",
+        )
+    git(root, "commit", "-qam", "Train against the loopback server")
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "k" * 20)
+    for name, value in M.ENV.items():
+        monkeypatch.setenv(name, value)
+    carrier = Carrier()
+    loopback.responder = carrier
+    loopback.enqueue(Behaviour(kind="status", status=400, message="bad request: " + M.ALL_TEXT))
+    outputs: dict[str, str] = {}
+
+    def run(*args: str) -> str:
+        done = cli(root, *args)
+        outputs["skillvc " + " ".join(args)] = done.stdout + "\n" + done.stderr
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    run("train")
+    assert carrier.optimizer_calls >= 1, "the optimizer saw (scrubbed) answers"
+    for args in (
+        ("report",),
+        ("report", "--html", "-"),
+        ("report", "--json"),
+        ("runs", "--json"),
+        ("log", "--json"),
+        ("log", "-p"),
+        ("log", "--rejected", "-p"),
+        ("eval", "--json"),
+    ):
+        run(*args)
+    db = root / ".skillvc" / "events.db"
+    with sqlite3.connect(db) as conn:
+        ids = [str(r[0]) for r in conn.execute("SELECT id FROM events ORDER BY id LIMIT 40")]
+        refused = [
+            json.loads(p)
+            for (p,) in conn.execute(
+                "SELECT payload FROM events WHERE type = 'edit.unmatched' "
+                "AND json_extract(payload, '$.reason') = 'secret'"
+            )
+        ]
+        stored = "\n".join(
+            str(v)
+            for table in ("events", "blobs")
+            for row in conn.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed names
+            for v in row
+        )
+    for ident in ids[::8]:
+        run("show", "--json", ident)
+    assert refused, "the optimizer's edit holding keys was refused for that reason"
+    assert "credential" in refused[0]["detail"]
+    assert (
+        json.loads(outputs["skillvc report --json"].split("\n\n")[0] or "{}").get("withheld", 0)
+        >= 0
+    )
+    # The forms did pass through: the stored answers hold the placeholder where they were.
+    assert stored.count(REDACTED) >= len(M.FORMS)
+    raw = b"".join(p.read_bytes() for p in sorted(db.parent.iterdir()) if p.is_file())
+    history = git(root, "log", "-p", "--all", "--format=fuller%n%B") + git(
+        root, "for-each-ref", "--format=%(refname) %(contents)"
+    )
+    places: dict[str, str | bytes] = {
+        ".skillvc/ (raw)": raw,
+        "log rows and blobs": stored,
+        "git, every ref": history,
+        **outputs,
+    }
+    assert_nowhere(M.SECRETS, places)
+    assert M.openai_key not in (root / SKILL).read_text(encoding="utf-8")
