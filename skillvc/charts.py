@@ -11,6 +11,7 @@ Invariants:
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 
 from skillvc.history import Curve
@@ -49,12 +50,25 @@ def _num(value: float) -> str:
     return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
 
 
+# Each Mermaid line's colour and the square that names it in the legend. Every colour has a
+# contrast of at least 3:1 (WCAG's figure for graphics) against both GitHub's light page
+# (#ffffff) and its dark one (#0d1117); Mermaid's default palette starts with #ECECFF, which
+# vanishes on white. Emoji squares are coloured the same in every theme.
+MERMAID_LINES = {
+    "val": ("#1f6feb", "🟦"),
+    "train batch mean": ("#8250df", "🟪"),
+    "test at start": ("#bc4c00", "🟧"),
+    "test at end": ("#238636", "🟩"),
+}
+
+
 def mermaid_xychart(curve: Curve) -> list[str]:
-    """A fenced ``xychart-beta`` block (GitHub renders it), then a line naming the lines.
+    """A fenced ``xychart-beta`` block (GitHub renders it), then a legend naming the lines.
 
     x is the step (0 = baseline). Lines in order: val; the train batch mean when the run has
     train rollouts (step 0 repeats step 1, whose batch the baseline skill ran); test at the
-    start and at the end, as flat reference lines, when the run measured them.
+    start and at the end, as flat reference lines, when the run measured them. The block opens
+    with an init directive giving each line its colour (``MERMAID_LINES``).
     """
     points = curve.points
     labels = ", ".join(f'"{p.step}"' for p in points)
@@ -65,8 +79,11 @@ def mermaid_xychart(curve: Curve) -> list[str]:
         series.append(("test at start", [curve.test_start] * len(points)))
     if curve.test_end is not None:
         series.append(("test at end", [curve.test_end] * len(points)))
+    palette = ", ".join(MERMAID_LINES[name][0] for name, _ in series)
+    theme = {"themeVariables": {"xyChart": {"plotColorPalette": palette}}}
     lines = [
         "```mermaid",
+        f"%%{{init: {json.dumps(theme)}}}%%",
         "xychart-beta",
         f'    title "{curve.metric} score per step"',
         f'    x-axis "step" [{labels}]',
@@ -74,8 +91,8 @@ def mermaid_xychart(curve: Curve) -> list[str]:
     ]
     lines += [f"    line [{', '.join(_num(v) for v in values)}]" for _, values in series]
     lines.append("```")
-    names = "; ".join(f"{i + 1}. {name}" for i, (name, _) in enumerate(series))
-    lines += ["", f"Lines, in order: {names}."]
+    legend = " · ".join(f"{MERMAID_LINES[name][1]} {name}" for name, _ in series)
+    lines += ["", f"Legend: {legend}."]
     return lines
 
 

@@ -33,6 +33,8 @@ from skillvc.output import (
     table_options,
 )
 from skillvc.secrets import scrubbed_output
+from skillvc.terminal.fit import fits_terminal, terminal_width
+from skillvc.terminal.pager import screen_options
 
 # Flags out of range are usage errors (exit 2) that name the flag, before any work starts.
 POSITIVE = click.IntRange(min=1)
@@ -102,6 +104,7 @@ def cli() -> None:
     skillvc log --rejected  what was tried and refused
     skillvc report          a pull-request description of a run
     skillvc check --base R  the gate, applied to any change
+    skillvc help terms      what the words skillvc prints mean
     """
 
 
@@ -171,6 +174,7 @@ def init(directory: str, with_hooks: bool, **options: Any) -> None:
 @skill_option
 @json_option
 @table_options
+@screen_options
 def log(
     skill: str | None,
     decision: str | None,
@@ -221,6 +225,7 @@ def log(
 @cli.command()
 @click.argument("ident", metavar="ID")
 @json_option
+@screen_options
 def show(ident: str, as_json: bool) -> None:
     """One event, edit, commit or run with its full evidence, like 'git show'.
 
@@ -272,7 +277,7 @@ def show(ident: str, as_json: bool) -> None:
             click.echo("\n".join(flips))
         return
     if data.get("run") is not None:
-        click.echo(format_runs([data["run"]]))
+        click.echo(format_runs([data["run"]], terminal_width()))
         for entry in data["entries"]:
             click.echo("\n" + format_log_entry(entry))
         return
@@ -322,7 +327,12 @@ def _progress(quiet: bool) -> Any:
     return Progress.to_stderr(quiet)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _summary_lines(summary: Any) -> list[str]:
+    """A run's summary in plain words (``skillvc help terms`` explains the rest)."""
     from skillvc.output import fmt_score
 
     cost = (
@@ -335,18 +345,32 @@ def _summary_lines(summary: Any) -> list[str]:
     slow = summary.slow_updates_accepted + summary.slow_updates_rejected
     # Every call paid for, as `runs` and `report` count them: speculation's unused ones too.
     wasted = getattr(summary, "speculation_wasted_calls", 0)
+    calls = summary.calls + wasted
     lines = [
-        f"run {summary.run_id} {summary.status}: {summary.steps} steps ({summary.accepted} "
-        f"accepted, {summary.rejected} rejected, {empty} without a candidate); {slow} slow "
-        f"updates ({summary.slow_updates_accepted} accepted, "
-        f"{summary.slow_updates_rejected} rejected)",
-        f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}",
-        f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}",
-        f"model calls {summary.calls + wasted} ({summary.fresh_calls} made, "
-        f"{summary.calls + wasted - summary.fresh_calls} answered from the log), "
-        f"tokens {summary.tokens:,}, cost {cost}; early stopping saved "
-        f"{summary.calls_saved_by_early_stop} calls",
+        f"run {summary.run_id} {summary.status} after {_plural(summary.steps, 'step')}: "
+        f"{_plural(summary.accepted, 'change')} kept, {summary.rejected} tried and refused "
+        "(they did not beat the current skill on val), "
+        f"{_plural(empty, 'step')} with nothing to try",
     ]
+    if slow:
+        lines.append(
+            f"epoch-end reviews (slow updates): {summary.slow_updates_accepted} kept, "
+            f"{summary.slow_updates_rejected} refused"
+        )
+    lines += [
+        f"val  {fmt_score(summary.baseline_val)} -> {fmt_score(summary.best_val)}  "
+        "(the split that decides what is kept)",
+        f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}  "
+        "(held out: reported, never used to decide)",
+        f"model calls {calls} ({summary.fresh_calls} made by this run, "
+        f"{calls - summary.fresh_calls} answered from the log of earlier runs), "
+        f"tokens {summary.tokens:,}, cost {cost}",
+    ]
+    if summary.calls_saved_by_early_stop:
+        lines.append(
+            f"early stopping saved {summary.calls_saved_by_early_stop} calls (a gate stops "
+            "once the change can no longer win)"
+        )
     for gain in getattr(summary, "gains", []):
         what = f"step {gain['step']}" if isinstance(gain["step"], int) else str(gain["step"])
         p = "" if gain["p_value"] is None else f"p = {gain['p_value']:.3g}, "
@@ -365,8 +389,8 @@ def _summary_lines(summary: Any) -> list[str]:
         lines.append(cache)
     if wasted:
         lines.append(
-            f"speculation: {wasted} of these calls were started while a gate ran and were "
-            "not used, because it accepted its candidate"
+            f"speculation: {wasted} of these calls were started ahead for the next step while "
+            "a gate ran, and not needed because the gate kept its change"
         )
     answered = getattr(summary, "reflections", 0)
     usable = getattr(summary, "reflections_usable", 0)
@@ -375,6 +399,7 @@ def _summary_lines(summary: Any) -> list[str]:
             f"optimizer: {answered - usable} of {answered} reflections gave no usable edits "
             "(the reflection.failed events in .skillvc/events.db say why)"
         )
+    lines.append("What these words mean: skillvc help terms")
     return lines
 
 
@@ -471,6 +496,7 @@ def _summary_lines(summary: Any) -> list[str]:
 @click.option("--trust-judge", is_flag=True, help="Let an uncalibrated or disagreeing judge gate.")
 @skill_option
 @json_option
+@fits_terminal
 def train(
     new: bool,
     resume: bool,
@@ -560,6 +586,7 @@ def _fail_when_optimizer_unusable(summary: Any) -> None:
 @skill_option
 @json_option
 @table_options
+@fits_terminal
 def runs(
     limit: int | None,
     show_all: bool,
@@ -594,7 +621,7 @@ def runs(
     if not rows:
         click.echo("No runs yet; start one with 'skillvc train'.", err=True)
         return
-    click.echo(format_runs(rows))
+    click.echo(format_runs(rows, terminal_width()))
 
 
 @cli.command()
@@ -611,6 +638,7 @@ def runs(
     is_flag=True,
     help="Train a skill package (SKILL.md and reference files) with sim:support-package.",
 )
+@fits_terminal
 def demo(directory: str | None, quiet: bool, package: bool) -> None:
     """Train a bundled example skill offline with the simulator, then show the result.
 
@@ -636,7 +664,7 @@ def demo(directory: str | None, quiet: bool, package: bool) -> None:
     click.echo("\n".join(_summary_lines(summary)))
     with ws.store() as store:
         click.echo("\n== Runs (skillvc runs) ==")
-        click.echo(format_runs(list_runs(store)))
+        click.echo(format_runs(list_runs(store), terminal_width()))
     click.echo("\n== Accepted edits are commits (git log --oneline) ==")
     click.echo(ws.repo.git_repo.git.log("--oneline", "--decorate=short"))
     if package:
@@ -659,6 +687,23 @@ def demo(directory: str | None, quiet: bool, package: bool) -> None:
     click.echo("\nTry next:")
     for cmd, why in steps:
         click.echo(f"  {cmd:<{width}}  # {why}" if why else f"  {cmd}")
+    click.echo("\n".join(["", *OWN_SKILL]))  # for a skillvc on PATH: their own install
+
+
+# How to go from the demo to one's own skill: the demo's last words.
+OWN_SKILL = (
+    "Start on your own skill (in your skills repository):",
+    "  1. Task files: JSONL, one example a line, for train, val and test, e.g.",
+    '       {"id": "t1", "input": "the task", "target": "the expected answer"}',
+    "  2. skillvc init --skill skills/NAME/SKILL.md --train evals/train.jsonl \\",
+    "       --val evals/val.jsonl --test evals/test.jsonl \\",
+    "       --target openai:gpt-5.4-mini --optimizer anthropic:claude-sonnet-4-5",
+    "     (models: openai:..., anthropic:..., or an OpenAI-compatible server through",
+    "     OPENAI_BASE_URL; keys come from OPENAI_API_KEY and ANTHROPIC_API_KEY)",
+    "  3. skillvc doctor    # checks the config, task files, keys and that the models answer",
+    "  4. skillvc train     # then review: git log -p, skillvc log --rejected -p",
+    "What the words mean: skillvc help terms",
+)
 
 
 def _package_lines(ws: Any, run_id: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 Every error a user can cause or fix is a ``SkillvcError`` subclass with a one-line docstring.
 The CLI prints ``message`` as one sentence, then ``hint`` (what to do next), and exits with
-``exit_code``. Exit codes are stable and documented in the README:
+``exit_code``. Exit codes are stable and documented in docs/exit-codes.md:
 
     1  generic error            4  state conflict (dirty file, locked, budget)
     2  usage error (click)      5  bad data (database, config, task set, skill document)
@@ -177,7 +177,7 @@ class SchemaTooNew(BadData):
 class ConfigError(BadData):
     """skillvc.toml or a command-line override is invalid."""
 
-    hint = "Fix skillvc.toml; its comments and the README's tables list every key."
+    hint = "Fix skillvc.toml; its comments and the manual's tables (docs/) list every key."
 
 
 class SkillDocumentError(BadData):
@@ -207,7 +207,7 @@ class TaskSetError(BadData):
 class ScorerError(BadData):
     """A scorer is unknown, misconfigured or raised while scoring."""
 
-    hint = "Check [tasks] scorer in skillvc.toml; the README lists the scorers."
+    hint = "Check [tasks] scorer in skillvc.toml; docs/tasks.md lists the scorers."
 
 
 # -- 6: model backends ------------------------------------------------------------------------

@@ -6,6 +6,9 @@ Invariants:
 - Every value from the log (edit texts, diffs, model names, rationales) goes through
   ``html.escape``: a skill or a rationale holding ``<script>`` is shown, never run.
 - It renders the same data as ``skillvc report --json`` (``report.run_report``), nothing more.
+- It fits any screen: charts scale to the page's width (their viewBox keeps the proportions),
+  tables and diffs scroll inside their own box, so a phone shows no sideways scrolling of the
+  page itself (tests/test_curves.py measures it in headless Chromium at 390 and 1280 px).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ PAGE = Template("""<!doctype html>
 <title>skillvc run $run</title>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #24292f;
-       margin: 24px auto; max-width: 1100px; padding: 0 16px; background: #ffffff; }
+       margin: 24px auto; max-width: 1100px; padding: 0 16px; background: #ffffff;
+       overflow-wrap: anywhere; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 15px; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
@@ -42,7 +46,11 @@ pre.diff .del { color: #82071e; background: #ffebe9; }
 pre.diff .hunk { color: #0550ae; }
 pre.diff .file { font-weight: 600; }
 .muted { color: #57606a; font-size: 13px; }
-svg { display: block; margin: 8px 0; }
+svg { display: block; margin: 8px 0; max-width: 100%; height: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll table { overflow-wrap: normal; }
+@media (max-width: 600px) { body { margin: 12px auto; padding: 0 8px; }
+                            th, td { padding: 3px 5px; } }
 </style>
 </head>
 <body>
@@ -50,11 +58,11 @@ svg { display: block; margin: 8px 0; }
 <p class="muted">target <code>$target</code> · optimizer <code>$optimizer</code> ·
 base commit <code>$base</code> · best commit <code>$best</code></p>
 $stopped
-<table>
+<div class="scroll"><table>
 <tr><th>$metric</th><th>baseline</th><th>best</th></tr>
 <tr><td>val (n=$n_val)</td><td class="num">$baseline_val</td><td class="num">$best_val</td></tr>
 <tr><td>test (n=$n_test)</td><td class="num">$baseline_test</td><td class="num">$test</td></tr>
-</table>
+</table></div>
 <p>$counts</p>
 <p>$usage</p>
 <h2>Score per step</h2>
@@ -63,18 +71,18 @@ $curve
 that step (and after the epoch's slow update, marked above the point); hover a point for its
 decision and p-value. The train line is the mean score of each step's own batch.</p>
 <h2>Steps</h2>
-<table>
+<div class="scroll"><table>
 <tr><th>step</th><th>epoch</th><th>lr</th><th>decision</th><th>val</th><th>p-value</th>
 <th>edits</th><th>commit</th></tr>
 $steps
-</table>
+</table></div>
 <h2>Cost and tokens per step</h2>
 $cost_chart
 $token_chart
-<table>
+<div class="scroll"><table>
 <tr><th>phase</th><th>calls</th><th>tokens</th><th>cost</th></tr>
 $phases
-</table>
+</table></div>
 <h2>Accepted edits</h2>
 $accepted
 <h2>Rejected candidates</h2>
@@ -175,7 +183,7 @@ def render_html(report: dict[str, Any]) -> str:
     empty = n["steps"] - n["accepted"] - n["rejected"]
     count_line = (
         f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
-        f"without a candidate; {n['slow_updates']} slow updates "
+        f"with nothing to try; {n['slow_updates']} slow updates "
         f"({n['slow_updates_accepted']} accepted, {n['slow_updates_rejected']} rejected)"
     )
     if report.get("withheld"):

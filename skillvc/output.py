@@ -85,8 +85,25 @@ def fmt_score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """A plain left-aligned text table (numbers right-aligned)."""
+def table(
+    rows: Sequence[Sequence[Any]],
+    headers: Sequence[str],
+    *,
+    width: int | None = None,
+    drop: Sequence[str] = (),
+) -> str:
+    """A plain left-aligned text table (numbers right-aligned).
+
+    With ``width`` (a terminal's), the columns named in ``drop`` are left out in that order
+    until the table fits; a table that still does not fit is left to wrap."""
+    if width is not None:
+        keep = list(range(len(headers)))
+        for name in drop:
+            if _table_width(rows, headers, keep) <= width:
+                break
+            keep = [i for i in keep if headers[i] != name]
+        headers = [headers[i] for i in keep]
+        rows = [[r[i] for i in keep] for r in rows]
     cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     numeric = [
@@ -104,6 +121,14 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     return "\n".join(
         [line(cells[0]), line(["-" * w for w in widths])] + [line(r) for r in cells[1:]]
     )
+
+
+def _table_width(rows: Sequence[Sequence[Any]], headers: Sequence[str], keep: list[int]) -> int:
+    def cell(c: Any) -> int:
+        return len("-" if c is None else str(c))
+
+    widths = [max([len(headers[i])] + [cell(r[i]) for r in rows]) for i in keep]
+    return sum(widths) + 2 * (len(widths) - 1)
 
 
 def _is_number(value: Any) -> bool:
@@ -136,6 +161,23 @@ def format_edit(edit: dict[str, Any]) -> list[str]:
     return lines
 
 
+def color_diff(patch: str) -> str:
+    """A unified diff with git's colours (file headers bold, hunks cyan, - red, + green);
+    ``click.echo`` drops them where colour is off."""
+    lines = []
+    for line in patch.split("\n"):
+        if line.startswith(("+++ ", "--- ", "diff ")):
+            line = click.style(line, bold=True)
+        elif line.startswith("@@"):
+            line = click.style(line, fg="cyan")
+        elif line.startswith("+"):
+            line = click.style(line, fg="green")
+        elif line.startswith("-"):
+            line = click.style(line, fg="red")
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def format_log_entry(entry: dict[str, Any]) -> str:
     decision = entry["decision"] or "?"
     colour = {"accepted": "green", "forced": "yellow", "rejected": "red"}.get(decision, "white")
@@ -157,14 +199,16 @@ def format_log_entry(entry: dict[str, Any]) -> str:
         lr += f"  {entry['verdict']}"
     after = fmt_score(entry["val_after"])
     if entry["early_stopped"] and entry.get("val_after_bound") is not None:
-        after = f"<={fmt_score(entry['val_after_bound'])}"
+        # The best the candidate could still have reached when the gate stopped early.
+        after = f"at most {fmt_score(entry['val_after_bound'])}"
     lines.append(
         f"    val {fmt_score(entry['val_before'])} -> {after} ({entry['metric']}, n={n}{early}){lr}"
     )
     flipped = entry.get("flipped") or {}
     if flipped.get("gained") or flipped.get("lost"):
         lines.append(
-            f"    flipped: +{len(flipped.get('gained', []))} -{len(flipped.get('lost', []))}"
+            f"    flipped on val: {len(flipped.get('gained', []))} fixed, "
+            f"{len(flipped.get('lost', []))} broken"
         )
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
@@ -179,19 +223,34 @@ def format_log_entry(entry: dict[str, Any]) -> str:
         into = f"in {_short(miss['file'], 60)} " if miss.get("file") else ""
         what = f"{miss['op']} {into}{_q(miss.get('text'), 40)} " if "op" in miss else ""
         lines.append(
-            f"    unmatched {what}[{str(miss.get('id', ''))[:8]}] ({miss.get('reason')}): "
+            f"    not applied ({miss.get('reason')}): {what}[{str(miss.get('id', ''))[:8]}]: "
             f"{_short(miss.get('detail'), 80)}"
         )
     if entry.get("files"):  # a skill package's candidate: the files it changes
         lines.append(f"    files: {', '.join(entry['files'])}")
     if entry.get("patch"):
         lines.append("")
-        lines.extend("    " + line for line in entry["patch"].rstrip("\n").splitlines())
+        lines.extend("    " + line for line in color_diff(entry["patch"].rstrip("\n")).splitlines())
     return "\n".join(lines)
 
 
-def format_runs(rows: Sequence[dict[str, Any]]) -> str:
-    """The ``skillvc runs`` table: accepted and rejected count steps, slow updates apart."""
+# The runs table's columns a narrow terminal loses first (``--json`` always has them all).
+RUNS_DROP = (
+    "tokens",
+    "calls",
+    "slow upd a/r",
+    "test base",
+    "val base",
+    "steps",
+    "val per step",
+    "test best",
+    "status",
+)
+
+
+def format_runs(rows: Sequence[dict[str, Any]], width: int | None = None) -> str:
+    """The ``skillvc runs`` table: accepted and rejected count steps, slow updates apart.
+    ``width``: a terminal's, the columns of ``RUNS_DROP`` give way in order until it fits."""
     from skillvc.charts import sparkline
 
     return table(
@@ -230,6 +289,8 @@ def format_runs(rows: Sequence[dict[str, Any]]) -> str:
             "cost",
             "val per step",
         ],
+        width=width,
+        drop=RUNS_DROP,
     )
 
 

@@ -11,7 +11,8 @@ Invariants:
   (CI logs, pipes) plain lines are written at most once every ``interval`` seconds, plus one
   line when each stage ends, so a log stays short.
 - Stages run one after another, never nested; ``advance`` outside a stage is ignored.
-- Calls "answered from the log" and the cost so far come from the model client's running
+- Calls "made earlier" (answered by a call made before the stage: ahead of time by this run
+  or by an earlier command, so free now) and the cost so far come from the model client's running
   totals (``watch``), so they agree with what the command reports at the end.
 """
 
@@ -136,6 +137,7 @@ class Progress:
                 stage, self._stage = self._stage, None
                 if stage is not None and (stage.total or stage.done):
                     self._clear()
+                    # Whole, however wide: the terminal's writer wraps it (cli: fitted_output).
                     self._write(self._line(stage, final=True))
 
     def advance(self, n: int = 1) -> None:
@@ -151,14 +153,15 @@ class Progress:
             if now - self._last < self._interval:
                 return
             self._last = now
-            line = self._line(stage, final=False)
             if self._stream is not None:
+                # One column spare: a line as wide as the terminal wraps on some of them.
                 width = shutil.get_terminal_size((100, 20)).columns - 1
-                self._stream.write("\r" + line[:width] + "\x1b[K")
+                line = self._line(stage, final=False, width=width)
+                self._stream.write("\r" + line + "\x1b[K")
                 self._stream.flush()
                 self._drawn = True
             else:
-                self._write(line)
+                self._write(self._line(stage, final=False))
 
     # Rendering ----------------------------------------------------------------------------
 
@@ -168,29 +171,60 @@ class Progress:
             self._stream.flush()
         self._drawn = False
 
-    def _line(self, stage: _Stage, *, final: bool) -> str:
+    def _line(self, stage: _Stage, *, final: bool, width: int | None = None) -> str:
+        """The line of ``stage``; with ``width`` (a live terminal line) the parts that do not
+        fit are left out by priority: the bar, the rate, the calls' detail, the calls, then
+        the stage's name is shortened. Its count, the ETA and the cost always stay."""
         elapsed = max(self._clock() - stage.started, 1e-9)
         rate = stage.done / elapsed
-        parts = [f"{stage.name}: {stage.done}/{stage.total} {stage.unit}"]
+        name = stage.name
+        count = f"{stage.done}/{stage.total} {stage.unit}"
+        bar = ""
         if self._stream is not None and not final:
-            parts[0] = f"{stage.name} {_bar(stage.done, stage.total)} {stage.done}/{stage.total}"
+            count, bar = f"{stage.done}/{stage.total}", _bar(stage.done, stage.total)
         usage = self._usage() if self._usage else None
+        calls = detail = ""
         if usage is not None:
-            calls = usage.replies - stage.replies_before
-            logged = calls - (usage.fresh - stage.fresh_before)
+            made = usage.replies - stage.replies_before
+            logged = made - (usage.fresh - stage.fresh_before)
             failed = usage.errors - stage.errors_before
-            parts.append(
-                f"{calls} calls ({logged} from the log" + (f", {failed} failed)" if failed else ")")
-            )
-        parts.append(f"{rate:.1f}/s")
+            # "made earlier": answered by a call made before this stage, by this run ahead of
+            # time (speculation, prefetching) or by an earlier command; it costs nothing now.
+            detail = f" ({logged} made earlier" + (f", {failed} failed)" if failed else ")")
+            calls = f"{made} calls"
+        speed = f"{rate:.1f}/s"
         if final:
-            parts.append(f"done in {elapsed:.1f}s")
+            when = f"done in {elapsed:.1f}s"
         elif rate > 0 and stage.total > stage.done:
-            parts.append(f"ETA {_duration((stage.total - stage.done) / rate)}")
+            when = f"ETA {_duration((stage.total - stage.done) / rate)}"
+        else:
+            when = ""
+        cost = ""
         if usage is not None:
             unknown = f" + {usage.unpriced} unpriced calls" if usage.unpriced else ""
-            parts.append(f"${usage.cost_usd:.4f}{unknown} so far")
-        return ", ".join(parts)
+            cost = f"${usage.cost_usd:.4f}{unknown} so far"
+
+        def render(name: str, bar: str, calls: str, detail: str, speed: str) -> str:
+            head = f"{name} {bar} {count}" if bar else f"{name}: {count}"
+            parts = [head, calls + detail if calls else "", speed, when, cost]
+            return ", ".join(p for p in parts if p)
+
+        line = render(name, bar, calls, detail, speed)
+        if width is None:
+            return line
+        for fewer in (
+            (name, "", calls, detail, speed),
+            (name, "", calls, detail, ""),
+            (name, "", calls, "", ""),
+            (name, "", "", "", ""),
+        ):
+            if len(line) <= width:
+                return line
+            line = render(*fewer)
+        if len(line) > width:  # the name gives way last, down to its first character
+            room = max(1, len(name) - (len(line) - width) - 1)
+            line = render(name[:room] + "…", "", "", "", "")
+        return line
 
 
 def _bar(done: int, total: int, width: int = 20) -> str:

@@ -322,6 +322,15 @@ def _resume_hint(stopped: str) -> str:
     return "Run `skillvc train` to resume it."
 
 
+def _sha(commit: str | None, decision: str | None) -> str:
+    """A kept commit as GitHub links it in a pull request: the full sha, bare (GitHub shows its
+    first 7 characters as a link; in a code span it would be plain text). A rejected one lives
+    on a local ref (refs/skillvc/rejected/...) GitHub does not have: a short sha as code."""
+    if not commit:
+        return "–"
+    return commit if decision in ("accepted", "forced") else f"`{commit[:10]}`"
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     sc, usage = report["scores"], report["usage"]
     counts = report["dataset"].get("counts", {})
@@ -372,7 +381,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         *chart,
         "",
         f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
-        f"without a candidate{slow} · model calls {usage['calls']:,} · "
+        f"with nothing to try{slow} · model calls {usage['calls']:,} · "
         f"tokens {usage['tokens']:,} · cost {cost} · target `{report['models'].get('target')}`, "
         f"optimizer `{report['models'].get('optimizer')}`",
         *(
@@ -399,7 +408,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     icon = {"accepted": "✅ accepted", "forced": "⚠️ ungated", "rejected": "❌ rejected"}
     for s in report["steps"]:
-        commit = f"`{s['commit'][:10]}`" if s.get("commit") else "–"
+        commit = _sha(s.get("commit"), s["decision"])
         if s["decision"] == "no candidate":
             out.append(
                 f"| {_title(s)} | {s['epoch']} | {s['lr']} | – no candidate | – | – | 0 | – |"
@@ -421,7 +430,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             gained, lost = flips.get("gained", []), flips.get("lost", [])
             out += [
                 "",
-                f"#### {_title(s).capitalize()} — `{(s.get('commit') or '')[:10]}` "
+                f"#### {_title(s).capitalize()} — {_sha(s.get('commit'), s['decision'])} "
                 f"(val {_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
                 "",
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -61,7 +62,7 @@ def query(path: Path, sql: str, params: tuple = ()) -> list[dict]:
 def mermaid_block(markdown: str) -> tuple[list[str], list[list[float]]]:
     block = re.search(r"```mermaid\n(.*?)\n```", markdown, re.S).group(1)
     lines = block.splitlines()
-    assert lines[0] == "xychart-beta"
+    assert lines[0].startswith("%%{init: ") and lines[1] == "xychart-beta"  # colours, then it
     labels = json.loads(re.search(r'x-axis "step" (\[.*\])', block).group(1))
     series = [json.loads(m) for m in re.findall(r"^\s+line (\[.*\])$", block, re.M)]
     return labels, series
@@ -95,6 +96,53 @@ def test_report_has_a_mermaid_chart_of_the_event_logs_numbers(repo) -> None:
             expected = math.fsum(metric_value(r["hard"], r["soft"], metric) for r in rows)
             assert train_mean[step] == round(expected / len(rows), 4)
     assert train_mean[0] == train_mean[1]  # step 1's batch ran the baseline skill
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two #rrggbb colours."""
+
+    def luminance(colour: str) -> float:
+        rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted([luminance(a), luminance(b)], reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_mermaid_lines_are_readable_in_githubs_light_and_dark_themes_with_a_legend(repo) -> None:
+    markdown = invoke("report")
+    block = re.search(r"```mermaid\n(.*?)\n```", markdown, re.S).group(1)
+    init = json.loads(re.match(r"%%\{init: (.*)\}%%", block.splitlines()[0]).group(1))
+    palette = init["themeVariables"]["xyChart"]["plotColorPalette"].split(", ")
+    _, series = mermaid_block(markdown)
+    assert len(palette) == len(series) == 4  # one colour per line, in the lines' order
+    for colour in palette:  # WCAG's 3:1 for graphics, on GitHub's light and dark pages
+        assert contrast(colour, "#ffffff") >= 3 and contrast(colour, "#0d1117") >= 3, colour
+    legend = re.search(r"^Legend: (.*)\.$", markdown, re.M).group(1).split(" · ")
+    assert [item.split(" ", 1)[1] for item in legend] == [
+        "val",
+        "train batch mean",
+        "test at start",
+        "test at end",
+    ]
+    assert len({item.split(" ", 1)[0] for item in legend}) == 4  # four different squares
+
+
+def test_report_names_kept_commits_by_full_sha_so_github_links_them(repo) -> None:
+    path, _ = repo
+    markdown = invoke("report")
+    kept = {
+        g["sha"]
+        for g in query(
+            path,
+            "SELECT commit_sha AS sha, decision FROM gates WHERE run_id = "
+            "(SELECT run_id FROM gates ORDER BY event_id DESC LIMIT 1)",
+        )
+        if g["decision"] in ("accepted", "forced")
+    }
+    bare = set(re.findall(r"(?<![`\w])[0-9a-f]{40}(?![`\w])", markdown))
+    assert kept and bare == kept  # bare (a code span is not linked), each kept one
 
 
 def summary_metric(path: Path) -> str:
@@ -291,6 +339,58 @@ def test_html_report_renders_in_headless_chromium(repo, tmp_path: Path) -> None:
     assert (0x1A, 0x7F, 0x37) in seen and (0xCF, 0x22, 0x2E) in seen
 
 
+def measure(chromium: str, page: Path, width: int, tmp_path: Path) -> dict:
+    """The page laid out in a viewport ``width`` px wide (an iframe: a headless window is at
+    least 500 px): its document's scrollWidth, the viewport's width and the chart's width."""
+    host = tmp_path / f"host-{width}.html"
+    host.write_text(
+        '<!doctype html><html><body style="margin:0">'
+        f'<iframe id="f" style="width:{width}px;height:900px;border:0" '
+        f'srcdoc="{html.escape(page.read_text(), quote=True)}"></iframe><script>'
+        "f.onload = () => { const d = f.contentDocument;"
+        " document.body.dataset.measure = JSON.stringify({"
+        "scroll: d.documentElement.scrollWidth, inner: f.contentWindow.innerWidth,"
+        " chart: d.querySelector('svg.curve').getBoundingClientRect().width}); };"
+        "</script></body></html>"
+    )
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1400,900",
+            "--dump-dom",
+            host.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    return json.loads(html.unescape(re.search(r'data-measure="([^"]*)"', dom).group(1)))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_html_report_has_no_horizontal_overflow_on_a_phone_or_a_desktop(repo, tmp_path) -> None:
+    assert CHROMIUM is not None
+    page = tmp_path / "run.html"
+    invoke("report", "--html", str(page))
+    for width in (390, 1280):
+        seen = measure(CHROMIUM, page, width, tmp_path)
+        assert seen["inner"] == width
+        assert seen["scroll"] <= width, (width, seen)  # nothing sticks out sideways
+        assert 0 < seen["chart"] <= width - 16  # the chart scales into the page's margins
+    # The check can tell: the same page with a fixed-width chart overflows on a phone.
+    fixed = tmp_path / "fixed.html"
+    fixed.write_text(page.read_text().replace("max-width: 100%; height: auto;", ""))
+    assert measure(CHROMIUM, fixed, 390, tmp_path)["scroll"] > 390
+
+
 # -- honest views --------------------------------------------------------------------------
 
 
@@ -369,7 +469,8 @@ def test_an_old_log_gets_the_new_views_by_migration(tmp_path: Path) -> None:
 
 
 def readme_view_columns() -> dict[str, list[str]]:
-    readme = (ROOT / "README.md").read_text()
+    # The README or the page of docs/ that holds the views' table.
+    readme = "\n".join(p.read_text() for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
     table = readme.split("| view | one row per | columns |", 1)[1].split("\n\n", 1)[0]
     out = {}
     for line in table.splitlines()[2:]:
@@ -430,13 +531,17 @@ def test_train_runs_and_report_agree_on_counts_tokens_and_cost(
     }
     empty = row["steps"] - row["accepted"] - row["rejected"]
     assert head[0] == (
-        f"run {row['run']} finished: {row['steps']} steps ({row['accepted']} accepted, "
-        f"{row['rejected']} rejected, {empty} without a candidate); {row['slow_updates']} slow "
-        f"updates ({row['slow_updates_accepted']} accepted, {row['slow_updates_rejected']} "
-        "rejected)"
+        f"run {row['run']} finished after {row['steps']} steps: {row['accepted']} changes "
+        f"kept, {row['rejected']} tried and refused (they did not beat the current skill on "
+        f"val), {empty} steps with nothing to try"
     )
-    assert f"({usage.calls} made, " in head[3]
-    assert f"tokens {usage.tokens:,}, cost ${usage.cost_usd:.4f}" in head[3]
+    assert head[1] == (
+        f"epoch-end reviews (slow updates): {row['slow_updates_accepted']} kept, "
+        f"{row['slow_updates_rejected']} refused"
+    )
+    calls = next(line for line in head if line.startswith("model calls "))
+    assert f"({usage.calls} made by this run, " in calls
+    assert f"tokens {usage.tokens:,}, cost ${usage.cost_usd:.4f}" in calls
     assert row["slow_updates"] == row["slow_updates_accepted"] + row["slow_updates_rejected"]
 
 

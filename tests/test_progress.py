@@ -15,7 +15,7 @@ from skillvc.progress import Progress
 
 STAGE_END = re.compile(
     r"^(?P<name>.+): (?P<done>\d+)/(?P<total>\d+) (items|minibatches), (?P<calls>\d+) calls "
-    r"\((?P<logged>\d+) from the log\), [\d.]+/s, done in [\d.]+s, \$\d+\.\d{4} so far$"
+    r"\((?P<logged>\d+) made earlier\), [\d.]+/s, done in [\d.]+s, \$\d+\.\d{4} so far$"
 )
 
 

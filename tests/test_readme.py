@@ -1,4 +1,5 @@
-"""The README's commands are real: the walkthrough runs, and CI runs the README's test command."""
+"""The manual's commands are real: the README's tour and the walkthroughs of docs/ run as
+written, and CI runs the README's test command."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+# The README and the pages of docs/ (the manual's walkthroughs live there).
+MANUAL = "\n".join([README, *(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))])
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
@@ -35,7 +38,7 @@ def skillvc_env(tmp_path: Path) -> dict[str, str]:
 
 def test_review_walkthrough_runs_as_written(tmp_path: Path) -> None:
     marker = "<!-- walkthrough: executed by tests/test_readme.py -->"
-    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
+    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", MANUAL, re.S).group(1)
     env = skillvc_env(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
@@ -90,7 +93,7 @@ def test_the_tours_read_commands_run_on_the_demo(tmp_path: Path) -> None:
 
 def test_package_walkthrough_runs_as_written(tmp_path: Path) -> None:
     marker = "<!-- package walkthrough: executed by tests/test_readme.py -->"
-    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", README, re.S).group(1)
+    script = re.search(re.escape(marker) + r"\n```bash\n(.*?)```", MANUAL, re.S).group(1)
     result = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
         cwd=tmp_path,

@@ -762,5 +762,5 @@ def test_a_bad_harvest_section_is_one_clear_error(repo: Path) -> None:
     assert (result.exit_code, result.output) == (
         5,
         "Error: [harvest] source 'copilot' is not one of claude-code, codex.\n"
-        "Hint: Fix skillvc.toml; its comments and the README's tables list every key.\n",
+        "Hint: Fix skillvc.toml; its comments and the manual's tables (docs/) list every key.\n",
     )

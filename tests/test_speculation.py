@@ -173,11 +173,13 @@ def test_train_tells_the_calls_speculation_wasted(
     assert wasted > 0
     lines = result.output.splitlines()
     assert (
-        f"speculation: {wasted} of these calls were started while a gate ran and were not "
-        "used, because it accepted its candidate"
+        f"speculation: {wasted} of these calls were started ahead for the next step while a "
+        "gate ran, and not needed because the gate kept its change"
     ) in lines
     with open_store(repo / ".skillvc/events.db") as store:
         made = store.query("SELECT COUNT(*) AS n FROM events WHERE type = 'model.call'")[0]["n"]
     # A first run: every call was made, none answered from the log.
     calls = next(line for line in lines if line.startswith("model calls "))
-    assert calls.startswith(f"model calls {made} ({made} made, 0 answered from the log), ")
+    assert calls.startswith(
+        f"model calls {made} ({made} made by this run, 0 answered from the log of earlier runs), "
+    )

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import click
 
-from skillvc.output import echo_json, fmt_score, skill_option
+from skillvc.output import color_diff, echo_json, fmt_score, skill_option
+from skillvc.terminal.pager import screen_options
 
 
 @click.command("diff")
@@ -14,6 +15,7 @@ from skillvc.output import echo_json, fmt_score, skill_option
 @click.argument("rev_b", metavar="[B]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @skill_option
+@screen_options
 def command(rev_a: str, rev_b: str | None, as_json: bool, skill: str | None) -> None:
     """Diff of the skill between A (default: HEAD) and B (default: the working tree).
 
@@ -62,7 +64,7 @@ def command(rev_a: str, rev_b: str | None, as_json: bool, skill: str | None) -> 
         click.echo(
             f"{label.upper()}: {rev or 'working tree'}  ({known or 'no score recorded; ' + how})"
         )
-    click.echo(patch or "(no change to the skill)", nl=not patch)
+    click.echo(color_diff(patch) if patch else "(no change to the skill)", nl=not patch)
 
 
 def _identity(bundle: Callable[[], str]) -> str | None:

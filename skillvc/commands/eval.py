@@ -63,6 +63,7 @@ from skillvc.output import (
     skill_option,
     table_options,
 )
+from skillvc.terminal.fit import fits_terminal
 
 if TYPE_CHECKING:
     from skillvc.evaluation import Comparison, EvalResult
@@ -91,6 +92,7 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 @skill_option
 @json_option
 @table_options
+@fits_terminal
 def command(
     skill: str | None,
     rev: str | None,

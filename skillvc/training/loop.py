@@ -667,7 +667,7 @@ class Trainer:
             # The mean over the items evaluated (those the current skill fails come first) says
             # little; the best mean the candidate could still have reached is what decided.
             after = (
-                f"<={_fmt(result.after_bound)} "
+                f"at most {_fmt(result.after_bound)} "
                 f"(stopped early after {result.n_evaluated} of {result.n})"
             )
         else:

@@ -1,0 +1,1 @@
+"""skillvc in words: the glossary (`skillvc help terms`, docs/glossary.md), the CLI reference."""

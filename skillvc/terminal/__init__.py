@@ -1,0 +1,1 @@
+"""Output that fits the terminal: line width, tables by column priority, a pager, colour."""
