@@ -69,6 +69,7 @@ def _vanished(exc: git.GitCommandError) -> bool:
             "is not a valid",
             "bad object",
             "unable to create temporary file",
+            "unable to write file",
         )
     )
 
@@ -487,7 +488,7 @@ class SkillRepo:
         """``build_commit_files``, the commit kept under a refs/skillvc/keep/ ref (so a
         concurrent gc cannot delete it) until ``_unpin``."""
         paths = {self._relpath(relpath): content for relpath, content in files.items()}
-        parent_sha = self.resolve(parent) if parent is not None else None
+        parent_sha = self._resolve_through_gc(parent) if parent is not None else None
         full_message = _with_trailers(message, trailers)
         # A concurrent 'git gc --prune=now' deletes objects nothing references yet (our blobs
         # and tree before the commit exists): rebuild when git reports one missing.
@@ -503,11 +504,28 @@ class SkillRepo:
                     ) from None
         raise AssertionError("unreachable")
 
+    def _resolve_through_gc(self, rev: str) -> str:
+        """``resolve``, asked again while a concurrent gc repacks: git can briefly miss an
+        object that moves from a loose file into a new pack."""
+        for attempt in range(_GC_RETRIES):
+            try:
+                return self.resolve(rev)
+            except UnknownRevision:
+                if attempt == _GC_RETRIES - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def _build(self, paths: Mapping[str, bytes], full_message: str, parent_sha: str | None) -> str:
-        blobs = {
-            path: self._git_stdin("hash-object", "-w", "--stdin", data=content)
-            for path, content in paths.items()
-        }
+        try:
+            blobs = {
+                path: self._git_stdin("hash-object", "-w", "--stdin", data=content)
+                for path, content in paths.items()
+            }
+        except git.GitCommandError as exc:
+            if _vanished(exc):  # gc removed the objects/xx folder being written into
+                raise _ObjectsVanished() from None
+            raise
         path = next(iter(blobs), "")
         with self._temp_index() as env:
             try:
@@ -726,7 +744,10 @@ class SkillRepo:
                         f"HEAD moved away from {_short(head)} while committing {what}; "
                         "nothing was changed."
                     ) from None
-                if "lock" not in reason or attempt == _LOCK_RETRIES - 1:
+                # A pinned commit that a concurrent gc is moving into a new pack can be
+                # briefly invisible to update-ref ("nonexistent object"): asked again too.
+                transient = "lock" in reason or "nonexistent object" in reason
+                if not transient or attempt == _LOCK_RETRIES - 1:
                     raise StateConflict(
                         f"git could not move {ref} while committing {what}: {reason}",
                         hint="Another git process holds the ref's lock file: wait for it, or "

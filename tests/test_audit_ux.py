@@ -192,7 +192,10 @@ def test_show_of_an_event_outside_any_run_says_no_run_none(demo: Path) -> None:
         (evaluation,) = store.events(types=["evaluation"])
     code, out = run("show", str(evaluation.id))
     assert code == 0
-    assert out.startswith(f"event {evaluation.id}  evaluation  {evaluation.created_at}\n{{\n")
+    # No "run ..." in the header; the payload as text (issue 24: no raw JSON in show).
+    header, body = out.split("\n", 1)
+    assert header == f"event {evaluation.id}  evaluation  {evaluation.created_at}"
+    assert body.startswith("  the working tree (worktree) on val: ") and "{" not in body
 
 
 def test_an_agent_executable_that_is_not_executable_or_a_directory_says_so(

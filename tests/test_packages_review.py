@@ -257,9 +257,12 @@ def test_blame_a_reference_file_gives_the_training_commits_evidence(trained: Pat
     assert ours and all((x["run"], x["step"]) == (gate["run"], gate["step"]) for x in ours)
     code, text = run("blame", created)
     assert code == 0
-    gain = lines[0]["val_gain"]
-    who = f"{gate['run']} step {gate['step']} {gain:+.3f}"
-    assert text.startswith(f"{gate['commit'][:8]} {who:<32.32}    1| {lines[0]['text']}\n")
+    # Each line shows the gain and significance of the edit that wrote it (issue 21).
+    first = lines[0]
+    assert first["edit_gain"] is not None
+    sure = "" if first["p_value"] is None else f" p={first['p_value']:.2g} {first['verdict']}"
+    who = f"{gate['run']} step {gate['step']} {first['edit_gain']:+.3f}{sure}"
+    assert text.startswith(f"{gate['commit'][:8]} {who:<50.50}    1| {first['text']}\n")
 
 
 def test_diff_covers_every_file_with_scores_by_bundle(trained: Path) -> None:

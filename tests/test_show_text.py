@@ -98,6 +98,18 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
     "batch.submitting": ({"provider": "openai", "n": 12}, "state: submitting"),
     "batch.submitted": ({"batch_id": "batch_1", "provider": "openai", "n": 12}, "batch_1 holds"),
     "batch.ended": ({"batch_id": "batch_1", "provider": "openai", "n": 12}, "state: ended"),
+    "judge.calibrated": (
+        {
+            "model": "sim:judge-20",
+            "n": 40,
+            "labels": "labels.jsonl",
+            "accuracy": 0.8,
+            "accuracy_interval": [0.65, 0.9],
+            "kappa": 0.6,
+            "trusted": False,
+        },
+        "accuracy 0.800 [0.650, 0.900], kappa 0.600",
+    ),
 }
 
 

@@ -576,6 +576,11 @@ def test_sleep_trains_on_a_dated_branch_and_a_second_night_reads_only_new_sessio
     repo: Path, isolated_env: Path, secret_env: None
 ) -> None:
     project, _ = write_night(isolated_env, 1)
+    # About the nightly branch, not the gate: with a 4-item val only the paper's bundle gate
+    # can keep an edit (attribution asks for significance), and the branch must get commits.
+    toml = repo / "skillvc.toml"
+    assert "[train]\n" in toml.read_text()
+    toml.write_text(toml.read_text().replace("[train]\n", "[train]\nattribution = false\n", 1))
     before = git(repo, "rev-parse", "main")
     status_before = git(repo, "status", "--porcelain")
     night1 = invoke("sleep", "--yes", "--date", "2026-01-01", "-q", str(project))

@@ -379,6 +379,28 @@ def batch_ended(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     ]
 
 
+# -- judge calibration -------------------------------------------------------------------------
+
+
+def _interval(value: Any) -> str:
+    ok = isinstance(value, list | tuple) and len(value) == 2
+    return f" [{_score(value[0])}, {_score(value[1])}]" if ok else ""
+
+
+def judge_calibrated(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    verdict = "trusted to gate" if p.get("trusted") else "below its thresholds (not trusted)"
+    lines = [
+        f"  judge {p.get('model', '?')} vs a person on {p.get('n', '?')} labels "
+        f"({p.get('labels', '?')}): {verdict}",
+        f"  accuracy {_score(p.get('accuracy'))}{_interval(p.get('accuracy_interval'))}, "
+        f"kappa {_score(p.get('kappa'))}",
+        f"  false accept {_score(p.get('false_accept'))}"
+        f"{_interval(p.get('false_accept_interval'))}, false reject "
+        f"{_score(p.get('false_reject'))}{_interval(p.get('false_reject_interval'))}",
+    ]
+    return lines + _fields(p, ("thresholds",))
+
+
 RENDERERS: dict[str, Renderer] = {
     "run.started": run_started,
     "run.resumed": run_resumed,
@@ -417,6 +439,7 @@ RENDERERS: dict[str, Renderer] = {
     "batch.submitting": batch_submitting,
     "batch.submitted": batch_submitted,
     "batch.ended": batch_ended,
+    "judge.calibrated": judge_calibrated,
 }
 
 
