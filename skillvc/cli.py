@@ -19,6 +19,7 @@ from skillvc.backends import children
 from skillvc.errors import (
     INTERNAL_ERROR_EXIT_CODE,
     SkillvcError,
+    error_lines,
     one_line,
     redact,
     should_reraise,
@@ -55,9 +56,9 @@ class SkillvcGroup(click.Group):
         except SkillvcError as exc:
             if should_reraise():
                 raise
-            click.echo(f"Error: {one_line(redact(exc.message))}", err=True)
+            click.echo(f"Error: {_printable(exc.message)}", err=True)
             if exc.hint:
-                click.echo(f"Hint: {one_line(redact(exc.hint))}", err=True)
+                click.echo(f"Hint: {_printable(exc.hint)}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -81,8 +82,8 @@ class SkillvcGroup(click.Group):
                 raise
             known = storage_error(exc)  # a full disk or read-only file system is not a bug
             if known is not None:
-                click.echo(f"Error: {one_line(redact(known.message))}", err=True)
-                click.echo(f"Hint: {known.hint}", err=True)
+                click.echo(f"Error: {_printable(known.message)}", err=True)
+                click.echo(f"Hint: {_printable(known.hint)}", err=True)
                 ctx.exit(known.exit_code)
             click.echo(
                 f"skillvc crashed: {type(exc).__name__}: {redact(str(exc))}\n"
@@ -90,6 +91,12 @@ class SkillvcGroup(click.Group):
                 err=True,
             )
             ctx.exit(INTERNAL_ERROR_EXIT_CODE)
+
+
+def _printable(text: str) -> str:
+    """An error message or hint as printed: secrets redacted and control characters escaped
+    in each line, so only the line breaks skillvc wrote on purpose (``Lines``) survive."""
+    return "\n".join(one_line(redact(line)) for line in error_lines(text))
 
 
 @click.group(cls=SkillvcGroup, context_settings={"help_option_names": ["-h", "--help"]})

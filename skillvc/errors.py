@@ -279,6 +279,25 @@ def one_line(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
     return f"{text[:head]}… [{len(text) - head - tail:,} characters left out] …{text[-tail:]}"
 
 
+class Lines(str):
+    """Text skillvc writes across several lines on purpose (a snippet to paste into a config
+    file). The error printer keeps the breaks between ``lines`` and still escapes control
+    characters inside each one, so a value interpolated into a line cannot add a line."""
+
+    lines: tuple[str, ...]
+
+    def __new__(cls, *lines: str) -> Lines:
+        self = super().__new__(cls, "\n".join(lines))
+        self.lines = lines
+        return self
+
+
+def error_lines(text: str) -> tuple[str, ...]:
+    """The lines an error message or hint prints as: a ``Lines``'s own lines, else one line
+    (every newline in it escaped by ``one_line``, wherever it came from)."""
+    return text.lines if isinstance(text, Lines) else (text,)
+
+
 INTERNAL_ERROR_EXIT_CODE = 70
 RAISE_ENV = "SKILLVC_RAISE_ERRORS"
 

@@ -49,6 +49,7 @@ from pathlib import Path
 from skillvc.config import Config, load_config
 from skillvc.errors import (
     BadData,
+    Lines,
     NotFound,
     SkillDocumentError,
     SkillFileMissing,
@@ -672,8 +673,11 @@ def refuse_hook_managers(repo: SkillRepo, names: Sequence[str] = HOOK_NAMES[:1])
             raise HookManagerPresent(
                 f"skillvc's {name} hook chains into {manager}'s script kept at {where}, which "
                 f"makes {manager} run itself; add skillvc to {target} instead.",
-                hint="Run 'skillvc hooks uninstall' (it puts that script back), then: "
-                + _manager_hint(manager, "pre-push" in names),
+                hint=_manager_hint(
+                    manager,
+                    "pre-push" in names,
+                    before="Run 'skillvc hooks uninstall' (it puts that script back), then: ",
+                ),
             )
         if manager == PRE_COMMIT_FRAMEWORK and is_skillvc_hook(legacy):
             # 'pre-commit install' after skillvc's: its migration mode runs skillvc's hook from
@@ -682,9 +686,10 @@ def refuse_hook_managers(repo: SkillRepo, names: Sequence[str] = HOOK_NAMES[:1])
                 f"The {name} hook at {where} is run by {manager}, which also runs skillvc's "
                 f"hook kept at {_rel(repo, legacy)} (its migration mode); add skillvc to "
                 f"{target} instead.",
-                hint=_manager_hint(manager, "pre-push" in names).replace(
-                    "then run 'pre-commit install'",
-                    f"then run 'pre-commit install -f' (it drops {legacy.name})",
+                hint=_manager_hint(
+                    manager,
+                    "pre-push" in names,
+                    install=f"'pre-commit install -f' (it drops {legacy.name})",
                 ),
             )
         raise HookManagerPresent(
@@ -702,25 +707,32 @@ def _manager_target(manager: str) -> str:
     }[manager]
 
 
-def _manager_hint(manager: str, pre_push: bool) -> str:
+def _manager_hint(
+    manager: str, pre_push: bool, before: str = "", install: str = "'pre-commit install'"
+) -> Lines:
+    """What to add to ``manager``'s config, as ``Lines``: the snippet to paste keeps its line
+    breaks when the error is printed."""
     # husky and lefthook get the pre-commit line only: the push check needs the refs git
     # hands the pre-push hook, which their configs pass differently (README, "With the
     # pre-commit framework").
     if manager == PRE_COMMIT_FRAMEWORK:
         push = " and 'pre-commit install --hook-type pre-push'" if pre_push else ""
-        return (
-            "Add this entry under 'repos:' in .pre-commit-config.yaml, then run "
-            f"'pre-commit install'{push}:\n{pre_commit_config_entry(pre_push)}"
+        return Lines(
+            f"{before}Add this entry under 'repos:' in .pre-commit-config.yaml, then run "
+            f"{install}{push}:",
+            *pre_commit_config_entry(pre_push).split("\n"),
         )
     if manager == HUSKY:
-        return "Add this line to .husky/pre-commit: skillvc validate --staged --quiet"
-    lines = [
+        return Lines(
+            f"{before}Add this line to .husky/pre-commit: skillvc validate --staged --quiet"
+        )
+    return Lines(
+        f"{before}Add this to lefthook.yml:",
         "pre-commit:",
         "  commands:",
         "    skillvc-validate:",
         "      run: skillvc validate --staged --quiet",
-    ]
-    return "Add this to lefthook.yml:\n" + "\n".join(lines)
+    )
 
 
 def uninstall_hooks(path: str | os.PathLike[str] = ".") -> list[HookChange]:

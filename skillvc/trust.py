@@ -478,9 +478,11 @@ class HeadFiles:
         include, exclude = package_globs(config)
         if self.rev is not None:
             return SkillPackage.from_rev(self.repo, directory, self.rev, include, exclude)
+        # The working tree's path is checked first, committed or not: a symlink out of the
+        # repository or into .git/ or .skillvc/ is refused under the name the tree gives it.
+        path = inside_repo(self.root, directory, "The working tree") if directory else self.root
         if self._committed(directory):
             return SkillPackage.from_rev(self.repo, directory, "HEAD", include, exclude)
-        path = inside_repo(self.root, directory, "The working tree") if directory else self.root
         return SkillPackage.from_dir(path, directory, include, exclude)
 
     def read(self, relpath: str) -> bytes | None:
@@ -489,10 +491,12 @@ class HeadFiles:
             return None
         if self.rev is not None:
             return _read_at(self.repo, rel, self.rev)
+        # A symlink out of the repository or into .git/ or .skillvc/ is refused, as in eval,
+        # before a clean file is read from its committed blob (so the error names the
+        # working-tree path, not the revision git would follow the link in).
+        path = inside_repo(self.root, rel, "The working tree")
         if self._committed(rel):
             return _read_at(self.repo, rel, "HEAD")
-        # A symlink out of the repository or into .git/ or .skillvc/ is refused, as in eval.
-        path = inside_repo(self.root, rel, "The working tree")
         if not path.is_file():
             return None
         try:

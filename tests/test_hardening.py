@@ -17,10 +17,11 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import git
 
-from skillvc.cli import cli
+from skillvc.cli import _printable, cli
 from skillvc.config import load_config
 from skillvc.errors import (
     ConfigError,
+    Lines,
     LogDamaged,
     NotADatabase,
     NotASkillvcLog,
@@ -130,6 +131,18 @@ def test_error_lines_escape_control_characters_and_cap_length() -> None:
     assert one_line("a\nError: fake\r\x1b[31m") == "a\\nError: fake\\r\\x1b[31m"
     long = one_line("x" * 5_000_000)
     assert len(long) < 1100 and "characters left out" in long
+
+
+def test_only_deliberate_line_breaks_survive_in_a_printed_error() -> None:
+    """A snippet skillvc quotes on purpose (``Lines``) keeps its lines; a value interpolated
+    into one of them, or into a plain message, still cannot start a line of its own."""
+    name = "evil\nError: fake"
+    assert _printable(f"The file {name} is bad.") == "The file evil\\nError: fake is bad."
+    hint = Lines(f"Add this to {name}:", "  run: skillvc validate\x1b[2J")
+    assert _printable(hint).splitlines() == [
+        "Add this to evil\\nError: fake:",
+        "  run: skillvc validate\\x1b[2J",
+    ]
 
 
 def test_a_newline_in_a_path_is_refused_up_front(demo: Path) -> None:
