@@ -157,7 +157,13 @@ def write_tasks(task: TaskSet, root: Path, seed: int, sizes: tuple[int, ...]) ->
     the full 24/20/20 set, so smaller sets are subsets of the full one)."""
     rng = random.Random(f"{seed}:{task.name}")
     total = sum(n for _, n in SPLITS)
-    items = [task.make(rng, i) for i in range(total)]
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while len(items) < total:  # one input in two splits would be refused as an overlap
+        item = task.make(rng, len(items))
+        if item["input"] not in seen:
+            seen.add(item["input"])
+            items.append(item)
     rng.shuffle(items)
     (root / "evals").mkdir(parents=True, exist_ok=True)
     start = 0
