@@ -440,7 +440,7 @@ def restore(stored: Any, current: Any, extra: Iterable[str] = ()) -> Any:
     return stored
 
 
-class _ScrubbingWriter(io.TextIOBase):
+class ScrubbingWriter(io.TextIOBase):
     """A text stream that passes everything written through ``scrub_values``.
 
     It has no ``buffer``: click then writes text to it instead of going around it to bytes.
@@ -478,7 +478,7 @@ class _ScrubbingWriter(io.TextIOBase):
 def scrubbed_output() -> Iterator[None]:
     """Within the block, everything written to stdout and stderr loses known secret values."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _ScrubbingWriter(sys.stdout), _ScrubbingWriter(sys.stderr)
+    sys.stdout, sys.stderr = ScrubbingWriter(sys.stdout), ScrubbingWriter(sys.stderr)
     try:
         yield
     finally:

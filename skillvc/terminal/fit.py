@@ -17,13 +17,14 @@ limitation: such a line may take a few more columns than the terminal has).
 from __future__ import annotations
 
 import functools
-import io
 import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
+
+from skillvc.secrets import ScrubbingWriter
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,7 +116,7 @@ def fit_text(text: str, width: int | None) -> str:
     return "\n".join(row for line in text.split("\n") for row in fit_line(line, width))
 
 
-class _FittingWriter(io.TextIOBase):
+class _FittingWriter(ScrubbingWriter):
     """A terminal stream whose whole lines are fitted to its width as they are written.
 
     A chunk holding a carriage return is a redrawn live line (``progress``), fitted by its
@@ -124,20 +125,9 @@ class _FittingWriter(io.TextIOBase):
     """
 
     def __init__(self, stream: TextIO, width: int) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._width = width
         self._partial = ""
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self._stream, "encoding", None) or "utf-8"
-
-    @property
-    def errors(self) -> str | None:  # type: ignore[override]
-        return getattr(self._stream, "errors", None)
-
-    def writable(self) -> bool:
-        return True
 
     def write(self, text: str) -> int:
         if "\r" in text:
@@ -161,9 +151,6 @@ class _FittingWriter(io.TextIOBase):
 
     def isatty(self) -> bool:
         return True
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
 
 
 def fits_terminal(fn: F) -> F:
