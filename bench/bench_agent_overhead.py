@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillvc.agents.backend import AgentBackend
-from skillvc.calls import ModelClient
-from skillvc.config import ModelConfig
-from skillvc.store import open_store
+from skillvc.core.config import ModelConfig
+from skillvc.core.store import open_store
+from skillvc.models.agents.backend import AgentBackend
+from skillvc.models.calls import ModelClient
 
 TARGET_MS = 50.0
 SKILL = "---\nname: returns\ndescription: Acme returns.\n---\n# Returns\n\n" + "Rule.\n" * 200

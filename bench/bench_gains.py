@@ -1,6 +1,7 @@
 """Honest gains on the noisy simulator: the paper's bundle gate against attribution (default).
 
-The target is ``sim:support`` at a temperature > 0 (the stochastic mode of ``skillvc.simworld``:
+The target is ``sim:support`` at a temperature > 0 (the stochastic mode of
+``skillvc.models.simworld``:
 each call departs from the skill's rules with probability 0.25 x temperature), so a gate sees
 noise as it would with a real model, and the true accuracy of any skill is exact. For each seed
 a fresh world sample (train/val/test tickets) is trained twice with the README's [train]
@@ -25,11 +26,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from skillvc import simworld
-from skillvc.demo import create_demo_repo
-from skillvc.resources import read_bytes
+from skillvc.core.resources import read_bytes
+from skillvc.models import simworld
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 SEED_SKILL = read_bytes("templates", "demo/SKILL.md").decode("utf-8")

@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillvc import simworld
-from skillvc.demo import create_demo_repo
 from skillvc.judge.calibrate import calibrate
 from skillvc.judge.improve import improve
-from skillvc.workspace import open_workspace
+from skillvc.models import simworld
+from skillvc.training.demo import create_demo_repo
+from skillvc.workspace.workspace import open_workspace
 
 RUBRIC = "judges/RUBRIC.md"
 SEED_RUBRIC = "# Rubric\n\nThe answer is correct when it follows the Acme returns policy.\n"

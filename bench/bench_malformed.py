@@ -1057,7 +1057,7 @@ def all_cases() -> list[Case]:
 def make_seed(directory: Path) -> Path:
     """The demo's seed repo with one evaluation in its log (so the log has something to lose)."""
     from skillvc.cli import cli
-    from skillvc.demo import create_demo_repo
+    from skillvc.training.demo import create_demo_repo
 
     root = directory / "seed"
     create_demo_repo(root)

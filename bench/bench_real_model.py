@@ -206,9 +206,9 @@ def make_repo(task: TaskSet, root: Path, base_url: str, model: str, args: Any) -
 
 
 def train_one(task: TaskSet, root: Path, args: Any) -> dict[str, Any]:
-    from skillvc.errors import SkillvcError
+    from skillvc.core.errors import SkillvcError
     from skillvc.training.loop import train
-    from skillvc.workspace import open_workspace
+    from skillvc.workspace.workspace import open_workspace
 
     started = time.monotonic()
     error = None

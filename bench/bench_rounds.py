@@ -31,12 +31,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from skillvc import simworld
-from skillvc.backends.sim import SimBackend
-from skillvc.demo import create_demo_repo
-from skillvc.prompts import prompt_kind
+from skillvc.models import simworld
+from skillvc.models.backends.sim import SimBackend
+from skillvc.models.prompts import prompt_kind
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 CONFIGS: dict[str, dict[str, int]] = {
     "small": {"train": 16, "val": 8, "test": 8, "batch": 8},

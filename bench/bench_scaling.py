@@ -39,11 +39,11 @@ BURN = (
 def ray_waves(rollouts: int, burn_s: float, workers: list[int]) -> None:
     import ray
 
-    from skillvc.backends.base import CallRequest
-    from skillvc.calls import model_params
-    from skillvc.config import ModelConfig
-    from skillvc.executors import Call, run_call
-    from skillvc.executors.ray_cluster import RayExecutor
+    from skillvc.core.config import ModelConfig
+    from skillvc.models.backends.base import CallRequest
+    from skillvc.models.calls import model_params
+    from skillvc.models.executors import Call, run_call
+    from skillvc.models.executors.ray_cluster import RayExecutor
 
     config = ModelConfig(
         model="command:burn",
@@ -100,10 +100,10 @@ def batch_kill_resume() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from batch_fake import BatchFake
 
-    from skillvc.demo import create_demo_repo
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
+    from skillvc.training.demo import create_demo_repo
     from skillvc.training.loop import train
-    from skillvc.workspace import open_workspace
+    from skillvc.workspace.workspace import open_workspace
 
     fake = BatchFake().start()
     os.environ["OPENAI_API_KEY"] = "sk-loopback-bench"

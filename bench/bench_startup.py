@@ -27,10 +27,10 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from loopback import LoopbackServer  # noqa: E402 - tests/ is put on the path just above
 
-from skillvc import simworld  # noqa: E402
-from skillvc.demo import create_demo_repo  # noqa: E402
-from skillvc.evaluation import evaluate  # noqa: E402
-from skillvc.workspace import open_workspace  # noqa: E402
+from skillvc.models import simworld  # noqa: E402
+from skillvc.review.evaluation import evaluate  # noqa: E402
+from skillvc.training.demo import create_demo_repo  # noqa: E402
+from skillvc.workspace.workspace import open_workspace  # noqa: E402
 
 TARGET = "openai:bench-sim"
 

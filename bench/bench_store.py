@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillvc.store import open_store
-from skillvc.workspace import init_workspace
+from skillvc.core.store import open_store
+from skillvc.workspace.workspace import init_workspace
 
 APPEND_TARGET = 5_000.0
 QUERY_TARGET = 0.3
@@ -119,7 +119,7 @@ def main() -> None:
         timings.sort()
         median = timings[len(timings) // 2]
 
-        from skillvc.history import log_entries
+        from skillvc.review.history import log_entries
 
         with open_store(root / ".skillvc" / "events.db") as s:
             t0 = time.perf_counter()

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from skillvc.demo import create_demo_repo, run_demo
+from skillvc.training.demo import create_demo_repo, run_demo
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "full": {},
@@ -121,7 +121,7 @@ def ablations(seeds: int) -> None:
 
 def repeated_rejections(repo: Path) -> int:
     """Proposals of an edit made after a candidate holding that edit had been rejected."""
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
 
     with open_store(repo / ".skillvc" / "events.db") as store:
         first = {

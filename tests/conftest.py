@@ -84,7 +84,7 @@ def skill_repo(git_repo: Path) -> Path:
 def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's seed skills repo, made once per session; tests copy it (``copy_repo``), so
     every copy has the same seed commit sha and therefore the same run ids."""
-    from skillvc.demo import create_demo_repo
+    from skillvc.training.demo import create_demo_repo
 
     root = tmp_path_factory.mktemp("seed") / "repo"
     with pytest.MonkeyPatch.context() as mp:
@@ -151,7 +151,7 @@ PACKAGE_TRAIN = "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworker
 
 def demo_rows(split: str, n: int) -> bytes:
     """The first ``n`` items of the demo's ``split`` task file."""
-    from skillvc.resources import read_bytes
+    from skillvc.core.resources import read_bytes
 
     rows = read_bytes("templates", f"demo/evals/{split}.jsonl").decode().splitlines()
     return ("\n".join(rows[:n]) + "\n").encode()
@@ -165,7 +165,7 @@ def make_package_repo(root: Path, forms: str, extra: dict[str, str] | None = Non
     from click.testing import CliRunner
 
     from skillvc.cli import cli
-    from skillvc.resources import read_bytes
+    from skillvc.core.resources import read_bytes
 
     folder = root / PACKAGE_DIR
     (folder / "references").mkdir(parents=True)

@@ -345,8 +345,8 @@ def simulator_responder(world: str = "support") -> Callable[[dict[str, Any]], st
     """A responder that answers like ``sim:<world>``, so training over HTTP is meaningful: a
     target request (system = skill, user = task) gets the simulated target's answer, an
     optimizer prompt gets the simulated optimizer's JSON."""
-    from skillvc.backends.base import CallRequest
-    from skillvc.backends.sim import SimBackend
+    from skillvc.models.backends.base import CallRequest
+    from skillvc.models.backends.sim import SimBackend
 
     sim = SimBackend(f"sim:{world}")
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from skillvc.agents import backend as agent_backend
-from skillvc.agents.presets import PRESETS, notes, parse_codex
-from skillvc.backends.command import AgentFailed, AgentRefused
 from skillvc.cli import cli
-from skillvc.errors import AuthenticationFailed
+from skillvc.core.errors import AuthenticationFailed
+from skillvc.models.agents import backend as agent_backend
+from skillvc.models.agents.presets import PRESETS, notes, parse_codex
+from skillvc.models.backends.command import AgentFailed, AgentRefused
 from tests.test_agents import agent_repo, backend, fake_cli, request
 
 

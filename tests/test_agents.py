@@ -13,27 +13,31 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from skillvc.agents.backend import AgentBackend
-from skillvc.agents.description import DescriptionRefused, targets_description, with_description
-from skillvc.agents.presets import activated, parse_claude_code, parse_codex
-from skillvc.agents.trajectory import Step, Trajectory, render
-from skillvc.backends import get_backend
-from skillvc.backends.base import CallRequest
-from skillvc.backends.command import AgentFailed
-from skillvc.backends.sim import WORLD_DESCRIPTION
-from skillvc.calls import CallFailed, ModelClient
 from skillvc.cli import cli
-from skillvc.config import ModelConfig, parse_config
-from skillvc.edits import Edit
-from skillvc.errors import ConfigError
-from skillvc.evaluation import evaluate
-from skillvc.report import render_markdown, run_report
-from skillvc.simworld import GOOD, HARMFUL
-from skillvc.skilldoc import SkillDocument
-from skillvc.store import open_store
+from skillvc.core.config import ModelConfig, parse_config
+from skillvc.core.errors import ConfigError
+from skillvc.core.store import open_store
+from skillvc.models.agents.backend import AgentBackend
+from skillvc.models.agents.description import (
+    DescriptionRefused,
+    targets_description,
+    with_description,
+)
+from skillvc.models.agents.presets import activated, parse_claude_code, parse_codex
+from skillvc.models.agents.trajectory import Step, Trajectory, render
+from skillvc.models.backends import get_backend
+from skillvc.models.backends.base import CallRequest
+from skillvc.models.backends.command import AgentFailed
+from skillvc.models.backends.sim import WORLD_DESCRIPTION
+from skillvc.models.calls import CallFailed, ModelClient
+from skillvc.models.simworld import GOOD, HARMFUL
+from skillvc.review.evaluation import evaluate
+from skillvc.review.report import render_markdown, run_report
+from skillvc.review.trust import check_change
+from skillvc.skill.edits import Edit
+from skillvc.skill.skilldoc import SkillDocument
 from skillvc.training.loop import train
-from skillvc.trust import check_change
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 from tests.conftest import copy_repo, git
 
 AGENTS = Path(__file__).parent / "fixtures" / "agents"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import copy_repo, git
 
 from skillvc.cli import cli
-from skillvc.store import open_store
+from skillvc.core.store import open_store
 
 SKILL = "skills/acme-returns/SKILL.md"
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.store import open_store
+from skillvc.core.store import open_store
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_a_run_stopped_before_its_first_step_reports_its_baseline_and_how_to_res
         report
     )
     # Datasette's cost_per_step agrees with the run's cost to the cent and beyond (no float dust).
-    from skillvc.datasette_app import QUERIES
+    from skillvc.integrations.datasette_app import QUERIES
 
     with open_store(demo / ".skillvc" / "events.db") as store:
         (baseline,) = store.query(QUERIES["cost_per_step"]["sql"])
@@ -60,9 +60,9 @@ def test_a_run_stopped_before_its_first_step_reports_its_baseline_and_how_to_res
 def test_a_budget_needs_no_price_for_claude_code_which_reports_its_cost(
     demo_seed: Path, tmp_path: Path, isolated_env: Path
 ) -> None:
-    from skillvc.errors import ConfigError
+    from skillvc.core.errors import ConfigError
     from skillvc.training.loop import train
-    from skillvc.workspace import open_workspace
+    from skillvc.workspace.workspace import open_workspace
     from tests.test_agents import agent_repo, fake_cli
 
     claude = agent_repo(
@@ -201,9 +201,9 @@ def test_show_of_an_event_outside_any_run_says_no_run_none(demo: Path) -> None:
 def test_an_agent_executable_that_is_not_executable_or_a_directory_says_so(
     tmp_path: Path,
 ) -> None:
-    from skillvc.backends import get_backend
-    from skillvc.config import ModelConfig
-    from skillvc.errors import ConfigError
+    from skillvc.core.config import ModelConfig
+    from skillvc.core.errors import ConfigError
+    from skillvc.models.backends import get_backend
 
     script = tmp_path / "claude"
     script.write_text("#!/bin/sh\n")  # no x bit
@@ -248,8 +248,8 @@ def test_datasette_on_a_taken_port_is_one_clear_error(demo: Path) -> None:
 
 
 def test_csv_of_no_runs_or_gates_still_names_its_columns(demo: Path) -> None:
-    from skillvc.history import LOG_KEYS
-    from skillvc.runs import RUN_KEYS
+    from skillvc.review.history import LOG_KEYS
+    from skillvc.review.runs import RUN_KEYS
 
     assert run("eval", "-q", "--split", "val")[0] == 0  # a log, but no training run
     assert run("runs", "--csv") == (0, ",".join(RUN_KEYS) + "\n")

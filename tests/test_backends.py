@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from loopback import LoopbackServer, loopback  # noqa: F401 - the fixture
 
-from skillvc.backends.anthropic_backend import AnthropicBackend
-from skillvc.backends.base import Backend, CallRequest, TransientError
-from skillvc.backends.openai_backend import OpenAIBackend
-from skillvc.backends.retry import parse_retry_after
-from skillvc.calls import CallFailed, ModelClient, model_params
-from skillvc.config import ModelConfig
-from skillvc.errors import AuthenticationFailed, BackendError, ConfigError
-from skillvc.store import open_store
+from skillvc.core.config import ModelConfig
+from skillvc.core.errors import AuthenticationFailed, BackendError, ConfigError
+from skillvc.core.store import open_store
+from skillvc.models.backends.anthropic_backend import AnthropicBackend
+from skillvc.models.backends.base import Backend, CallRequest, TransientError
+from skillvc.models.backends.openai_backend import OpenAIBackend
+from skillvc.models.backends.retry import parse_retry_after
+from skillvc.models.calls import CallFailed, ModelClient, model_params
 
 KEY = "sk-test-SECRET123"
 SYSTEM = "You are the support skill."
@@ -66,8 +66,8 @@ BOTH = pytest.mark.parametrize(
 
 
 def test_registry_builds_these_backends() -> None:
-    from skillvc.backends import get_backend
-    from skillvc.backends.command import CommandBackend
+    from skillvc.models.backends import get_backend
+    from skillvc.models.backends.command import CommandBackend
 
     assert isinstance(get_backend(ModelConfig(model="openai:gpt-4o")), OpenAIBackend)
     assert isinstance(get_backend(ModelConfig(model="anthropic:claude-x")), AnthropicBackend)
@@ -508,7 +508,7 @@ def test_key_with_a_pasted_newline_is_refused_naming_the_variable(
 def test_backoff_for_a_huge_attempt_number_does_not_overflow() -> None:
     import random
 
-    from skillvc.backends.retry import RetryPolicy
+    from skillvc.models.backends.retry import RetryPolicy
 
     policy = RetryPolicy(max_retries=5000, base_delay_s=1.0, max_delay_s=60.0)
     assert 0.0 <= policy.delay(2000, None, random.Random(0)) <= 60.0
@@ -516,7 +516,7 @@ def test_backoff_for_a_huge_attempt_number_does_not_overflow() -> None:
 
 def test_only_dated_snapshots_borrow_their_base_models_price() -> None:
     """ "o3-pro" costs ten times "o3": pricing it as "o3" would let a budget overrun silently."""
-    from skillvc.backends.pricing import DEFAULT_PRICES, price_for
+    from skillvc.core.pricing import DEFAULT_PRICES, price_for
 
     assert price_for("openai:gpt-4o-mini-2024-07-18") == DEFAULT_PRICES["openai:gpt-4o-mini"]
     assert price_for("anthropic:claude-sonnet-4-5-20250929") == (3.00, 15.00)
@@ -529,7 +529,7 @@ def test_only_dated_snapshots_borrow_their_base_models_price() -> None:
     "entry", [0.5, {"input": "cheap", "output": 1}, {"input": -1, "output": 1}, {"input": True}]
 )
 def test_a_malformed_price_override_is_a_config_error(entry: object) -> None:
-    from skillvc.backends.pricing import cost_usd
+    from skillvc.core.pricing import cost_usd
 
     with pytest.raises(ConfigError, match=r'\[prices\."openai:x"\] needs input and output'):
         cost_usd("openai:x", 10, 10, {"openai:x": entry})  # type: ignore[dict-item]

@@ -21,9 +21,9 @@ from click.testing import CliRunner, Result
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.errors import DiskFull, TaskSetError
-from skillvc.store import open_store
-from skillvc.tasks import read_items
+from skillvc.core.errors import DiskFull, TaskSetError
+from skillvc.core.store import open_store
+from skillvc.tasks.taskset import read_items
 
 SKILL = "skills/acme-returns/SKILL.md"
 RANGE_HINT = "to a value in that range."

@@ -17,15 +17,15 @@ from batch_fake import BatchFake, batch_fake  # noqa: F401 (the fixture)
 from click.testing import CliRunner
 from conftest import copy_repo, git
 
-from skillvc.backends.base import CallRequest
-from skillvc.batch import BatchExecutor, provider_for
-from skillvc.calls import model_params
 from skillvc.cli import cli
-from skillvc.config import ModelConfig
-from skillvc.executors import Call, run_call
-from skillvc.store import open_store
+from skillvc.core.config import ModelConfig
+from skillvc.core.store import open_store
+from skillvc.models.backends.base import CallRequest
+from skillvc.models.batch import BatchExecutor, provider_for
+from skillvc.models.calls import model_params
+from skillvc.models.executors import Call, run_call
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 

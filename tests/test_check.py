@@ -24,8 +24,8 @@ from test_eval import (  # noqa: F401 - demo is a fixture
     trained,
 )
 
-from skillvc.evaluation import compare
-from skillvc.workspace import open_workspace
+from skillvc.review.evaluation import compare
+from skillvc.workspace.workspace import open_workspace
 
 
 def test_check_passes_an_improving_edit(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

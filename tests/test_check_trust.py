@@ -31,8 +31,8 @@ from test_eval import (  # noqa: F401 - demo is a fixture
     trained,
 )
 
-from skillvc.evaluation import compare
-from skillvc.workspace import open_workspace
+from skillvc.review.evaluation import compare
+from skillvc.workspace.workspace import open_workspace
 
 CONFIG_HINT = (
     "Hint: The check judged the change by the base's settings and tasks; a maintainer who "
@@ -121,7 +121,7 @@ def test_a_base_scorer_module_edited_by_the_pr_runs_as_committed_at_base(
     module = f"grader_{uuid.uuid4().hex[:8]}"
     grader = demo / f"{module}.py"
     grader.write_text(
-        "from skillvc.scorers import extract_answer, normalize_answer\n\n"
+        "from skillvc.tasks.scorers import extract_answer, normalize_answer\n\n"
         "def grade(output, item):\n"
         "    got = normalize_answer(extract_answer(output))\n"
         "    return any(got == normalize_answer(t) for t in item.targets)\n"

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.store import open_store
+from skillvc.core.store import open_store
 
 
 @pytest.fixture
@@ -289,12 +289,12 @@ def test_show_unknown_id(skill_repo: Path, run) -> None:
 
 def test_unexpected_errors_get_exit_70(skill_repo: Path, run, monkeypatch) -> None:
     run(skill_repo, "init")
-    import skillvc.history
+    import skillvc.review.history
 
     def boom(*a, **k):
         raise RuntimeError("kaput sk-abcdefghijklmnop")
 
-    monkeypatch.setattr(skillvc.history, "log_entries", boom)
+    monkeypatch.setattr(skillvc.review.history, "log_entries", boom)
     result = run(skill_repo, "log")
     assert result.exit_code == 70
     assert "skillvc crashed: RuntimeError: kaput [redacted]" in result.output
@@ -305,8 +305,8 @@ def test_unexpected_errors_get_exit_70(skill_repo: Path, run, monkeypatch) -> No
 
 
 def test_dirty_skill_file_error_text(skill_repo: Path) -> None:
-    from skillvc.errors import DirtySkillFile
-    from skillvc.repo import SkillRepo
+    from skillvc.core.errors import DirtySkillFile
+    from skillvc.repo.skillrepo import SkillRepo
 
     (skill_repo / "skills/support/SKILL.md").write_text("changed\n")
     with pytest.raises(DirtySkillFile) as info:
@@ -341,7 +341,7 @@ def test_init_with_a_quote_in_the_skill_path_writes_valid_toml(git_repo: Path, r
     (skill_dir / "SKILL.md").write_text("# x\n")
     result = run(git_repo, "init", "--target", "sim:support", "--optimizer", "sim:support")
     assert result.exit_code == 0, result.output
-    from skillvc.config import load_config
+    from skillvc.core.config import load_config
 
     assert load_config(git_repo).skill.path == 'odd "name" \\ dir/SKILL.md'
 
@@ -365,8 +365,8 @@ def test_init_accepts_the_skill_directory_and_a_path_from_a_subdirectory(
 def test_init_removes_a_config_that_does_not_load(
     skill_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skillvc import workspace
-    from skillvc.errors import ConfigError
+    from skillvc.core.errors import ConfigError
+    from skillvc.workspace import workspace
 
     def broken(root: Path) -> None:
         raise ConfigError("bad config")

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from skillvc.backends.base import CallRequest, TransientError
-from skillvc.backends.command import AgentFailed, CommandBackend, skill_name
-from skillvc.calls import CallFailed, ModelClient
-from skillvc.config import ModelConfig
-from skillvc.errors import ConfigError
-from skillvc.store import open_store
+from skillvc.core.config import ModelConfig
+from skillvc.core.errors import ConfigError
+from skillvc.core.store import open_store
+from skillvc.models.backends.base import CallRequest, TransientError
+from skillvc.models.backends.command import AgentFailed, CommandBackend, skill_name
+from skillvc.models.calls import CallFailed, ModelClient
 
 AGENTS = Path(__file__).parent / "fixtures" / "agents"
 SKILL = "---\nname: support\ndescription: Help.\n---\n# Support\n\nBe polite.\n"

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from skillvc.config import load_config, override, parse_config
-from skillvc.errors import ConfigError, NotInitialised
-from skillvc.workspace import render_config
+from skillvc.core.config import load_config, override, parse_config
+from skillvc.core.errors import ConfigError, NotInitialised
+from skillvc.workspace.workspace import render_config
 
 
 def test_rendered_template_parses_with_paper_defaults(tmp_path: Path) -> None:

@@ -19,13 +19,13 @@ import sqlite_utils
 from click.testing import CliRunner
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
-from skillvc.migrations import MIGRATIONS, VIEWS
-from skillvc.runs import run_usage, usage_by_phase
-from skillvc.scorers import metric_value
-from skillvc.store import open_store
+from skillvc.core.migrations import MIGRATIONS, VIEWS
+from skillvc.core.store import open_store
+from skillvc.review.runs import run_usage, usage_by_phase
+from skillvc.tasks.scorers import metric_value
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -234,8 +234,8 @@ def test_html_report_refuses_a_target_it_cannot_or_must_not_replace(repo, tmp_pa
 
 
 def test_html_report_escapes_everything_from_the_log(repo) -> None:
-    from skillvc.htmlreport import render_html
-    from skillvc.report import run_report
+    from skillvc.review.htmlreport import render_html
+    from skillvc.review.report import run_report
 
     path, _ = repo
     with open_workspace(path).store() as store:
@@ -480,7 +480,7 @@ def readme_view_columns() -> dict[str, list[str]]:
 
 
 def test_readme_and_datasette_metadata_document_every_view_column(tmp_path: Path) -> None:
-    from skillvc.datasette_app import COLUMNS
+    from skillvc.integrations.datasette_app import COLUMNS
 
     with open_store(tmp_path / "events.db") as store:
         actual = {

@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from skillvc.cli import cli
-from skillvc.datasette_app import QUERIES
-from skillvc.demo import create_demo_repo
-from skillvc.runs import usage_by_phase
+from skillvc.integrations.datasette_app import QUERIES
+from skillvc.review.runs import usage_by_phase
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,9 @@ from click.testing import CliRunner, Result
 from loopback import Behaviour, LoopbackServer, loopback  # noqa: F401 - the fixture
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
-from skillvc.doctor import PROBE_MAX_TOKENS
-from skillvc.store import open_store
+from skillvc.core.store import open_store
+from skillvc.review.doctor import PROBE_MAX_TOKENS
+from skillvc.training.demo import create_demo_repo
 
 KEY = "sk-test-doctor-7d1e5a"
 SIM = 'model = "sim:support"'

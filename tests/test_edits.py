@@ -10,9 +10,9 @@ from conftest import SAMPLE_SKILL
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillvc.edits import Edit, apply_edits, edits_from_diff, unified_diff
-from skillvc.errors import PatchError
-from skillvc.skilldoc import SkillDocument
+from skillvc.core.errors import PatchError
+from skillvc.skill.edits import Edit, apply_edits, edits_from_diff, unified_diff
+from skillvc.skill.skilldoc import SkillDocument
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 

@@ -21,14 +21,14 @@ from click.testing import CliRunner, Result
 from conftest import git
 from loopback import LoopbackServer, loopback  # noqa: F401 - the fixture
 
-from skillvc import simworld
 from skillvc.cli import cli
-from skillvc.errors import TaskSetError, UnknownRevision
-from skillvc.evaluation import evaluate
-from skillvc.scorers import extract_answer, normalize_answer
-from skillvc.store import open_store
-from skillvc.tasks import load_taskset
-from skillvc.workspace import init_workspace, open_workspace
+from skillvc.core.errors import TaskSetError, UnknownRevision
+from skillvc.core.store import open_store
+from skillvc.models import simworld
+from skillvc.review.evaluation import evaluate
+from skillvc.tasks.scorers import extract_answer, normalize_answer
+from skillvc.tasks.taskset import load_taskset
+from skillvc.workspace.workspace import init_workspace, open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
@@ -461,7 +461,7 @@ def test_recorded_is_right_while_another_process_writes_to_the_log(
 ) -> None:
     """'recorded' was inferred from the number of events, which a concurrent writer (a training
     run on the same log) also raises."""
-    from skillvc.store import EventStore
+    from skillvc.core.store import EventStore
 
     ws = open_workspace(demo)
     first = evaluate(ws, "HEAD", "val")

@@ -15,12 +15,12 @@ from test_train import history
 
 import skillvc.training.evaluate
 from skillvc.cli import cli
-from skillvc.errors import ExecutorFailed
-from skillvc.executors import Call, ThreadExecutor, run_call
-from skillvc.executors.ray_cluster import RayExecutor
-from skillvc.store import open_store
+from skillvc.core.errors import ExecutorFailed
+from skillvc.core.store import open_store
+from skillvc.models.executors import Call, ThreadExecutor, run_call
+from skillvc.models.executors.ray_cluster import RayExecutor
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 RAY = {"train": {"executor": "ray"}}
 # Executor runs send nothing ahead (training/loop.py), so the threads run they are compared

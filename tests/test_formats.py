@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from skillvc.edits import Edit, apply_edits
-from skillvc.formats import (
+from skillvc.skill.edits import Edit, apply_edits
+from skillvc.skill.formats import (
     AGENT_SKILL,
     COPILOT,
     CURSOR,
@@ -19,7 +19,7 @@ from skillvc.formats import (
     new_problems,
     protected_changes,
 )
-from skillvc.skilldoc import SkillDocument
+from skillvc.skill.skilldoc import SkillDocument
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 SKILL = "skills/support/SKILL.md"

@@ -21,12 +21,12 @@ from conftest import copy_repo, git
 from test_eval import GOOD_RULE, add_rules, commit_all, demo, run_cli  # noqa: F401
 from test_train import _event_count, history
 
-from skillvc.history import log_entries
-from skillvc.report import blame
-from skillvc.store import open_store
+from skillvc.core.store import open_store
+from skillvc.review.history import log_entries
+from skillvc.review.report import blame
 from skillvc.training import significance
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 

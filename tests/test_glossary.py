@@ -8,14 +8,14 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from skillvc.cli import OWN_SKILL, cli
-from skillvc.docs.glossary import markdown, terms
+from skillvc.cli.glossary import markdown, terms
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_docs_glossary_is_generated_from_the_one_in_the_package() -> None:
     expected = markdown()
-    # Stale? Regenerate it with skillvc.docs.glossary.markdown().
+    # Stale? Regenerate it with skillvc.cli.glossary.markdown().
     assert (ROOT / "docs/glossary.md").read_text(encoding="utf-8") == expected
 
 

@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from conftest import git
 
 from skillvc.cli import _printable, cli
-from skillvc.config import load_config
-from skillvc.errors import (
+from skillvc.core.config import load_config
+from skillvc.core.errors import (
     ConfigError,
     Lines,
     LogDamaged,
@@ -29,12 +29,12 @@ from skillvc.errors import (
     TaskSetError,
     one_line,
 )
-from skillvc.events import DAMAGED
+from skillvc.core.events import DAMAGED
+from skillvc.core.store import open_store
 from skillvc.fsck.log import fsck, repair
 from skillvc.inputs import reader
-from skillvc.repo import KEEP_PREFIX, SkillRepo, ensure_ready_to_train
-from skillvc.store import open_store
-from skillvc.tasks import read_items
+from skillvc.repo.skillrepo import KEEP_PREFIX, SkillRepo, ensure_ready_to_train
+from skillvc.tasks.taskset import read_items
 
 SKILL = "skills/acme-returns/SKILL.md"
 

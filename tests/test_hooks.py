@@ -21,9 +21,9 @@ from click.testing import CliRunner, Result
 from conftest import SAMPLE_SKILL, git
 
 from skillvc.cli import cli
-from skillvc.hooks import install_hooks, render_hook
-from skillvc.repo import SkillRepo
-from skillvc.resources import read_text
+from skillvc.core.resources import read_text
+from skillvc.integrations.hooks import install_hooks, render_hook
+from skillvc.repo.skillrepo import SkillRepo
 
 SKILL = "skills/support/SKILL.md"
 CONFIG = f'[skill]\npath = "{SKILL}"\n'
@@ -570,7 +570,7 @@ def test_pre_push_keeps_and_feeds_an_existing_hook(
 
 @pytest.mark.skipif("check" not in cli.commands, reason="'skillvc check' is not registered yet")
 def test_pre_push_runs_the_real_check(tmp_path: Path) -> None:
-    from skillvc.demo import create_demo_repo
+    from skillvc.training.demo import create_demo_repo
 
     root = tmp_path / "demo"
     create_demo_repo(root).close()

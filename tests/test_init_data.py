@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from skillvc.cli import cli
-from skillvc.config import TasksConfig
-from skillvc.errors import TaskSetError
-from skillvc.tasks import load_taskset
+from skillvc.core.config import TasksConfig
+from skillvc.core.errors import TaskSetError
+from skillvc.tasks.taskset import load_taskset
 
 SEARCHQA_MANIFEST = {
     "benchmark": "SearchQA",

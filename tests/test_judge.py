@@ -17,12 +17,12 @@ import pytest
 from conftest import git
 from test_eval import commit_all, demo, run_cli  # noqa: F401 - demo is a fixture
 
-from skillvc import simworld
 from skillvc.judge.calibrate import calibrate
-from skillvc.matrix.stats import wilson
-from skillvc.scorers import JUDGE_SYSTEM, JudgeScorer
-from skillvc.tasks import TaskItem
-from skillvc.workspace import open_workspace
+from skillvc.models import simworld
+from skillvc.tasks.scorers import JUDGE_SYSTEM, JudgeScorer
+from skillvc.tasks.taskset import TaskItem
+from skillvc.training.matrix_stats import wilson
+from skillvc.workspace.workspace import open_workspace
 
 RUBRIC = "judges/RUBRIC.md"
 SEED_RUBRIC = "# Rubric\n\nThe answer is correct when it follows the Acme returns policy.\n"
@@ -148,6 +148,6 @@ def test_bad_labels_are_one_sentence(
 
 def test_the_trust_gate_knows_the_scorers_default_rubric() -> None:
     from skillvc.judge.identity import DEFAULT_RUBRIC
-    from skillvc.scorers import DEFAULT_RUBRIC as SCORER_DEFAULT
+    from skillvc.tasks.scorers import DEFAULT_RUBRIC as SCORER_DEFAULT
 
     assert DEFAULT_RUBRIC == SCORER_DEFAULT

@@ -27,12 +27,12 @@ from loopback import (  # noqa: F401 - the fixture
     simulator_responder,
 )
 
-from skillvc import prompts
-from skillvc.backends.local import ServerInfo, estimate_tokens, probe
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
-from skillvc.prompts import prompt_kind
-from skillvc.store import open_store
+from skillvc.core.store import open_store
+from skillvc.models import prompts
+from skillvc.models.backends.local import ServerInfo, estimate_tokens, probe
+from skillvc.models.prompts import prompt_kind
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.structured import edits_schema, salvage
 
 SKILL = "skills/acme-returns/SKILL.md"

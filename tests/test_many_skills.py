@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.config import load_config, parse_config
-from skillvc.resources import read_bytes
-from skillvc.workspace import render_config
+from skillvc.core.config import load_config, parse_config
+from skillvc.core.resources import read_bytes
+from skillvc.workspace.workspace import render_config
 
 SKILLS = ("billing", "returns", "shipping", "warranty", "loyalty", "gifts", "tax")
 TRAIN_KEYS = "[train]\nepochs = 1\nbatch_size = 8\nminibatch_size = 4\nworkers = 4\nseed = 7\n"
@@ -160,7 +160,7 @@ def test_two_skills_train_one_after_the_other(many: Path) -> None:
     assert all(r.split("/")[4] in (billing_run, returns_run) for r in refs)
 
     # run.started records the skill's name.
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
 
     with open_store(many / ".skillvc" / "events.db") as store:
         started = {e.run_id: e.payload for e in store.events(types=["run.started"])}
@@ -210,7 +210,7 @@ def test_validate_covers_every_skill(many: Path) -> None:
 
 
 def test_a_second_train_is_refused_while_one_runs(many: Path) -> None:
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
 
     with open_store(many / ".skillvc" / "events.db") as store, store.writer_lock():
         code, out, err = run("train", "--skill", "tax")
@@ -277,7 +277,7 @@ def test_a_skill_overrides_the_shared_defaults(tmp_path: Path) -> None:
     a, b = config.for_skill("a"), config.for_skill("b")
     assert (a.train.epochs, b.train.epochs) == (5, 2)
     assert (a.skill.max_bytes, b.skill.max_bytes) == (16000, 900)
-    from skillvc.errors import ConfigError
+    from skillvc.core.errors import ConfigError
 
     with pytest.raises(ConfigError) as bad:
         parse_config(text.replace("epochs = 5", "epoch = 5"), tmp_path)
@@ -318,9 +318,9 @@ def test_one_skill_commands_take_skill(many: Path) -> None:
 
 
 def test_resume_picks_the_unfinished_run_of_that_skill(many: Path) -> None:
-    from skillvc.errors import BudgetExceeded
+    from skillvc.core.errors import BudgetExceeded
     from skillvc.training.loop import train
-    from skillvc.workspace import open_workspace
+    from skillvc.workspace.workspace import open_workspace
 
     with open(many / "skillvc.toml", "a") as fh:
         fh.write('\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n')
@@ -385,7 +385,7 @@ def test_a_skill_is_named_by_its_frontmatter_or_directory_or_path(
     assert run("init")[0] == 0
     config = load_config(git_repo)
     assert config.skill_names == ["alpha", "beta-helper"]
-    from skillvc.skills import select_skill
+    from skillvc.skill.skills import select_skill
 
     for given in ("beta-helper", "beta", "skills/beta", "skills/beta/SKILL.md"):
         assert select_skill(config, given).skill_name == "beta-helper", given

@@ -18,10 +18,10 @@ import pytest
 from conftest import git
 from test_eval import SKILL, commit_all, demo, run_cli  # noqa: F401 - demo is a fixture
 
-from skillvc import simworld
-from skillvc.config import parse_config
-from skillvc.errors import ConfigError
-from skillvc.matrix.stats import binomial_tail, cohen_kappa, sign_test, wilson
+from skillvc.core.config import parse_config
+from skillvc.core.errors import ConfigError
+from skillvc.models import simworld
+from skillvc.training.matrix_stats import binomial_tail, cohen_kappa, sign_test, wilson
 
 LATE = simworld.rule("late deliveries earn").text
 TARGETS = '\n[targets.literal]\nmodel = "sim:support-literal"\n'

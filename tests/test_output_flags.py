@@ -15,7 +15,7 @@ from conftest import git
 
 from skillvc.cli import cli
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 

@@ -13,10 +13,8 @@ from click.testing import CliRunner
 from conftest import PACKAGE_LINK, git, make_package_repo
 
 from skillvc.cli import cli
-from skillvc.config import load_config
-from skillvc.edits import Edit, apply_edits
-from skillvc.errors import StateConflict
-from skillvc.evaluation import evaluate
+from skillvc.core.config import load_config
+from skillvc.core.errors import StateConflict
 from skillvc.packages import (
     SkillPackage,
     apply_package_edits,
@@ -24,9 +22,11 @@ from skillvc.packages import (
     load_package,
     render_chat,
 )
-from skillvc.repo import SkillRepo
-from skillvc.skilldoc import SkillDocument
-from skillvc.workspace import open_workspace
+from skillvc.repo.skillrepo import SkillRepo
+from skillvc.review.evaluation import evaluate
+from skillvc.skill.edits import Edit, apply_edits
+from skillvc.skill.skilldoc import SkillDocument
+from skillvc.workspace.workspace import open_workspace
 
 FORMS = (
     "# Forms and special cases\n\n"

@@ -26,22 +26,22 @@ import pytest
 from click.testing import CliRunner, Result
 from test_agents import fake_cli, scratch_tmp  # noqa: F401 - scratch_tmp is a fixture
 
-from skillvc.agents.backend import AgentBackend
-from skillvc.backends.base import CallRequest, PackageFile
-from skillvc.backends.command import AgentFailed, CommandBackend
 from skillvc.cli import cli
-from skillvc.config import ModelConfig, load_config
-from skillvc.evaluation import EvalResult, evaluate
-from skillvc.hashing import content_id
+from skillvc.core.config import ModelConfig, load_config
+from skillvc.core.hashing import content_id
+from skillvc.core.store import open_store
+from skillvc.models.agents.backend import AgentBackend
+from skillvc.models.backends.base import CallRequest, PackageFile
+from skillvc.models.backends.command import AgentFailed, CommandBackend
+from skillvc.models.prompts import section
 from skillvc.packages.model import load_package
 from skillvc.packages.render import package_version
-from skillvc.prompts import section
-from skillvc.repo import SkillRepo
-from skillvc.store import open_store
-from skillvc.tasks import TaskItem
+from skillvc.repo.skillrepo import SkillRepo
+from skillvc.review.evaluation import EvalResult, evaluate
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import rollout_request
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 from tests.conftest import copy_repo, git
 
 AGENTS = Path(__file__).parent / "fixtures" / "agents"

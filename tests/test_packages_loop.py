@@ -31,13 +31,13 @@ from loopback import (  # noqa: F401 - the fixture
     loopback,
 )
 
-from skillvc import prompts
 from skillvc.cli import cli
-from skillvc.edits import Edit
+from skillvc.core.store import open_store
+from skillvc.models import prompts
+from skillvc.models.prompts import prompt_kind, section
 from skillvc.packages import SkillPackage
 from skillvc.packages.prompt import clip, optimizer_files, readable
-from skillvc.prompts import prompt_kind, section
-from skillvc.store import open_store
+from skillvc.skill.edits import Edit
 from skillvc.training.optimize import Proposal, aggregate, apply_selected_package
 
 SKILL = (
@@ -457,7 +457,7 @@ def test_training_refuses_an_uncommitted_package_file(
 
 KILL_ON_WRITE = """
 import os, sys
-from skillvc import repo as repo_module
+from skillvc.repo import skillrepo as repo_module
 from skillvc.cli import main
 
 original = repo_module.SkillRepo.restore_file

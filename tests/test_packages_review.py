@@ -16,11 +16,11 @@ from click.testing import CliRunner
 from conftest import copy_repo, git, make_package_repo
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
-from skillvc.history import LOG_KEYS
-from skillvc.store import open_store
+from skillvc.core.store import open_store
+from skillvc.review.history import LOG_KEYS
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import train as train_run
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 DIR = "skills/acme-returns"
 SKILL = f"{DIR}/SKILL.md"

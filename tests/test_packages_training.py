@@ -22,22 +22,22 @@ from conftest import copy_repo, git, make_package_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillvc import prompts, simpackage, simworld
-from skillvc.backends.base import CallRequest, PackageFile
-from skillvc.backends.sim import SimBackend
 from skillvc.cli import cli
-from skillvc.demo import PACKAGE_INTRO, create_demo_repo
-from skillvc.edits import Edit
+from skillvc.core.resources import read_bytes
+from skillvc.core.store import open_store
+from skillvc.models import prompts, simpackage, simworld
+from skillvc.models.backends.base import CallRequest, PackageFile
+from skillvc.models.backends.sim import SimBackend
+from skillvc.models.prompts import section
 from skillvc.packages import SkillPackage, broken_links, render_chat
 from skillvc.packages.links import linked_files, orphan_files, reachable_files
 from skillvc.packages.prompt import optimizer_files
-from skillvc.prompts import section
-from skillvc.repo import SkillRepo
-from skillvc.resources import read_bytes
-from skillvc.store import open_store
+from skillvc.repo.skillrepo import SkillRepo
+from skillvc.skill.edits import Edit
+from skillvc.training.demo import PACKAGE_INTRO, create_demo_repo
 from skillvc.training.loop import train
 from skillvc.training.optimize import apply_selected_package
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 FORMS = "# Forms and special cases\n\n- Billing errors go to the billing team: escalate them.\n"
 

@@ -20,11 +20,11 @@ from click.testing import CliRunner, Result
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.config import load_config
-from skillvc.edits import Edit
-from skillvc.hooks import install_hooks, validate
+from skillvc.core.config import load_config
+from skillvc.integrations.hooks import install_hooks, validate
 from skillvc.packages import apply_package_edits, load_package
-from skillvc.repo import SkillRepo
+from skillvc.repo.skillrepo import SkillRepo
+from skillvc.skill.edits import Edit
 from skillvc.training.optimize import apply_selected_package
 
 DIR = "skills/acme-returns"
@@ -492,7 +492,7 @@ def test_check_compares_the_skill_of_a_package_whose_path_is_its_directory(
 
 
 def test_doctor_holds_a_packages_skill_md_to_the_agent_skills_rules(pkg: Path) -> None:
-    from skillvc.doctor import check_skill
+    from skillvc.review.doctor import check_skill
 
     write(pkg, SKILL, SKILL_TEXT.replace("name: acme-returns", "name: acme"))
     result = check_skill(load_config(pkg))

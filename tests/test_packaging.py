@@ -62,7 +62,7 @@ def test_wheel_ships_templates_and_hooks_and_installed_package_reads_them(tmp_pa
         capture_output=True,
     )
     probe = (
-        "import skillvc, skillvc.resources as r;"
+        "import skillvc, skillvc.core.resources as r;"
         "print(skillvc.__file__);"
         "print(r.resource_dir('templates'));"
         "print(r.read_text('templates', 'skillvc.toml').splitlines()[0])"

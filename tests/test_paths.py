@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from conftest import copy_repo, git
 
 from skillvc.cli import cli
-from skillvc.errors import PathOutsideRepo
-from skillvc.paths import inside_repo
+from skillvc.core.errors import PathOutsideRepo
+from skillvc.core.paths import inside_repo
 
 HINT = "Hint: Use a path relative to the repository root, inside it (not under .git/ or .skillvc/)."
 # A line of /etc/passwd: it must never reach the event log or any output.

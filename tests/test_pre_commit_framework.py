@@ -251,7 +251,7 @@ def test_husky_and_lefthook_are_recognised(
 def test_skillvc_check_runs_on_push_once_given_the_stage(
     skillvc_repo: tuple[Path, str], tmp_path: Path, env: dict[str, str]
 ) -> None:
-    from skillvc.demo import create_demo_repo
+    from skillvc.training.demo import create_demo_repo
 
     root = tmp_path / "demo"
     create_demo_repo(root).close()

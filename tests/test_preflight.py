@@ -22,10 +22,10 @@ from click.testing import CliRunner, Result
 from conftest import git
 from loopback import LoopbackServer, loopback, simulator_responder  # noqa: F401 - the fixture
 
-from skillvc.calls import RoleStats
 from skillvc.cli import cli
-from skillvc.config import parse_config
-from skillvc.store import open_store
+from skillvc.core.config import parse_config
+from skillvc.core.store import open_store
+from skillvc.models.calls import RoleStats
 from skillvc.training.projection import project
 
 SKILL = "skills/acme-returns/SKILL.md"
@@ -231,7 +231,7 @@ def test_max_tokens_raises_the_cap(
 
 
 def test_max_tokens_must_be_positive(tmp_path: Path) -> None:
-    from skillvc.errors import ConfigError
+    from skillvc.core.errors import ConfigError
 
     # Its wording follows the other numbers' range checks; it names the key.
     with pytest.raises(ConfigError, match=r"^\[skill\] max_tokens "):

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from skillvc.cli import cli
-from skillvc.progress import Progress
+from skillvc.core.progress import Progress
 
 STAGE_END = re.compile(
     r"^(?P<name>.+): (?P<done>\d+)/(?P<total>\d+) (items|minibatches), (?P<calls>\d+) calls "

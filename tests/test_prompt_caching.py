@@ -26,15 +26,15 @@ from loopback import (  # noqa: F401 - the fixture
 )
 from test_train_real_backends import KEY, SETUPS, Setup, make_repo
 
-from skillvc.backends.anthropic_backend import AnthropicBackend
-from skillvc.backends.base import Backend
-from skillvc.backends.openai_backend import OpenAIBackend
-from skillvc.backends.pricing import cache_prices_for
-from skillvc.calls import ModelClient
 from skillvc.cli import _summary_lines, cli
-from skillvc.config import ModelConfig
-from skillvc.errors import ConfigError
-from skillvc.store import EventStore, open_store
+from skillvc.core.config import ModelConfig
+from skillvc.core.errors import ConfigError
+from skillvc.core.pricing import cache_prices_for
+from skillvc.core.store import EventStore, open_store
+from skillvc.models.backends.anthropic_backend import AnthropicBackend
+from skillvc.models.backends.base import Backend
+from skillvc.models.backends.openai_backend import OpenAIBackend
+from skillvc.models.calls import ModelClient
 from skillvc.training.loop import RunSummary
 
 CACHED = {"type": "text", "cache_control": {"type": "ephemeral"}}

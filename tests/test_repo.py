@@ -1,4 +1,4 @@
-"""Tests for skillvc.repo against real git repositories in temp dirs."""
+"""Tests for skillvc.repo.skillrepo against real git repositories in temp dirs."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from skillvc import repo as repo_module
-from skillvc.errors import (
+from skillvc.core.errors import (
     ConfigError,
     DirtySkillFile,
     NotAGitRepo,
@@ -22,7 +21,8 @@ from skillvc.errors import (
     StateConflict,
     UnknownRevision,
 )
-from skillvc.repo import SkillRepo, ensure_gitignore
+from skillvc.repo import skillrepo as repo_module
+from skillvc.repo.skillrepo import SkillRepo, ensure_gitignore
 
 SKILL = "skills/support/SKILL.md"
 NEW_SKILL = b"---\nname: support\n---\n# Support\n\n- Be very polite.\n"

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.store import open_store
+from skillvc.core.store import open_store
 
 SKILL = "skills/acme-returns/SKILL.md"
 

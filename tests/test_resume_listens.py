@@ -27,8 +27,8 @@ from loopback import (  # noqa: F401 - the fixture
 )
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
-from skillvc.store import open_store
+from skillvc.core.store import open_store
+from skillvc.training.demo import create_demo_repo
 
 SKILL = "skills/acme-returns/SKILL.md"
 KEY = "sk-test-loopback-0000"

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
+from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 

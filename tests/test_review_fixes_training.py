@@ -12,13 +12,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import git
 
-from skillvc.backends.base import CallRequest, CallResult
-from skillvc.backends.sim import SimBackend
-from skillvc.calls import ModelClient, Reply, RoleStats
 from skillvc.cli import cli
-from skillvc.config import ModelConfig
-from skillvc.edits import Edit
-from skillvc.errors import (
+from skillvc.core.config import ModelConfig
+from skillvc.core.errors import (
     BackendError,
     BudgetExceeded,
     ConfigError,
@@ -26,18 +22,22 @@ from skillvc.errors import (
     StateConflict,
     TaskSetError,
 )
-from skillvc.report import SETTINGS, render_markdown
-from skillvc.scorers import get_scorer
-from skillvc.skilldoc import SkillDocument
-from skillvc.store import open_store
-from skillvc.tasks import TaskItem
+from skillvc.core.store import open_store
+from skillvc.models.backends.base import CallRequest, CallResult
+from skillvc.models.backends.sim import SimBackend
+from skillvc.models.calls import ModelClient, Reply, RoleStats
+from skillvc.review.report import SETTINGS, render_markdown
+from skillvc.skill.edits import Edit
+from skillvc.skill.skilldoc import SkillDocument
+from skillvc.tasks.scorers import get_scorer
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training import commits
 from skillvc.training.evaluate import Evaluator
 from skillvc.training.loop import train
 from skillvc.training.optimize import apply_selected
 from skillvc.training.setup import find_unfinished
 from skillvc.training.state import RunState
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 PRICED = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from skillvc import scorers
-from skillvc.errors import ScorerError
-from skillvc.scorers import (
+from skillvc.core.errors import ScorerError
+from skillvc.tasks import scorers
+from skillvc.tasks.scorers import (
     Score,
     extract_answer,
     get_scorer,
@@ -23,7 +23,7 @@ from skillvc.scorers import (
     register_scorer,
     score_item,
 )
-from skillvc.tasks import TARGETLESS_SCORERS, TaskItem
+from skillvc.tasks.taskset import TARGETLESS_SCORERS, TaskItem
 
 
 def item(*targets: str, choices: tuple[str, ...] = (), **kw: Any) -> TaskItem:
@@ -433,9 +433,9 @@ def test_plugin_registration_and_needs_target(monkeypatch: pytest.MonkeyPatch) -
         built.append(options)
         return _Const("always", Score(1.0, 1.0))
 
-    monkeypatch.setattr("skillvc.tasks.TARGETLESS_SCORERS", set(TARGETLESS_SCORERS))
+    monkeypatch.setattr("skillvc.tasks.taskset.TARGETLESS_SCORERS", set(TARGETLESS_SCORERS))
     register_scorer("always", factory, needs_target=False)
-    from skillvc import tasks
+    from skillvc.tasks import taskset as tasks
 
     assert "always" in tasks.TARGETLESS_SCORERS
     assert get_scorer("always", {"x": 1}).score(item(), "") == Score(1.0, 1.0)
@@ -545,8 +545,8 @@ def test_json_scorer_target_past_the_digit_limit_is_a_scorer_error() -> None:
 def test_a_failed_judge_call_is_a_backend_error_not_a_scorer_error() -> None:
     """The judge's call failing (auth, retries exhausted) is infrastructure: it keeps its class,
     exit code 6 and hint instead of being dressed up as a broken scorer (exit 5)."""
-    from skillvc.calls import CallFailed
-    from skillvc.errors import AuthenticationFailed, BackendError
+    from skillvc.core.errors import AuthenticationFailed, BackendError
+    from skillvc.models.calls import CallFailed
 
     def refused(system: str, user: str) -> str:
         raise AuthenticationFailed("anthropic:x refused the key in ANTHROPIC_API_KEY (HTTP 401).")

@@ -37,9 +37,9 @@ from loopback import (  # noqa: F401 - the fixture
 )
 from secret_forms import assert_nowhere
 
-from skillvc.demo import create_demo_repo
 from skillvc.secrets import REDACTED, findings, scrub
 from skillvc.sleep.redact import Redactor
+from skillvc.training.demo import create_demo_repo
 
 SKILL = "skills/acme-returns/SKILL.md"
 ROOT = Path(__file__).resolve().parent.parent

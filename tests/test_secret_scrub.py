@@ -31,15 +31,15 @@ from loopback import (  # noqa: F401 - the fixture
 )
 from secret_forms import assert_nowhere, leaked_forms
 
-from skillvc.backends.command import ENV_ALLOWLIST, CommandBackend, env_fingerprint
-from skillvc.calls import ModelClient
 from skillvc.cli import cli
-from skillvc.config import ModelConfig, parse_config
-from skillvc.demo import create_demo_repo
-from skillvc.errors import ConfigError
-from skillvc.hashing import canonical_json
+from skillvc.core.config import ModelConfig, parse_config
+from skillvc.core.errors import ConfigError
+from skillvc.core.hashing import canonical_json
+from skillvc.core.store import open_store
+from skillvc.models.backends.command import ENV_ALLOWLIST, CommandBackend, env_fingerprint
+from skillvc.models.calls import ModelClient
 from skillvc.secrets import REDACTED, restore, scrub, scrub_values
-from skillvc.store import open_store
+from skillvc.training.demo import create_demo_repo
 
 AGENTS = Path(__file__).parent / "fixtures" / "agents"
 OPENAI_KEY = "oa-SECRET/4f9a+7c1d=2e8b"  # "/", "+", "=": its encoded forms all differ
@@ -160,7 +160,7 @@ def env_agent(**kw: object) -> CommandBackend:
 
 
 def run_agent(backend: CommandBackend) -> dict[str, str]:
-    from skillvc.backends.base import CallRequest
+    from skillvc.models.backends.base import CallRequest
 
     messages = ({"role": "system", "content": SKILL}, {"role": "user", "content": "hi"})
     text = backend.complete(CallRequest(role="target", model="command:agent", messages=messages))

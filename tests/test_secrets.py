@@ -34,7 +34,7 @@ from loopback import (  # noqa: F401 - the fixture
 )
 from secret_forms import assert_nowhere
 
-from skillvc.demo import create_demo_repo
+from skillvc.training.demo import create_demo_repo
 
 SKILL = "skills/acme-returns/SKILL.md"
 OPENAI_KEY = "sk-test-SECRET-4f9a7c1d2e8b"

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from skillvc.cli import cli
-from skillvc.hashing import sha256_hex
-from skillvc.store import open_store
+from skillvc.core.hashing import sha256_hex
+from skillvc.core.store import open_store
 from skillvc.training.loop import train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 
 @pytest.fixture(scope="module")

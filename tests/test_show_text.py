@@ -14,11 +14,11 @@ from click.testing import CliRunner, Result
 from conftest import copy_repo, git
 
 from skillvc.cli import cli
-from skillvc.events import EVENT_TYPES
-from skillvc.store import open_store
+from skillvc.core.events import EVENT_TYPES
+from skillvc.core.store import open_store
 from skillvc.training.loop import train
 from skillvc.views.events import RENDERERS, event_text
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 

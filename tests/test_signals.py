@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skillvc.store import open_store
+from skillvc.core.store import open_store
 from tests.conftest import git
 from tests.test_agents import agent_repo, fake_cli
 

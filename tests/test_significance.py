@@ -8,9 +8,9 @@ from fractions import Fraction
 
 import pytest
 
-from skillvc import simworld
-from skillvc.backends.base import CallRequest
-from skillvc.backends.sim import SimBackend
+from skillvc.models import simworld
+from skillvc.models.backends.base import CallRequest
+from skillvc.models.backends.sim import SimBackend
 from skillvc.training import significance as sig
 
 

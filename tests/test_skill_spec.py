@@ -17,9 +17,9 @@ from click.testing import CliRunner, Result
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.formats import check_bytes, check_warnings, new_problems
-from skillvc.hooks import install_hooks
-from skillvc.skilldoc import SkillDocument
+from skillvc.integrations.hooks import install_hooks
+from skillvc.skill.formats import check_bytes, check_warnings, new_problems
+from skillvc.skill.skilldoc import SkillDocument
 
 LONG_DESCRIPTION = "Use when the user asks about invoices." * 30  # 1,140 characters
 BIG_LINES = "\n".join(f"- Step {i}: check the ledger entry and write it down." for i in range(600))
@@ -219,8 +219,8 @@ def test_guidance_warns_only_for_skill_md_and_training_refuses_growth_only() -> 
 
 
 def test_doctor_passes_a_skill_over_the_budget(skill_repo: Path) -> None:
-    from skillvc.config import load_config
-    from skillvc.doctor import check_skill
+    from skillvc.core.config import load_config
+    from skillvc.review.doctor import check_skill
 
     config = '[skill]\npath = "skills/support/SKILL.md"\nmax_bytes = 100\n'
     (skill_repo / "skillvc.toml").write_text(config)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillvc.errors import SkillDocumentError
-from skillvc.skilldoc import SkillDocument
+from skillvc.core.errors import SkillDocumentError
+from skillvc.skill.skilldoc import SkillDocument
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 

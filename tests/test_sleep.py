@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import copy_repo, git
 
-from skillvc import simworld
 from skillvc.cli import cli
+from skillvc.models import simworld
 from skillvc.sleep import mine, redact, transcripts
 
 PEM = (
@@ -694,7 +694,7 @@ def test_sleep_trains_nothing_unreviewed(repo: Path, isolated_env: Path) -> None
 def test_timer_templates_run_skillvc_sleep_nightly() -> None:
     import plistlib
 
-    from skillvc.resources import resource_dir
+    from skillvc.core.resources import resource_dir
 
     folder = resource_dir("templates").joinpath("sleep")
     plist = plistlib.loads(folder.joinpath("dev.skillvc.sleep.plist").read_bytes())

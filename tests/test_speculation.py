@@ -12,10 +12,10 @@ from conftest import copy_repo, git
 from test_train import SKILL, history
 
 from skillvc.cli import cli
-from skillvc.errors import BudgetExceeded
-from skillvc.store import open_store
+from skillvc.core.errors import BudgetExceeded
+from skillvc.core.store import open_store
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 # Fields that name a commit or an event by a value of this repository (commit times differ).
 LOCAL = {"sha", "gate_id", "best_commit", "intent", "parent"}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from skillvc.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
-from skillvc.events import EVENT_TYPES, EventType, upcast
-from skillvc.migrations import MIGRATIONS, SCHEMA_VERSION, VIEWS
-from skillvc.store import EventStore, open_store
+from skillvc.core.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
+from skillvc.core.events import EVENT_TYPES, EventType, upcast
+from skillvc.core.migrations import MIGRATIONS, SCHEMA_VERSION, VIEWS
+from skillvc.core.store import EventStore, open_store
 
 
 @pytest.fixture
@@ -320,7 +320,7 @@ def test_concurrent_first_opens_migrate_once(tmp_path: Path) -> None:
 def test_a_busy_database_is_not_called_corrupt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import skillvc.store as store_module
+    import skillvc.core.store as store_module
 
     monkeypatch.setattr(store_module, "_BUSY_TIMEOUT", 0.2)
     path = tmp_path / "events.db"

@@ -9,10 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from skillvc.config import TasksConfig
-from skillvc.errors import TaskSetError
-from skillvc.hashing import content_id
-from skillvc.tasks import DUPLICATE_HINT, OVERLAP_HINT, TaskItem, TaskSet, load_taskset, read_items
+from skillvc.core.config import TasksConfig
+from skillvc.core.errors import TaskSetError
+from skillvc.core.hashing import content_id
+from skillvc.tasks.taskset import (
+    DUPLICATE_HINT,
+    OVERLAP_HINT,
+    TaskItem,
+    TaskSet,
+    load_taskset,
+    read_items,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
 

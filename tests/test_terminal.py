@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from skillvc.cli import cli
-from skillvc.output import format_runs
-from skillvc.progress import Progress
+from skillvc.core.progress import Progress
+from skillvc.review.output import format_runs
 from skillvc.terminal.fit import fit_line, visible_len
 
 CODES = re.compile(r"\x1b\[[0-9;]*[mK]")
@@ -115,7 +115,7 @@ def test_read_commands_fit_80_columns(trained: tuple[Path, str], args: list[str]
 
 def test_show_of_a_gate_and_a_model_call_fit_80_columns(trained: tuple[Path, str]) -> None:
     repo, _ = trained
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
 
     with open_store(repo / ".skillvc/events.db") as store:
         ids = [
@@ -219,8 +219,8 @@ def test_the_live_line_drops_detail_before_eta_and_cost(
 
 
 def test_the_runs_table_keeps_its_key_columns_at_80(trained: tuple[Path, str]) -> None:
-    from skillvc.runs import list_runs
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
+    from skillvc.review.runs import list_runs
 
     repo, _ = trained
     with open_store(repo / ".skillvc/events.db") as store:

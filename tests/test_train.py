@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillvc.cli import cli
-from skillvc.errors import BudgetExceeded, ConfigError, DirtySkillFile, Locked
-from skillvc.store import open_store
+from skillvc.core.errors import BudgetExceeded, ConfigError, DirtySkillFile, Locked
+from skillvc.core.store import open_store
 from skillvc.training.evaluate import EPS, scan
 from skillvc.training.loop import train
 from skillvc.training.schedule import learning_rate
-from skillvc.workspace import open_workspace
+from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 
@@ -197,7 +197,7 @@ def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: 
     with open_store(stopped / ".skillvc/events.db") as store:
         row = store.query("SELECT status, baseline_val FROM runs")[0]
         assert row == {"status": "stopped", "baseline_val": reference.baseline_val}
-        from skillvc.report import render_markdown, run_report
+        from skillvc.review.report import render_markdown, run_report
 
         markdown = render_markdown(run_report(store, None, SKILL))
     assert "(stopped)" in markdown
@@ -212,7 +212,7 @@ def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: 
 
 
 def _reflect_prompt(rejected: list[dict]) -> list[dict[str, str]]:
-    from skillvc import prompts, simworld
+    from skillvc.models import prompts, simworld
 
     items = [it for it in simworld.generate_items(200, seed=3) if it["target"] == "replace"]
     cases = [
@@ -239,8 +239,8 @@ def _reflect_prompt(rejected: list[dict]) -> list[dict[str, str]]:
 
 
 def test_simulated_optimizer_uses_the_rejected_buffer() -> None:
-    from skillvc.backends import CallRequest
-    from skillvc.backends.sim import SimBackend
+    from skillvc.models.backends import CallRequest
+    from skillvc.models.backends.sim import SimBackend
 
     def proposals(rejected: list[dict]) -> list[str]:
         req = CallRequest("optimizer", "sim:support", tuple(_reflect_prompt(rejected)))
@@ -258,7 +258,7 @@ def test_simulated_optimizer_uses_the_rejected_buffer() -> None:
 
 def test_no_buffer_shows_later_reflections_nothing(seed_repo: Path, tmp_path: Path) -> None:
     def rejected_sections(repo: Path) -> list[str]:
-        from skillvc.prompts import section
+        from skillvc.models.prompts import section
 
         with open_store(repo / ".skillvc/events.db") as store:
             prompts = [
@@ -368,8 +368,8 @@ def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: 
 
 
 def test_edits_that_break_the_format_rules_are_refused() -> None:
-    from skillvc.edits import Edit
-    from skillvc.skilldoc import SkillDocument
+    from skillvc.skill.edits import Edit
+    from skillvc.skill.skilldoc import SkillDocument
     from skillvc.training.optimize import apply_selected
 
     doc = SkillDocument.parse(
@@ -487,11 +487,11 @@ def test_demo_command_shows_runs_commits_rejections_and_next_steps(tmp_path: Pat
 def test_a_failed_judge_call_is_an_item_error_not_a_score(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from skillvc.backends import get_backend
-    from skillvc.calls import ModelClient
-    from skillvc.config import ModelConfig
-    from skillvc.scorers import get_scorer
-    from skillvc.tasks import TaskItem
+    from skillvc.core.config import ModelConfig
+    from skillvc.models.backends import get_backend
+    from skillvc.models.calls import ModelClient
+    from skillvc.tasks.scorers import get_scorer
+    from skillvc.tasks.taskset import TaskItem
     from skillvc.training.evaluate import Evaluator
 
     target = ModelConfig(model="sim:support")

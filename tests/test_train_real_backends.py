@@ -31,9 +31,9 @@ from loopback import (  # noqa: F401 - the fixture
 )
 
 from skillvc.cli import cli
-from skillvc.demo import create_demo_repo
-from skillvc.prompts import prompt_kind, section
-from skillvc.store import open_store
+from skillvc.core.store import open_store
+from skillvc.models.prompts import prompt_kind, section
+from skillvc.training.demo import create_demo_repo
 
 SKILL = "skills/acme-returns/SKILL.md"
 KEY = "sk-test-loopback-0000"

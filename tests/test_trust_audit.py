@@ -204,7 +204,7 @@ def test_an_event_log_committed_under_another_spelling_is_refused(
 
 AGENT = """\
 import sys
-from skillvc import simworld
+from skillvc.models import simworld
 skill = open(sys.argv[1], encoding="utf-8").read()
 task = sys.stdin.read()
 # The skill can make this agent fail: on the gold tickets its harmful rule breaks.

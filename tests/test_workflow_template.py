@@ -30,8 +30,8 @@ from packaging.requirements import Requirement
 from test_eval import HARMFUL_RULE, add_rules, demo, trained  # noqa: F401 - demo is a fixture
 
 from skillvc.cli import cli
-from skillvc.resources import read_text
-from skillvc.workflow import PLACEHOLDER, installed_source, pinned_source
+from skillvc.core.resources import read_text
+from skillvc.integrations.workflow import PLACEHOLDER, installed_source, pinned_source
 
 TEMPLATE = read_text("templates", "github/skillvc-check.yml")
 WORKFLOW: dict[Any, Any] = yaml.safe_load(TEMPLATE)

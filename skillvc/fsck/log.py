@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillvc.errors import LogDamaged, NotADatabase
-from skillvc.events import DAMAGED
-from skillvc.hashing import canonical_json, sha256_hex
+from skillvc.core.errors import LogDamaged, NotADatabase
+from skillvc.core.events import DAMAGED
+from skillvc.core.hashing import canonical_json, sha256_hex
 
 _CHUNK = 500
 _EVENT_COLUMNS = "id, type, payload, run_id, seq, step, epoch, key, created_at, version"
@@ -182,7 +182,7 @@ def fsck(path: Path) -> FsckReport:
 def repair(path: Path) -> RepairReport:
     """Copy what can be read of the damaged log at ``path`` into a fresh log that takes its
     place; the damaged one is kept aside. A sound log is left as it is."""
-    from skillvc.store import open_store, writer_lock_at
+    from skillvc.core.store import open_store, writer_lock_at
 
     with writer_lock_at(path, "train"):
         report = check_log(path)

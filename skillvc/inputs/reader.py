@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skillvc.errors import BadData, PermissionDenied, SkillvcError
+from skillvc.core.errors import BadData, PermissionDenied, SkillvcError
 
 MiB = 1024 * 1024
 # Caps by kind of file: far above any real one, low enough that a mistake (a dataset dump

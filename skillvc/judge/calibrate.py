@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillvc.errors import ConfigError, TaskSetError
-from skillvc.evaluation import _judge, make_client
-from skillvc.hashing import content_id, sha256_hex
+from skillvc.core.errors import ConfigError, TaskSetError
+from skillvc.core.hashing import content_id, sha256_hex
+from skillvc.core.paths import inside_repo
 from skillvc.judge.identity import EVENT, judge_id, judge_options, meets, read_in, rubric_text
-from skillvc.matrix.stats import cohen_kappa, wilson
-from skillvc.paths import inside_repo
-from skillvc.scorers import JudgeScorer, parse_judge_score
-from skillvc.tasks import TaskItem
-from skillvc.workspace import Workspace
+from skillvc.review.evaluation import _judge, make_client
+from skillvc.tasks.scorers import JudgeScorer, parse_judge_score
+from skillvc.tasks.taskset import TaskItem
+from skillvc.training.matrix_stats import cohen_kappa, wilson
+from skillvc.workspace.workspace import Workspace
 
 
 @dataclass(frozen=True)

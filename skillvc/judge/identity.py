@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skillvc.config import Config, JudgeConfig
-from skillvc.errors import ConfigError
-from skillvc.hashing import content_id, sha256_hex
-from skillvc.paths import inside_repo
+from skillvc.core.config import Config, JudgeConfig
+from skillvc.core.errors import ConfigError
+from skillvc.core.hashing import content_id, sha256_hex
+from skillvc.core.paths import inside_repo
 
 EVENT = "judge.calibrated"
-# The judge scorer's default rubric (skillvc.scorers.DEFAULT_RUBRIC; a test keeps them equal).
+# The judge scorer's default rubric (skillvc.tasks.scorers.DEFAULT_RUBRIC; a test keeps them equal).
 DEFAULT_RUBRIC = "The output is correct if it gives the same answer as an acceptable answer."
 _MODEL_KEYS = (
     "model",

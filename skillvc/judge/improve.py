@@ -27,16 +27,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc.config import Config, SkillConfig, TasksConfig
-from skillvc.errors import ConfigError
-from skillvc.hashing import sha256_hex
+from skillvc.core.config import Config, SkillConfig, TasksConfig
+from skillvc.core.errors import ConfigError
+from skillvc.core.hashing import sha256_hex
+from skillvc.core.paths import inside_repo
+from skillvc.core.progress import Progress
 from skillvc.judge.calibrate import Calibration, Label, calibrate, read_labels
 from skillvc.judge.identity import read_in, rubric_text
-from skillvc.paths import inside_repo
-from skillvc.progress import Progress
-from skillvc.scorers import JudgeScorer
+from skillvc.tasks.scorers import JudgeScorer
 from skillvc.training.loop import RunSummary, train
-from skillvc.workspace import Workspace
+from skillvc.workspace.workspace import Workspace
 
 ASK = (
     "Grade the output below by the rubric. End your reply with one line of the form "

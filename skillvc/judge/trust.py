@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skillvc.config import CONFIG_FILE, Config, parse_config
-from skillvc.errors import ConfigError
+from skillvc.core.config import CONFIG_FILE, Config, parse_config
+from skillvc.core.errors import ConfigError
+from skillvc.core.paths import STATE_DIR
 from skillvc.judge.identity import EVENT, judge_id, judge_options, meets, read_in, rubric_text
-from skillvc.paths import STATE_DIR
 
 
 class JudgeNotTrusted(ConfigError):
@@ -23,7 +23,7 @@ def latest_calibration(db: Path, jid: str) -> dict[str, Any] | None:
     """The newest recorded calibration of judge ``jid`` (None: never calibrated, or no log)."""
     if not db.is_file():
         return None
-    from skillvc.store import open_store
+    from skillvc.core.store import open_store
 
     with open_store(db) as store:
         rows = store.query(
@@ -66,8 +66,8 @@ def require_trusted_judge_at(root: Path, base: str, skill: str | None, trust: bo
     """``skillvc check``: the judge as BASE configures it (rubric file at BASE)."""
     if trust:
         return
-    from skillvc.repo import SkillRepo
-    from skillvc.trust import _decode, _read_at
+    from skillvc.repo.skillrepo import SkillRepo
+    from skillvc.review.trust import _decode, _read_at
 
     with SkillRepo(root) as repo:
         repo.resolve(base)

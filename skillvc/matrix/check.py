@@ -11,13 +11,13 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from skillvc.config import CONFIG_FILE, parse_config
-from skillvc.evaluation import compare_versions, read_skill
+from skillvc.core.config import CONFIG_FILE, parse_config
+from skillvc.core.progress import Progress
 from skillvc.matrix.scores import TargetChange, change_of, require_targets, with_target
-from skillvc.progress import Progress
-from skillvc.repo import SkillRepo
-from skillvc.trust import _decode, _read_at, require_evidence, working_directory
-from skillvc.workspace import Workspace
+from skillvc.repo.skillrepo import SkillRepo
+from skillvc.review.evaluation import compare_versions, read_skill
+from skillvc.review.trust import _decode, _read_at, require_evidence, working_directory
+from skillvc.workspace.workspace import Workspace
 
 
 def check_matrix(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from skillvc.core.progress import Progress
 from skillvc.matrix.scores import TargetChange
-from skillvc.output import echo_json
-from skillvc.progress import Progress
-from skillvc.workspace import Workspace
+from skillvc.review.output import echo_json
+from skillvc.workspace.workspace import Workspace
 
 
 def eval_matrix(
@@ -68,9 +68,9 @@ def matrix_check(
 
 def _alpha(root: Path, base: str, skill: str | None) -> float:
     """BASE's [train] gate_targets_alpha (the significance level of every matrix verdict)."""
-    from skillvc.config import CONFIG_FILE, parse_config
-    from skillvc.repo import SkillRepo
-    from skillvc.trust import _decode, _read_at
+    from skillvc.core.config import CONFIG_FILE, parse_config
+    from skillvc.repo.skillrepo import SkillRepo
+    from skillvc.review.trust import _decode, _read_at
 
     with SkillRepo(root) as repo:
         raw = _read_at(repo, CONFIG_FILE, base)
@@ -82,8 +82,8 @@ def _alpha(root: Path, base: str, skill: str | None) -> float:
 
 def fail_on_regressions(changes: Sequence[TargetChange]) -> None:
     """Exit 7 naming every model the change makes significantly worse."""
-    from skillvc.config import listing
-    from skillvc.errors import RegressionFound
+    from skillvc.core.config import listing
+    from skillvc.core.errors import RegressionFound
 
     bad = [c for c in changes if c.regression]
     if bad:
@@ -103,7 +103,7 @@ def report_matrix(
 ) -> dict[str, object]:
     """``report --matrix``: the run's best skill vs its seed on every target model, as
     ``{"matrix": [...], "markdown": "..."}`` (model calls answered from the log when made)."""
-    from skillvc.errors import SkillvcError
+    from skillvc.core.errors import SkillvcError
     from skillvc.matrix.scores import compare_matrix
 
     base, best = report.get("base_commit"), report.get("best_commit")

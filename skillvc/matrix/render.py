@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from skillvc.matrix.scores import Cell, MatrixResult, TargetChange
-from skillvc.output import table
+from skillvc.review.output import table
 
 
 def cell_text(cell: Cell | None) -> str:

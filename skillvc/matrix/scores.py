@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc.config import Config, ModelConfig
-from skillvc.errors import ConfigError
-from skillvc.evaluation import Comparison, EvalResult, compare, evaluate, pair
-from skillvc.matrix.stats import mean_interval, sign_test
-from skillvc.progress import Progress
-from skillvc.tasks import load_taskset
-from skillvc.workspace import Workspace
+from skillvc.core.config import Config, ModelConfig
+from skillvc.core.errors import ConfigError
+from skillvc.core.progress import Progress
+from skillvc.review.evaluation import Comparison, EvalResult, compare, evaluate, pair
+from skillvc.tasks.taskset import load_taskset
+from skillvc.training.matrix_stats import mean_interval, sign_test
+from skillvc.workspace.workspace import Workspace
 
 PRIMARY = "target"  # the name of [target] in a matrix
 

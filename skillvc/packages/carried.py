@@ -17,7 +17,7 @@ Invariants:
   a file or a folder, inside the package or not) and a submodule are left out and named in
   ``Carried.skipped``, so nothing outside the package is read because of one and nothing an
   agent runs can reach through one. A link that SKILL.md points to is then a broken link
-  (``skillvc.preflight.check_package_files``).
+  (``skillvc.skill.preflight.check_package_files``).
 - Never carried: anything under ``.git`` or ``.skillvc``, and, when the package is the
   repository's root, ``skillvc.toml`` and the task files: an agent must not read the answers.
 - A carried file is a ``PackageFile`` holding bytes: calls key it by its SHA-256 and the event
@@ -32,14 +32,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from skillvc.backends.base import PackageFile
+from skillvc.core.paths import _forbidden
 from skillvc.inputs import reader as inputs
+from skillvc.models.backends.base import PackageFile
 from skillvc.packages.model import REGULAR_MODES, SkillPackage
-from skillvc.paths import _forbidden
 
 if TYPE_CHECKING:
-    from skillvc.config import Config
-    from skillvc.repo import SkillRepo
+    from skillvc.core.config import Config
+    from skillvc.repo.skillrepo import SkillRepo
 
 EXECUTABLE_MODE = "100755"
 
@@ -123,7 +123,7 @@ def _scored_files(config: Config, root: str) -> set[str]:
     package at the repository root holds them)."""
     if root:
         return set()
-    from skillvc.config import CONFIG_FILE
+    from skillvc.core.config import CONFIG_FILE
 
     tasks = config.tasks
     named = [CONFIG_FILE, *(p for p in (tasks.path, tasks.train, tasks.val, tasks.test) if p)]

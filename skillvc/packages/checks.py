@@ -1,6 +1,6 @@
 """What ``skillvc validate`` and the hooks check of a skill package beyond SKILL.md's own rules.
 
-SKILL.md keeps the format rules of ``skillvc.formats`` (Agent Skills frontmatter, markers, the
+SKILL.md keeps the format rules of ``skillvc.skill.formats`` (Agent Skills frontmatter, markers, the
 size budget, the body's size guidance). The other files and the package as a whole add:
 
 Errors (``package_problems``; they fail validate and the pre-commit hook):
@@ -48,8 +48,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skillvc.errors import SkillDocumentError
-from skillvc.formats import (
+from skillvc.core.errors import SkillDocumentError
+from skillvc.packages.links import broken_links, linked_files, reachable_files
+from skillvc.packages.model import SKILL_FILE, SkillPackage
+from skillvc.packages.prompt import optimizer_files
+from skillvc.packages.render import HEADER, INSTALLING_HARNESSES, render_chat
+from skillvc.skill.formats import (
     RULE_SIZE,
     Problem,
     check_bytes,
@@ -59,15 +63,11 @@ from skillvc.formats import (
     reference_warnings,
     split_size,
 )
-from skillvc.packages.links import broken_links, linked_files, reachable_files
-from skillvc.packages.model import SKILL_FILE, SkillPackage
-from skillvc.packages.prompt import optimizer_files
-from skillvc.packages.render import HEADER, INSTALLING_HARNESSES, render_chat
-from skillvc.preflight import BYTES_PER_TOKEN
-from skillvc.skilldoc import SkillDocument
+from skillvc.skill.preflight import BYTES_PER_TOKEN
+from skillvc.skill.skilldoc import SkillDocument
 
 if TYPE_CHECKING:
-    from skillvc.config import Config
+    from skillvc.core.config import Config
 
 RULE_ORPHAN = "package-orphan"
 RULE_NESTED = "package-nested-link"

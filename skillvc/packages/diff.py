@@ -4,7 +4,7 @@ Invariants:
 - A package diff is one git-style unified diff: a section per file whose bytes differ, in
   sorted order of path, each named from the repository root (``a/<root>/<file>``). A file only
   in the newer version is ``--- /dev/null``; one only in the older is ``+++ /dev/null``.
-- Each section is exactly ``skillvc.edits.unified_diff`` of that file, so a package's SKILL.md
+- Each section is exactly ``skillvc.skill.edits.unified_diff`` of that file, so a package's SKILL.md
   section reads as a single-file skill's diff does, and ``skillvc apply`` reads it back.
 - A version is given as its identity text (a skill's text or a package bundle, as the event
   log holds it); text that is not a bundle is a package of one file, SKILL.md.
@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from skillvc.edits import unified_diff
-from skillvc.errors import SkillDocumentError, SkillFileMissing
+from skillvc.core.errors import SkillDocumentError, SkillFileMissing
 from skillvc.packages.model import SKILL_FILE, SkillPackage, bundle_files, load_package
-from skillvc.skilldoc import SkillDocument
+from skillvc.skill.edits import unified_diff
+from skillvc.skill.skilldoc import SkillDocument
 
 if TYPE_CHECKING:
-    from skillvc.config import Config
-    from skillvc.repo import SkillRepo
+    from skillvc.core.config import Config
+    from skillvc.repo.skillrepo import SkillRepo
 
 DEV_NULL = "/dev/null"
 

@@ -1,7 +1,7 @@
 """Edits to a skill package: each edit names its file; applied file by file, never deleting one.
 
 Invariants:
-- Edits apply in order within each file (``skillvc.edits.apply_edits`` on that file's
+- Edits apply in order within each file (``skillvc.skill.edits.apply_edits`` on that file's
   document); edits to different files are independent, so the result is the same as applying
   the whole list in order. Unmatched edits keep their reason, and say which file.
 - An ``add`` to a path that is not yet a package file creates it (content plus a final
@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from skillvc.edits import Edit, Unmatched, apply_edits
 from skillvc.packages.links import resolve
 from skillvc.packages.model import SKILL_FILE, SkillPackage
-from skillvc.skilldoc import SkillDocument
+from skillvc.skill.edits import Edit, Unmatched, apply_edits
+from skillvc.skill.skilldoc import SkillDocument
 
 
 @dataclass(frozen=True)

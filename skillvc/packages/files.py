@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Collection
 from pathlib import Path
 
-from skillvc.errors import NotAPackageFile
+from skillvc.core.errors import NotAPackageFile
 
 
 def readings(root: Path, package: str, given: str, cwd: Path) -> list[str]:

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from skillvc.errors import SkillvcError
-from skillvc.formats import Problem
+from skillvc.core.errors import SkillvcError
 from skillvc.inputs import reader as inputs
 from skillvc.packages.model import DEFAULT_INCLUDE, SKILL_FILE, SkillPackage, matches
+from skillvc.skill.formats import Problem
 
 RULE_LINK = "package-link"
 _LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")

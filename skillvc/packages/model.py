@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillvc.errors import SkillDocumentError
-from skillvc.hashing import canonical_json
+from skillvc.core.errors import SkillDocumentError
+from skillvc.core.hashing import canonical_json
 from skillvc.inputs import reader as inputs
-from skillvc.skilldoc import SkillDocument
+from skillvc.skill.skilldoc import SkillDocument
 
 if TYPE_CHECKING:
-    from skillvc.config import Config
-    from skillvc.repo import SkillRepo
+    from skillvc.core.config import Config
+    from skillvc.repo.skillrepo import SkillRepo
 
 SKILL_FILE = "SKILL.md"
 DEFAULT_INCLUDE = ("*.md", "*.txt")
@@ -118,7 +118,7 @@ class SkillPackage:
 
     def bundle(self) -> str:
         """The package as one canonical text (see the module docstring); every file must be
-        UTF-8 (``skillvc.preflight.check_package`` refuses a package where one is not)."""
+        UTF-8 (``skillvc.skill.preflight.check_package`` refuses a package where one is not)."""
         files = {name: raw.decode("utf-8") for name, raw in sorted(self.files.items())}
         return canonical_json({"files": files, "format": BUNDLE_FORMAT})
 

@@ -7,7 +7,7 @@ Invariants:
   a file that would take the appended text past ``budget`` bytes (UTF-8), or the whole prompt
   past ``cap`` bytes (the token cap, ``[skill] max_tokens`` x 4), is left out whole and named
   in ``cut``, never half-sent. So the cap holds for what the model receives as long as SKILL.md
-  alone is under it (``skillvc.preflight.check_skill`` refuses it otherwise).
+  alone is under it (``skillvc.skill.preflight.check_skill`` refuses it otherwise).
 - Installing harnesses (``command``, ``claude-code``, ``codex``) get the whole directory:
   SKILL.md is the system text as always, every other package file travels in
   ``TargetInput.files`` (package-relative path, text) and the version's carried files
@@ -28,15 +28,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skillvc.backends.base import PackageFile
+from skillvc.models.backends.base import PackageFile
 from skillvc.packages.carried import Carried
 from skillvc.packages.links import linked_files
 from skillvc.packages.model import SKILL_FILE, SkillPackage
-from skillvc.preflight import BYTES_PER_TOKEN
+from skillvc.skill.preflight import BYTES_PER_TOKEN
 
 if TYPE_CHECKING:
-    from skillvc.config import Config
-    from skillvc.repo import SkillRepo
+    from skillvc.core.config import Config
+    from skillvc.repo.skillrepo import SkillRepo
 
 HEADER = "## Reference file: {path}"
 # Harnesses that install the skill as files for an agent (they get the whole package).
@@ -160,7 +160,7 @@ def version_of(
 ) -> PackageVersion:
     """``package`` with ``carried`` under ``config``'s target, checked: a package with a broken
     relative link or a file that is not UTF-8 never reaches a model (SkillDocumentError)."""
-    from skillvc.preflight import check_package_files
+    from skillvc.skill.preflight import check_package_files
 
     check_package_files(package, where, carried.skipped)
     return PackageVersion(package, carried, config_view(config, package.root, carried.files))

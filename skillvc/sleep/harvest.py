@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillvc import prompts
-from skillvc.config import HarvestConfig
-from skillvc.errors import BadData, ConfigError, SkillvcError
-from skillvc.hashing import content_id
+from skillvc.core.config import HarvestConfig
+from skillvc.core.errors import BadData, ConfigError, SkillvcError
+from skillvc.core.hashing import content_id
+from skillvc.core.store import EventStore
+from skillvc.models import prompts
 from skillvc.sleep import mine as mining
 from skillvc.sleep import transcripts
 from skillvc.sleep.redact import Redactor, secret_env_values
-from skillvc.store import EventStore
-from skillvc.workspace import Workspace
+from skillvc.workspace.workspace import Workspace
 
 Progress = Callable[[str], None]
 MAX_TARGET_CHARS = 4000  # a final answer longer than this is cut: targets are for a judge
@@ -135,7 +135,7 @@ def settings(
 
 
 def make_redactor(ws: Workspace) -> Redactor:
-    from skillvc.calls import secret_values
+    from skillvc.models.calls import secret_values
 
     values = set(secret_env_values()) | {v for v in secret_values(ws.config) if len(v) >= 8}
     return Redactor(env_values=sorted(values, key=lambda v: (-len(v), v)), extra=[_shared_scrub])
@@ -248,8 +248,8 @@ def mine_state(state: State, config: HarvestConfig) -> mining.Mined:
 
 def write_task_file(ws: Workspace, config: HarvestConfig, kinds: Sequence[KindView]) -> int:
     """Write the reviewed items (only those) to [harvest] tasks; returns how many."""
-    from skillvc.paths import inside_repo
-    from skillvc.repo import write_atomic
+    from skillvc.core.paths import inside_repo
+    from skillvc.repo.skillrepo import write_atomic
 
     rows = [
         {k: v for k, v in item.items() if k != "reviewed"}
@@ -304,8 +304,8 @@ def draft_rubric(client: Any, kind: mining.Kind) -> tuple[str, str]:
 
 
 def _client(ws: Workspace, store: EventStore, run_id: str) -> Any:
-    from skillvc.backends import get_backend
-    from skillvc.calls import ModelClient, secret_values
+    from skillvc.models.backends import get_backend
+    from skillvc.models.calls import ModelClient, secret_values
 
     config = ws.config.optimizer
     return ModelClient(

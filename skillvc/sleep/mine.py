@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc.hashing import content_id
+from skillvc.core.hashing import content_id
 
 DEFAULT_MIN_SUPPORT = 3
 DEFAULT_THRESHOLD = 0.6

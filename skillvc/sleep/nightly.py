@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillvc.config import TasksConfig
-from skillvc.errors import BudgetExceeded, ConfigError, StateConflict
+from skillvc.core.config import TasksConfig
+from skillvc.core.errors import BudgetExceeded, ConfigError, StateConflict
 from skillvc.sleep import harvest as harvesting
-from skillvc.workspace import STATE_DIR, Workspace
+from skillvc.workspace.workspace import STATE_DIR, Workspace
 
 Progress = Callable[[str], None]
 NOISE_P = 0.1  # a gate whose one-sided p-value is above this is within the noise
@@ -164,7 +164,7 @@ def _train_on_branch(
     budget: float | None,
     say: Progress,
 ) -> None:
-    from skillvc.repo import SkillRepo
+    from skillvc.repo.skillrepo import SkillRepo
     from skillvc.training.loop import train
 
     assert outcome.branch is not None and outcome.base_commit is not None
@@ -218,7 +218,7 @@ def _train_on_branch(
             summary = train(wt, new=True, budget_usd=budget, progress=say)
         except BudgetExceeded as exc:
             # The commits made so far stay on the branch; the report says where it stopped.
-            from skillvc.report import latest_run
+            from skillvc.review.report import latest_run
 
             with ws.store() as store:
                 outcome.run = latest_run(store)
@@ -265,7 +265,7 @@ def _undo_failed_night(ws: Workspace, branch: str, tasks_commit: str | None) -> 
 
 def _write_report(ws: Workspace, outcome: SleepResult) -> str:
     """The Markdown report (a pull-request body) under .skillvc/reports/; its relative path."""
-    from skillvc.repo import write_atomic
+    from skillvc.repo.skillrepo import write_atomic
 
     text = render_report(ws, outcome)
     name = f"sleep-{(outcome.branch or outcome.date).rsplit('/', 1)[-1]}.md"
@@ -337,7 +337,7 @@ def render_report(ws: Workspace, outcome: SleepResult) -> str:
     if outcome.run is None:
         out += [f"Nothing was trained. {' '.join(outcome.warnings)}", ""]
         return "\n".join(out)
-    from skillvc.report import render_markdown, run_report
+    from skillvc.review.report import render_markdown, run_report
 
     with ws.store() as store:
         report = run_report(store, outcome.run, ws.config.skill_relpath)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc.tasks import TaskItem
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training import significance
 from skillvc.training.evaluate import Evaluator, paired_counts
 
@@ -166,7 +166,7 @@ class Attribution:
     """What attribution made of a bundle: the edits kept, the tests, and (when it dropped any)
     the pruned candidate and its gate against the current skill."""
 
-    bundle: Sequence[Any]  # the applied edits (skillvc.edits.Edit), in selection order
+    bundle: Sequence[Any]  # the applied edits (skillvc.skill.edits.Edit), in selection order
     kept: list[Any]
     tests: list[EditTest]
     alpha: float

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillvc.packages.model import SkillPackage
-from skillvc.repo import SkillRepo
+from skillvc.repo.skillrepo import SkillRepo
 from skillvc.training import significance
 from skillvc.training.runlog import RunLog
 

@@ -21,15 +21,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc.backends.base import PackageFile
-from skillvc.calls import CallFailed, ModelClient, Reply, package_files
-from skillvc.errors import AuthenticationFailed
-from skillvc.executors import Call, CallFailure, Executor, run_call
-from skillvc.hashing import sha256_hex
+from skillvc.core.errors import AuthenticationFailed
+from skillvc.core.hashing import sha256_hex
+from skillvc.core.progress import Progress
+from skillvc.models.backends.base import PackageFile
+from skillvc.models.calls import CallFailed, ModelClient, Reply, package_files
+from skillvc.models.executors import Call, CallFailure, Executor, run_call
 from skillvc.packages.render import TargetInput, TargetView
-from skillvc.progress import Progress
-from skillvc.scorers import Scorer, metric_value, score_item
-from skillvc.tasks import TaskItem
+from skillvc.tasks.scorers import Scorer, metric_value, score_item
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training import significance
 
 EPS = 1e-9
@@ -84,7 +84,7 @@ class Evaluator:
     memo: dict[tuple[str, str, str], Rollout] = field(default_factory=dict)
     calls: int = 0
     # None: calls run in ``pool`` as they always have. Otherwise uncached target calls go out
-    # through it and come back in item order (see skillvc.executors); scoring stays here.
+    # through it and come back in item order (see skillvc.models.executors); scoring stays here.
     executor: Executor | None = None
     # A skill package's view (bundle -> what the target gets; skillvc.packages.render), or None
     # for a single-file skill, whose text is the system prompt as is.
@@ -93,7 +93,7 @@ class Evaluator:
     def __post_init__(self) -> None:
         target = self.client.configs.get("target")
         if self.executor is None and target is not None and target.mode == "batch":
-            from skillvc.batch import batch_executor
+            from skillvc.models.batch import batch_executor
 
             self.executor = batch_executor(self.client.store, target, self.client.run_id)
 

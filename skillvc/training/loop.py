@@ -35,28 +35,27 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from skillvc import prompts
-from skillvc.backends.pricing import cost_usd
-from skillvc.calls import CallFailed, RoleStats
-from skillvc.config import Config, override, validate
-from skillvc.edits import ApplyResult, Edit, Unmatched
-from skillvc.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
-from skillvc.events import Event
-from skillvc.executors import make_executor
-from skillvc.formats import new_problems
-from skillvc.hashing import sha256_hex
-from skillvc.matrix.gate import matrix_gate, matrix_projection
+from skillvc.core.config import Config, override, validate
+from skillvc.core.errors import AuthenticationFailed, BudgetExceeded, ConfigError, RunFailed
+from skillvc.core.events import Event
+from skillvc.core.hashing import sha256_hex
+from skillvc.core.pricing import cost_usd
+from skillvc.core.progress import Progress
+from skillvc.core.store import EventStore
+from skillvc.models import prompts
+from skillvc.models.calls import CallFailed, RoleStats
+from skillvc.models.executors import make_executor
 from skillvc.packages import SKILL_FILE, SkillPackage, skill_file_text
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.prompt import readable
 from skillvc.packages.render import chat_rendering, config_view
-from skillvc.preflight import estimate_tokens
-from skillvc.progress import Progress
-from skillvc.runs import run_usage
+from skillvc.review.runs import run_usage
 from skillvc.secrets import scrub
-from skillvc.skilldoc import SkillDocument
-from skillvc.store import EventStore
-from skillvc.tasks import TaskItem
+from skillvc.skill.edits import ApplyResult, Edit, Unmatched
+from skillvc.skill.formats import new_problems
+from skillvc.skill.preflight import estimate_tokens
+from skillvc.skill.skilldoc import SkillDocument
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training import attribution, commits, significance
 from skillvc.training.attribution import Attribution
 from skillvc.training.commits import Honesty
@@ -69,6 +68,7 @@ from skillvc.training.evaluate import (
     mean,
     resample_gate,
 )
+from skillvc.training.matrix_gate import matrix_gate, matrix_projection
 from skillvc.training.optimize import (
     Merged,
     Proposal,
@@ -96,7 +96,7 @@ from skillvc.training.resume import (
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import RunContext, find_unfinished, finished_here, prepare_run
 from skillvc.training.state import Edits, RunState
-from skillvc.workspace import Workspace
+from skillvc.workspace.workspace import Workspace
 
 SLOW_UPDATE_REGION = "slow-update"
 Usage = Mapping[str, RoleStats]

@@ -21,19 +21,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc import prompts
-from skillvc.agents.description import DescriptionRefused, targets_description, with_description
-from skillvc.agents.trajectory import Trajectory, render
-from skillvc.backends.base import PackageFile
-from skillvc.calls import CallFailed, ModelClient
-from skillvc.edits import ApplyResult, Edit, Unmatched, apply_edits
-from skillvc.formats import new_problems, new_reference_problems
+from skillvc.models import prompts
+from skillvc.models.agents.description import (
+    DescriptionRefused,
+    targets_description,
+    with_description,
+)
+from skillvc.models.agents.trajectory import Trajectory, render
+from skillvc.models.backends.base import PackageFile
+from skillvc.models.calls import CallFailed, ModelClient
 from skillvc.packages import SKILL_FILE, SkillPackage, apply_package_edits, broken_links
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.links import reachable_files
 from skillvc.packages.prompt import optimizer_files
-from skillvc.skilldoc import SkillDocument
-from skillvc.tasks import TaskItem
+from skillvc.skill.edits import ApplyResult, Edit, Unmatched, apply_edits
+from skillvc.skill.formats import new_problems, new_reference_problems
+from skillvc.skill.skilldoc import SkillDocument
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import Rollout
 from skillvc.training.structured import edits_schema, response_format, salvage, text_schema
 
@@ -394,7 +398,7 @@ def apply_selected(
     with reason "format", so a candidate never breaks what the file's agent expects.
 
     With ``describe`` a replace of the frontmatter description is applied too, within the
-    Agent Skills limits (``skillvc.agents.description``); nothing else of the frontmatter."""
+    Agent Skills limits (``skillvc.models.agents.description``); nothing else of the frontmatter."""
     current = doc
     applied: list[Edit] = []
     unmatched: list[Unmatched] = []

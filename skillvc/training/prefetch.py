@@ -32,11 +32,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc.backends.base import PackageFile
-from skillvc.calls import ModelClient
-from skillvc.hashing import sha256_hex
+from skillvc.core.hashing import sha256_hex
+from skillvc.models.backends.base import PackageFile
+from skillvc.models.calls import ModelClient
 from skillvc.packages.render import TargetView
-from skillvc.tasks import TaskItem
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import rollout_request
 
 

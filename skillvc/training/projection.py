@@ -15,7 +15,7 @@ projection multiplies that by the calls the planned steps make, as an upper boun
   cases of one minibatch (a target call's tokens minus the skill's, each) and
   ``TEMPLATE_TOKENS`` of prompt, plus ``OPTIMIZER_COMPLETION_TOKENS`` of answer, priced at
   the optimizer's input and output prices. Repair calls after unparsable answers are not
-  counted. The skill's tokens are estimated as in ``skillvc.preflight`` (bytes / 4).
+  counted. The skill's tokens are estimated as in ``skillvc.skill.preflight`` (bytes / 4).
 
 Invariant: pure arithmetic over the baseline's statistics and the config, so a resumed run
 projects exactly what the interrupted one did (its baseline answers come from the log).
@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc.backends.pricing import price_for
-from skillvc.calls import RoleStats
-from skillvc.config import Config
-from skillvc.errors import StateConflict
+from skillvc.core.config import Config
+from skillvc.core.errors import StateConflict
+from skillvc.core.pricing import price_for
+from skillvc.models.calls import RoleStats
 
 OPTIMIZER_COMPLETION_TOKENS = 1_000  # a JSON list of a few edits with rationales
 TEMPLATE_TOKENS = 500  # the optimizer's instructions around the skill and cases

@@ -27,15 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc import prompts
-from skillvc.config import Config, parse_config_dict, with_execution
-from skillvc.errors import ConfigError, SkillvcError, TaskSetError
-from skillvc.events import Event
-from skillvc.hashing import canonical_json
+from skillvc.core.config import Config, parse_config_dict, with_execution
+from skillvc.core.errors import ConfigError, SkillvcError, TaskSetError
+from skillvc.core.events import Event
+from skillvc.core.hashing import canonical_json
+from skillvc.core.store import EventStore
+from skillvc.models import prompts
 from skillvc.secrets import REDACTED, restore
-from skillvc.store import EventStore
-from skillvc.tasks import load_taskset
-from skillvc.workspace import Workspace
+from skillvc.tasks.taskset import load_taskset
+from skillvc.workspace.workspace import Workspace
 
 NEW, RESUME, RESTART, REFUSE = "new", "resume", "restart", "refuse"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skillvc.events import Event
-from skillvc.store import EventStore
+from skillvc.core.events import Event
+from skillvc.core.store import EventStore
 
 
 class RunLog:

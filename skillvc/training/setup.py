@@ -18,14 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillvc import prompts
-from skillvc.backends import lazy_backend
-from skillvc.backends.base import PackageFile
-from skillvc.backends.local import ServerInfo, probe
-from skillvc.backends.pricing import price_for
-from skillvc.calls import ModelClient, secret_values
-from skillvc.config import Config, ModelConfig
-from skillvc.errors import (
+from skillvc.core.config import Config, ModelConfig
+from skillvc.core.errors import (
     ConfigError,
     DirtySkillFile,
     SkillDocumentError,
@@ -33,19 +27,25 @@ from skillvc.errors import (
     StateConflict,
     TaskSetError,
 )
-from skillvc.events import Event
-from skillvc.hashing import content_id, sha256_hex
+from skillvc.core.events import Event
+from skillvc.core.hashing import content_id, sha256_hex
+from skillvc.core.pricing import price_for
+from skillvc.core.store import EventStore
+from skillvc.models import prompts
+from skillvc.models.backends import lazy_backend
+from skillvc.models.backends.base import PackageFile
+from skillvc.models.backends.local import ServerInfo, probe
+from skillvc.models.calls import ModelClient, secret_values
 from skillvc.packages.carried import load_carried
 from skillvc.packages.model import load_package
 from skillvc.packages.render import installs, target_view
-from skillvc.preflight import check_skill
-from skillvc.repo import SkillRepo, ensure_ready_to_train
-from skillvc.scorers import Scorer, get_scorer
-from skillvc.store import EventStore
-from skillvc.tasks import TaskItem, TaskSet, load_taskset
+from skillvc.repo.skillrepo import SkillRepo, ensure_ready_to_train
+from skillvc.skill.preflight import check_skill
+from skillvc.tasks.scorers import Scorer, get_scorer
+from skillvc.tasks.taskset import TaskItem, TaskSet, load_taskset
 from skillvc.training import commits
 from skillvc.training.runlog import RunLog
-from skillvc.workspace import Workspace
+from skillvc.workspace.workspace import Workspace
 
 JudgeFn = Callable[[str, str], str]
 
@@ -270,7 +270,7 @@ def base_url(m: ModelConfig) -> str | None:
 
 def probe_servers(config: Config) -> dict[str, ServerInfo]:
     """``{role: ServerInfo}`` for the roles whose model is on a local server that says what
-    it is (``skillvc.backends.local``); hosted APIs and the simulator are not asked."""
+    it is (``skillvc.models.backends.local``); hosted APIs and the simulator are not asked."""
     found: dict[str, ServerInfo] = {}
     for role in ("target", "optimizer"):
         m = getattr(config, role)

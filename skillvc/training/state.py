@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillvc.packages.model import SKILL_FILE, SkillPackage
-from skillvc.skilldoc import SkillDocument
+from skillvc.skill.skilldoc import SkillDocument
 
 Edits = list[dict[str, Any]]
 

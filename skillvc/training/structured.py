@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skillvc.edits import Edit
+from skillvc.skill.edits import Edit
 
 MAX_CONTENT_CHARS = 1200  # one edit's new text: a rule or two with an example
 MAX_TARGET_CHARS = 600  # text copied from the skill (a line or a short paragraph)

@@ -1,9 +1,10 @@
 """One readable text per event type, for ``skillvc show``.
 
-Invariant: ``RENDERERS`` has an entry for every type in ``skillvc.events.EVENT_TYPES`` (a test
+Invariant: ``RENDERERS`` has an entry for every type in ``skillvc.core.events.EVENT_TYPES`` (a test
 iterates over the catalogue), so a new event type without a text fails the tests instead of
 falling back to raw JSON. Each renderer reads only the payload it is given (plus, for a few
-types, context ``skillvc.history.show`` looked up: ``flips`` of a gate, ``previous`` guidance of
+types, context ``skillvc.review.history.show`` looked up: ``flips`` of a gate, ``previous``
+guidance of
 a slow update) and never raises on a payload missing a key: old events lack newer keys.
 """
 

@@ -1,0 +1,343 @@
+"""Schema migrations of the event log, applied by ``EventStore`` when it opens.
+
+Never edit a migration that has shipped: add a new one and bump ``SCHEMA_VERSION``. Views are
+read models for people (``sqlite-utils``, Datasette); they are documented in the README, and
+changing one means dropping and recreating it in a new migration.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+from skillvc.core.schema import SCHEMA_VERSION  # noqa: E402,F401 - re-exported for callers
+
+MIGRATIONS = Migrations("skillvc")
+
+
+@MIGRATIONS()
+def m001_events_and_blobs(db: Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            type TEXT NOT NULL,
+            payload TEXT NOT NULL,          -- canonical JSON
+            run_id TEXT,
+            seq INTEGER,                    -- position within the run (replay idempotency)
+            step INTEGER,
+            epoch INTEGER,
+            key TEXT,                       -- content hash of cache events (model calls)
+            created_at TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1
+        )
+        """
+    )
+    db.execute("CREATE INDEX events_type ON events (type, id)")
+    db.execute("CREATE UNIQUE INDEX events_run_seq ON events (run_id, seq) WHERE seq IS NOT NULL")
+    db.execute("CREATE UNIQUE INDEX events_type_key ON events (type, key) WHERE key IS NOT NULL")
+    db.execute(
+        """
+        CREATE TABLE blobs (
+            hash TEXT PRIMARY KEY,          -- sha256 of the UTF-8 content
+            size INTEGER NOT NULL,
+            content TEXT NOT NULL
+        )
+        """
+    )
+    for table in ("events", "blobs"):
+        for action in ("UPDATE", "DELETE"):
+            db.execute(
+                f"""
+                CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table}
+                BEGIN SELECT RAISE(ABORT, 'skillvc {table} are append-only'); END
+                """
+            )
+    _create_views(db)
+
+
+def _edits_of_gates(decision: str) -> str:
+    """One row per edit of the candidates whose gate decision matches ``decision``."""
+    return f"""
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               json_extract(g.payload, '$.before.mean') AS val_before,
+               json_extract(g.payload, '$.after.mean') AS val_after
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
+    """
+
+
+def _proposed_edits(extra: str = "") -> str:
+    """One row per proposed edit; ``extra`` appends columns (later migrations)."""
+    return f"""
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.edit.id') AS edit_id,
+               json_extract(e.payload, '$.edit.op') AS op,
+               json_extract(e.payload, '$.edit.target') AS target,
+               json_extract(e.payload, '$.edit.content') AS content,
+               json_extract(e.payload, '$.edit.anchor') AS anchor,
+               json_extract(e.payload, '$.edit.rationale') AS rationale,
+               json_extract(e.payload, '$.source') AS source{extra}
+        FROM events e WHERE e.type = 'edit.proposed'
+    """
+
+
+# The views as migration 001 created them. Frozen: later migrations replace views, they never
+# change what an earlier migration did.
+_VIEWS_001 = {
+    "proposed_edits": _proposed_edits(),
+    "gates": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.kind') AS kind,
+               json_extract(e.payload, '$.decision') AS decision,
+               json_extract(e.payload, '$.metric') AS metric,
+               json_extract(e.payload, '$.before.mean') AS val_before,
+               json_extract(e.payload, '$.after.mean') AS val_after,
+               json_extract(e.payload, '$.before.n') AS n,
+               json_extract(e.payload, '$.after.n') AS n_evaluated,
+               json_extract(e.payload, '$.early_stopped') AS early_stopped,
+               json_extract(e.payload, '$.lr') AS lr,
+               json_array_length(json_extract(e.payload, '$.edits')) AS edits,
+               (SELECT json_extract(c.payload, '$.sha') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = e.run_id
+                   AND json_extract(c.payload, '$.gate_id') = e.id) AS commit_sha,
+               (SELECT json_extract(c.payload, '$.ref') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = e.run_id
+                   AND json_extract(c.payload, '$.gate_id') = e.id) AS ref
+        FROM events e WHERE e.type = 'gate'
+    """,
+    "accepted_edits": _edits_of_gates("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates("= 'rejected'"),
+    "model_calls": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
+               json_extract(e.payload, '$.role') AS role,
+               json_extract(e.payload, '$.model') AS model,
+               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
+               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
+               json_extract(e.payload, '$.latency_ms') AS latency_ms,
+               json_extract(e.payload, '$.cost_usd') AS cost_usd,
+               json_extract(e.payload, '$.prompt') AS prompt_blob,
+               json_extract(e.payload, '$.response') AS response_blob
+        FROM events e WHERE e.type = 'model.call'
+    """,
+    "runs": """
+        SELECT s.run_id, s.created_at AS started_at,
+               CASE
+                 WHEN f.id IS NOT NULL THEN 'finished'
+                 WHEN (SELECT x.type FROM events x WHERE x.run_id = s.run_id
+                        AND x.type IN ('run.stopped', 'run.resumed')
+                        ORDER BY x.id DESC LIMIT 1) = 'run.stopped' THEN 'stopped'
+                 ELSE 'unfinished'
+               END AS status,
+               json_extract(s.payload, '$.models.target') AS target_model,
+               json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
+               (SELECT COUNT(*) FROM events t WHERE t.run_id = s.run_id
+                  AND t.type = 'step.started') AS steps,
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')) AS accepted,
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.decision') = 'rejected') AS rejected,
+               COALESCE(json_extract(f.payload, '$.baseline_val'),
+                        (SELECT json_extract(b.payload, '$.val') FROM events b
+                          WHERE b.run_id = s.run_id AND b.type = 'baseline')) AS baseline_val,
+               json_extract(f.payload, '$.best_val') AS best_val,
+               json_extract(f.payload, '$.baseline_test') AS baseline_test,
+               json_extract(f.payload, '$.test') AS test,
+               json_extract(f.payload, '$.best_commit') AS best_commit
+        FROM events s
+        LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
+        WHERE s.type = 'run.started'
+    """,
+}
+
+
+def _create_views(db: Database) -> None:
+    for name, sql in _VIEWS_001.items():
+        db.execute(f"CREATE VIEW {name} AS {sql}")
+
+
+# -- 002: honest gates, rollouts, texts joined, steps and slow updates counted apart ---------
+
+# An early-stopped candidate was evaluated only on the items the current skill fails first, so
+# the mean of that subset is biased low; such a gate has val_after NULL and the bound that
+# decided in val_after_bound (the best full mean the candidate could still have reached).
+_GATE_COLUMNS_002 = """
+               json_extract(g.payload, '$.before.mean') AS val_before,
+               CASE WHEN json_extract(g.payload, '$.early_stopped') THEN NULL
+                    ELSE json_extract(g.payload, '$.after.mean') END AS val_after,
+               json_extract(g.payload, '$.after.bound') AS val_after_bound,
+               json_extract(g.payload, '$.after.n') AS evaluated,
+               json_extract(g.payload, '$.p_value') AS p_value,
+               json_array_length(json_extract(g.payload, '$.flipped.gained')) AS flipped_up,
+               json_array_length(json_extract(g.payload, '$.flipped.lost')) AS flipped_down
+"""
+
+
+def _edits_of_gates_002(decision: str, extra: str = "") -> str:
+    """One row per edit of the candidates whose gate decision matches ``decision``; ``extra``
+    appends columns (later migrations)."""
+    return f"""
+        SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
+               json_extract(g.payload, '$.kind') AS kind,
+               json_extract(j.value, '$.id') AS edit_id,
+               json_extract(j.value, '$.op') AS op,
+               json_extract(j.value, '$.target') AS target,
+               json_extract(j.value, '$.content') AS content,
+               json_extract(j.value, '$.anchor') AS anchor,
+               json_extract(j.value, '$.rationale') AS rationale,
+               {_GATE_COLUMNS_002.rstrip()}{extra}
+        FROM events g, json_each(json_extract(g.payload, '$.edits')) j
+        WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
+    """
+
+
+def _gate_count(kind: str, decision: str) -> str:
+    return f"""(SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND COALESCE(json_extract(g.payload, '$.kind'), 'step') {kind}
+                  AND json_extract(g.payload, '$.decision') {decision})"""
+
+
+VIEWS = {
+    **_VIEWS_001,
+    "gates": f"""
+        SELECT g.id AS event_id, g.run_id, g.step, g.epoch, g.created_at,
+               json_extract(g.payload, '$.kind') AS kind,
+               json_extract(g.payload, '$.decision') AS decision,
+               json_extract(g.payload, '$.metric') AS metric,
+               json_extract(g.payload, '$.before.n') AS n,
+               json_extract(g.payload, '$.after.n') AS n_evaluated,
+               json_extract(g.payload, '$.early_stopped') AS early_stopped,
+               json_extract(g.payload, '$.test') AS test,
+               json_extract(g.payload, '$.lr') AS lr,
+               json_array_length(json_extract(g.payload, '$.edits')) AS edits,
+               {_GATE_COLUMNS_002},
+               (SELECT json_extract(c.payload, '$.sha') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = g.run_id
+                   AND json_extract(c.payload, '$.gate_id') = g.id) AS commit_sha,
+               (SELECT json_extract(c.payload, '$.ref') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = g.run_id
+                   AND json_extract(c.payload, '$.gate_id') = g.id) AS ref
+        FROM events g WHERE g.type = 'gate'
+    """,
+    "accepted_edits": _edits_of_gates_002("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates_002("= 'rejected'"),
+    "rollouts": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+               json_extract(e.payload, '$.item') AS task_id,
+               json_extract(e.payload, '$.split') AS split,
+               json_extract(e.payload, '$.hard') AS hard,
+               json_extract(e.payload, '$.soft') AS soft,
+               json_extract(e.payload, '$.error') AS error,
+               json_extract(e.payload, '$.skill') AS skill_blob,
+               json_extract(e.payload, '$.call') AS cache_key,
+               b.content AS answer
+        FROM events e
+        LEFT JOIN blobs b ON b.hash = json_extract(e.payload, '$.output')
+        WHERE e.type = 'rollout'
+    """,
+    "model_calls": """
+        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
+               json_extract(e.payload, '$.role') AS role,
+               json_extract(e.payload, '$.model') AS model,
+               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
+               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
+               json_extract(e.payload, '$.latency_ms') AS latency_ms,
+               json_extract(e.payload, '$.cost_usd') AS cost_usd,
+               json_extract(e.payload, '$.prompt') AS prompt_blob,
+               json_extract(e.payload, '$.response') AS response_blob,
+               p.content AS prompt,
+               r.content AS response
+        FROM events e
+        LEFT JOIN blobs p ON p.hash = json_extract(e.payload, '$.prompt')
+        LEFT JOIN blobs r ON r.hash = json_extract(e.payload, '$.response')
+        WHERE e.type = 'model.call'
+    """,
+    "runs": f"""
+        SELECT s.run_id, s.created_at AS started_at,
+               CASE
+                 WHEN f.id IS NOT NULL THEN 'finished'
+                 WHEN (SELECT x.type FROM events x WHERE x.run_id = s.run_id
+                        AND x.type IN ('run.stopped', 'run.resumed')
+                        ORDER BY x.id DESC LIMIT 1) = 'run.stopped' THEN 'stopped'
+                 ELSE 'unfinished'
+               END AS status,
+               json_extract(s.payload, '$.models.target') AS target_model,
+               json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
+               (SELECT COUNT(*) FROM events t WHERE t.run_id = s.run_id
+                  AND t.type = 'step.started') AS steps,
+               {_gate_count("= 'step'", "IN ('accepted', 'forced')")} AS accepted,
+               {_gate_count("= 'step'", "= 'rejected'")} AS rejected,
+               {_gate_count("= 'slow_update'", "IS NOT NULL")} AS slow_updates,
+               {_gate_count("= 'slow_update'", "IN ('accepted', 'forced')")}
+                 AS slow_updates_accepted,
+               {_gate_count("= 'slow_update'", "= 'rejected'")} AS slow_updates_rejected,
+               COALESCE(json_extract(f.payload, '$.baseline_val'),
+                        (SELECT json_extract(b.payload, '$.val') FROM events b
+                          WHERE b.run_id = s.run_id AND b.type = 'baseline')) AS baseline_val,
+               json_extract(f.payload, '$.best_val') AS best_val,
+               json_extract(f.payload, '$.baseline_test') AS baseline_test,
+               json_extract(f.payload, '$.test') AS test,
+               json_extract(f.payload, '$.best_commit') AS best_commit
+        FROM events s
+        LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
+        WHERE s.type = 'run.started'
+    """,
+}
+# Views migration 002 (re)creates: every one whose definition differs from 001's, and new ones.
+_VIEWS_002 = ("gates", "accepted_edits", "rejected_edits", "rollouts", "model_calls", "runs")
+_DEFINED_BY_002 = VIEWS  # frozen: VIEWS is rebound below to the latest definitions
+
+
+@MIGRATIONS()
+def m002_honest_views(db: Database) -> None:
+    for name in _VIEWS_002:
+        db.execute(f"DROP VIEW IF EXISTS {name}")
+        db.execute(f"CREATE VIEW {name} AS {_DEFINED_BY_002[name]}")
+
+
+# -- 003: skill packages: the file an edit changes, the files a candidate changes -------------
+
+# ``file`` is NULL for the skill file itself (a one-file skill, or a package's SKILL.md): an
+# edit names its file only when it is another file of a skill package (skillvc.packages), and
+# a gate lists ``files`` (a JSON array of repository paths) only in a package's run. Both are
+# appended, so every column keeps its position.
+
+
+def _edits_of_gates_003(decision: str) -> str:
+    """``_edits_of_gates_002`` with the edit's ``file``."""
+    return _edits_of_gates_002(
+        decision, extra=",\n               json_extract(j.value, '$.file') AS file"
+    )
+
+
+VIEWS = {
+    **_DEFINED_BY_002,
+    "proposed_edits": _proposed_edits(
+        extra=",\n               json_extract(e.payload, '$.edit.file') AS file"
+    ),
+    # 002's gates with one more column.
+    "gates": _DEFINED_BY_002["gates"]
+    .rstrip()
+    .removesuffix("FROM events g WHERE g.type = 'gate'")
+    .rstrip()
+    + """,
+               json_extract(g.payload, '$.files') AS files
+        FROM events g WHERE g.type = 'gate'
+    """,
+    "accepted_edits": _edits_of_gates_003("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates_003("= 'rejected'"),
+}
+_VIEWS_003 = ("proposed_edits", "gates", "accepted_edits", "rejected_edits")
+
+
+@MIGRATIONS()
+def m003_package_files(db: Database) -> None:
+    for name in _VIEWS_003:
+        db.execute(f"DROP VIEW IF EXISTS {name}")
+        db.execute(f"CREATE VIEW {name} AS {VIEWS[name]}")

@@ -1,0 +1,1 @@
+"""Edges to other tools: git hooks, CI workflow files and Datasette."""

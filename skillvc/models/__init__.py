@@ -1,0 +1,1 @@
+"""Model access: backends, the logged client, batches, executors, agents, prompts, sim worlds."""

@@ -1,0 +1,202 @@
+"""``openai:<model>``: OpenAI Chat Completions, OpenAI-compatible servers and Azure OpenAI.
+
+Configuration rules (documented for users in ``skillvc doctor``'s hints):
+
+- Key: the environment variable named by ``api_key_env``, else ``OPENAI_API_KEY``
+  (``AZURE_OPENAI_API_KEY`` for Azure). A missing key raises ``AuthenticationFailed`` at the
+  first call, never at construction, so ``skillvc doctor`` can construct and report it.
+- Base URL: ``base_url``, else ``OPENAI_BASE_URL``, else the SDK default. This is how vLLM,
+  Ollama, LM Studio and LiteLLM are used (they accept any placeholder key).
+- Azure: exactly when ``azure = true``; no environment variable switches it on, so a stray
+  ``AZURE_OPENAI_ENDPOINT`` in a shell never reroutes an OpenAI run. Endpoint:
+  ``azure_endpoint`` else ``AZURE_OPENAI_ENDPOINT``; API version: ``api_version`` else
+  ``AZURE_OPENAI_API_VERSION`` else ``OPENAI_API_VERSION``; deployment: ``deployment`` else
+  the model name. ``base_url`` is not used for Azure.
+- Token limit: reasoning models (o1/o3/o4..., gpt-5...) get ``max_completion_tokens`` and no
+  ``temperature`` (they reject both ``max_tokens`` and any temperature but the default);
+  every other model gets ``max_tokens``, which OpenAI-compatible servers understand.
+- A local server (llama.cpp, Ollama, vLLM: ``skillvc.models.backends.local`` asks it, once) gets a
+  CPU-sized timeout (``LOCAL_TIMEOUT_S``) unless ``timeout_s`` was changed from its default,
+  its answers are marked ``local`` (free unless ``[prices]`` prices the model), and a request's
+  ``response_format`` (a JSON Schema) is passed on.
+
+Invariants: the SDK's own retries are off (``max_retries=0``), so ``skillvc.models.calls`` owns the
+retry policy; every failure leaves as ``TransientError``, ``AuthenticationFailed`` or
+``BackendError`` with the key redacted from its message; one SDK client per backend, created
+lazily under a lock (SDK clients are thread-safe).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from typing import Any
+
+import openai
+
+from skillvc.core.config import ModelConfig
+from skillvc.core.errors import ConfigError
+from skillvc.models.backends.base import CallRequest, CallResult, TransientError
+from skillvc.models.backends.local import LOCAL_TIMEOUT_S, ServerInfo, probe
+from skillvc.models.backends.retry import require_key, translated_sdk_errors
+
+DEFAULT_TIMEOUT_S = ModelConfig().timeout_s
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+KEY_HINT = (
+    "Export the key (e.g. export {var}=...), or name another variable with api_key_env in "
+    "skillvc.toml; local OpenAI-compatible servers accept any placeholder value."
+)
+
+
+def is_reasoning_model(name: str) -> bool:
+    return bool(_REASONING_MODEL.match(name.rsplit("/", 1)[-1]))
+
+
+class OpenAIBackend:
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+        self.model = config.model
+        self.name = config.model.split(":", 1)[1] if ":" in config.model else config.model
+        self.azure = config.azure
+        self.key_env = config.api_key_env or (
+            "AZURE_OPENAI_API_KEY" if self.azure else "OPENAI_API_KEY"
+        )
+        self._client: openai.OpenAI | None = None
+        self._key = ""
+        self._lock = threading.Lock()
+        self._server: ServerInfo | None = None
+        self._probed = False
+        self._probe_lock = threading.Lock()  # apart: _make_client asks it under _lock
+
+    @classmethod
+    def from_config(cls, config: ModelConfig) -> OpenAIBackend:
+        return cls(config)
+
+    @property
+    def deployment(self) -> str:
+        return self.config.deployment or self.name
+
+    # The resolution rules of the module docstring, in one place (``skillvc doctor`` reports
+    # exactly what the client will use).
+
+    @property
+    def base_url(self) -> str | None:
+        return self.config.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    @property
+    def azure_endpoint(self) -> str | None:
+        return self.config.azure_endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT") or None
+
+    @property
+    def api_version(self) -> str | None:
+        return (
+            self.config.api_version
+            or os.environ.get("AZURE_OPENAI_API_VERSION")
+            or os.environ.get("OPENAI_API_VERSION")
+            or None
+        )
+
+    def server_info(self) -> ServerInfo | None:
+        """What the local server at ``base_url`` says about itself (asked once; None for
+        Azure, the default OpenAI address, or a server that does not say)."""
+        with self._probe_lock:
+            if not self._probed:
+                self._probed = True
+                url = None if self.azure else self.base_url
+                if url is not None:
+                    key = os.environ.get(self.key_env, "").strip()
+                    headers = {"Authorization": f"Bearer {key}"} if key else {}
+                    self._server = probe(url, self.name, headers)
+            return self._server
+
+    @property
+    def timeout_s(self) -> float:
+        """The call timeout: a local server's is CPU-sized unless timeout_s was set."""
+        if self.config.timeout_s == DEFAULT_TIMEOUT_S and self.server_info() is not None:
+            return LOCAL_TIMEOUT_S
+        return self.config.timeout_s
+
+    def _get_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                self._client = self._make_client()
+            return self._client
+
+    def _make_client(self) -> openai.OpenAI:
+        key = require_key(self.key_env, KEY_HINT.format(var=self.key_env))
+        self._key = key
+        c = self.config
+        if self.azure:
+            endpoint, version = self.azure_endpoint, self.api_version
+            if not endpoint or not version:
+                missing = "azure_endpoint" if not endpoint else "api_version"
+                raise ConfigError(
+                    f"{self.model} has azure = true but no {missing}.",
+                    hint="Set azure_endpoint and api_version in skillvc.toml, or export "
+                    "AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_VERSION.",
+                )
+            return openai.AzureOpenAI(
+                azure_endpoint=endpoint,
+                azure_deployment=self.deployment,
+                api_version=version,
+                api_key=key,
+                timeout=c.timeout_s,
+                max_retries=0,
+            )
+        return openai.OpenAI(
+            api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
+        )
+
+    def _params(self, request: CallRequest) -> dict[str, Any]:
+        p = request.params
+        out: dict[str, Any] = {}
+        # The model name, not the deployment: Azure deployments are often named freely.
+        reasoning = is_reasoning_model(self.name)
+        if p.get("temperature") is not None and not reasoning:
+            out["temperature"] = p["temperature"]
+        if p.get("max_tokens") is not None:
+            out["max_completion_tokens" if reasoning else "max_tokens"] = p["max_tokens"]
+        for name in ("seed", "reasoning_effort", "response_format"):
+            if p.get(name) is not None:
+                out[name] = p[name]
+        return out
+
+    def complete(self, request: CallRequest) -> CallResult:
+        server = self.server_info()
+        client = self._get_client()
+        messages: Any = [{"role": m["role"], "content": m["content"]} for m in request.messages]
+        start = time.perf_counter()
+        with translated_sdk_errors(
+            openai,
+            openai.OpenAIError,
+            model=self.model,
+            timeout_s=self.timeout_s,
+            key=self._key,
+            key_env=self.key_env,
+        ):
+            response = client.chat.completions.create(
+                model=self.deployment if self.azure else self.name,
+                messages=messages,
+                **self._params(request),
+            )
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        choices = getattr(response, "choices", None)
+        if not choices:
+            # A gateway that answers 200 with no choices is having a bad moment, not a verdict.
+            raise TransientError(f"{self.model} answered without any choices.")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        usage = getattr(response, "usage", None)
+        # OpenAI caches prompts of 1024+ tokens by itself; prompt_tokens includes the cached.
+        details = getattr(usage, "prompt_tokens_details", None)
+        return CallResult(
+            text=getattr(message, "content", None) or "",
+            prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
+            completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+            latency_ms=latency_ms,
+            meta={"finish_reason": getattr(choice, "finish_reason", None)}
+            | ({"local": True, "server": server.server} if server is not None else {}),
+            cached_tokens=(getattr(details, "cached_tokens", 0) or 0),
+        )

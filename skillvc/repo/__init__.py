@@ -1,0 +1,1 @@
+"""The skills repository under git: commits, refs, blobs and trailers."""

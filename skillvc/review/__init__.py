@@ -1,0 +1,1 @@
+"""Reading runs back: evaluations, reports, charts, history, runs, trust, doctor, output."""

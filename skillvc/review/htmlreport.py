@@ -1,0 +1,269 @@
+"""``skillvc report --html FILE``: a run as one self-contained HTML page.
+
+Invariants:
+- The page loads nothing: no script, stylesheet, font or image from anywhere; the charts are
+  inline SVG drawn by ``skillvc.review.charts``. It can be mailed, archived or opened offline.
+- Every value from the log (edit texts, diffs, model names, rationales) goes through
+  ``html.escape``: a skill or a rationale holding ``<script>`` is shown, never run.
+- It renders the same data as ``skillvc report --json`` (``report.run_report``), nothing more.
+- It fits any screen: charts scale to the page's width (their viewBox keeps the proportions),
+  tables and diffs scroll inside their own box, so a phone shows no sideways scrolling of the
+  page itself (tests/test_curves.py measures it in headless Chromium at 390 and 1280 px).
+"""
+
+from __future__ import annotations
+
+import html
+from string import Template
+from typing import Any
+
+from skillvc.review.charts import svg_bars, svg_curve
+from skillvc.review.history import Curve
+from skillvc.review.report import p_text
+
+PAGE = Template("""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>skillvc run $run</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #24292f;
+       margin: 24px auto; max-width: 1100px; padding: 0 16px; background: #ffffff;
+       overflow-wrap: anywhere; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 15px; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.accepted { color: #1a7f37; } .rejected { color: #cf222e; } .forced { color: #9a6700; }
+.warn { color: #9a6700; font-weight: 600; }
+pre.diff { background: #f6f8fa; border: 1px solid #d0d7de; padding: 8px; overflow-x: auto;
+           font-size: 12px; line-height: 1.4; }
+pre.diff span { display: inline-block; min-width: 100%; }
+pre.diff .add { color: #116329; background: #dafbe1; }
+pre.diff .del { color: #82071e; background: #ffebe9; }
+pre.diff .hunk { color: #0550ae; }
+pre.diff .file { font-weight: 600; }
+.muted { color: #57606a; font-size: 13px; }
+svg { display: block; margin: 8px 0; max-width: 100%; height: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll table { overflow-wrap: normal; }
+@media (max-width: 600px) { body { margin: 12px auto; padding: 0 8px; }
+                            th, td { padding: 3px 5px; } }
+</style>
+</head>
+<body>
+<h1>skillvc training run <code>$run</code> ($status)</h1>
+<p class="muted">target <code>$target</code> · optimizer <code>$optimizer</code> ·
+base commit <code>$base</code> · best commit <code>$best</code></p>
+$stopped
+<div class="scroll"><table>
+<tr><th>$metric</th><th>baseline</th><th>best</th></tr>
+<tr><td>val (n=$n_val)</td><td class="num">$baseline_val</td><td class="num">$best_val</td></tr>
+<tr><td>test (n=$n_test)</td><td class="num">$baseline_test</td><td class="num">$test</td></tr>
+</table></div>
+<p>$counts</p>
+<p>$usage</p>
+<h2>Score per step</h2>
+$curve
+<p class="muted">Step 0 is the baseline. Each point is the val score of the skill in effect after
+that step (and after the epoch's slow update, marked above the point); hover a point for its
+decision and p-value. The train line is the mean score of each step's own batch.</p>
+<h2>Steps</h2>
+<div class="scroll"><table>
+<tr><th>step</th><th>epoch</th><th>lr</th><th>decision</th><th>val</th><th>p-value</th>
+<th>edits</th><th>commit</th></tr>
+$steps
+</table></div>
+<h2>Cost and tokens per step</h2>
+$cost_chart
+$token_chart
+<div class="scroll"><table>
+<tr><th>phase</th><th>calls</th><th>tokens</th><th>cost</th></tr>
+$phases
+</table></div>
+<h2>Accepted edits</h2>
+$accepted
+<h2>Rejected candidates</h2>
+$rejected
+</body>
+</html>
+""")
+
+e = html.escape
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _cost(value: float | None) -> str:
+    return "price unknown" if value is None else f"${value:.4f}"
+
+
+def _val(step: dict[str, Any]) -> str:
+    if step["decision"] == "no candidate":
+        return "–"
+    if step["decision"] == "forced":
+        return f"{_score(step['val_before'])} → (ungated)"
+    if step.get("early_stopped"):
+        return (
+            f"{_score(step['val_before'])} → ≤{_score(step.get('val_after_bound'))} "
+            f"(stopped early after {step.get('n_evaluated')} of {step.get('n')})"
+        )
+    return f"{_score(step['val_before'])} → {_score(step['val_after'])}"
+
+
+def _title(step: dict[str, Any]) -> str:
+    return "slow update" if step["kind"] == "slow_update" else f"step {step['step']}"
+
+
+def _p(step: dict[str, Any]) -> str:
+    text = p_text(step.get("p_value"), step["decision"])
+    if "⚠" in text:
+        return f'<span class="warn">{e(text)}</span>'
+    return e(text) or "–"
+
+
+def _edit(edit: dict[str, Any]) -> str:
+    op = edit.get("op")
+    # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
+    into = f" in <code>{e(str(edit['file']))}</code>" if edit.get("file") else ""
+    if op == "add":
+        where = f" after <code>{e(str(edit.get('anchor')))}</code>" if edit.get("anchor") else ""
+        head = f"<b>add</b>{into}{where}: “{e(str(edit.get('content') or ''))}”"
+    elif op == "replace":
+        head = (
+            f"<b>replace</b>{into} “{e(str(edit.get('target') or ''))}” with "
+            f"“{e(str(edit.get('content') or ''))}”"
+        )
+    else:
+        head = f"<b>delete</b>{into} “{e(str(edit.get('target') or ''))}”"
+    why = f" — <i>why:</i> {e(str(edit['rationale']))}" if edit.get("rationale") else ""
+    return f"<li>{head}{why}</li>"
+
+
+def _diff(patch: str) -> str:
+    lines = []
+    for line in patch.rstrip("\n").splitlines():
+        css = ""
+        if line.startswith("+") and not line.startswith("+++"):
+            css = "add"
+        elif line.startswith("-") and not line.startswith("---"):
+            css = "del"
+        elif line.startswith("@@"):
+            css = "hunk"
+        elif line.startswith(("--- ", "+++ ")):
+            css = "file"  # a package's diff has a header pair per file
+        lines.append(f'<span class="{css}">{e(line)}</span>' if css else e(line))
+    return '<pre class="diff">' + "\n".join(lines) + "</pre>"
+
+
+def _files(step: dict[str, Any]) -> str:
+    """The files a package's candidate changed (single-file skills' steps have none)."""
+    files = step.get("files") or []
+    if not files:
+        return ""
+    return '<p class="muted">Files: ' + ", ".join(f"<code>{e(f)}</code>" for f in files) + "</p>"
+
+
+def _phase_label(u: dict[str, Any]) -> str:
+    if u["phase"] == "step":
+        return str(u["step"])
+    if u["phase"] == "epoch end":
+        return f"e{u['epoch']}"
+    return str(u["phase"])
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The page for a ``run_report`` (see the module docstring)."""
+    sc, usage, n = report["scores"], report["usage"], report["counts"]
+    counts = report["dataset"].get("counts", {})
+    empty = n["steps"] - n["accepted"] - n["rejected"]
+    count_line = (
+        f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
+        f"with nothing to try; {n['slow_updates']} slow updates "
+        f"({n['slow_updates_accepted']} accepted, {n['slow_updates_rejected']} rejected)"
+    )
+    if report.get("withheld"):
+        count_line += f"; {report['withheld']} value(s) that looked like credentials withheld"
+    unpriced = (
+        f" + {usage['unpriced_calls']} calls of unknown price" if usage["unpriced_calls"] else ""
+    )
+    usage_line = (
+        f"model calls {usage['calls']:,} · tokens {usage['tokens']:,} · cost "
+        f"{_cost(usage['cost_usd'])}{unpriced} (calls this run made; answers reused from the "
+        "log cost nothing)"
+    )
+    steps = []
+    for s in report["steps"]:
+        commit = f"<code>{e(s['commit'][:10])}</code>" if s.get("commit") else "–"
+        decision = s["decision"] or "?"
+        label = {"forced": "ungated"}.get(decision, decision)
+        lr = "–" if s.get("lr") is None else e(str(s["lr"]))
+        steps.append(
+            f"<tr><td>{e(_title(s))}</td><td>{e(str(s.get('epoch')))}</td><td>{lr}</td>"
+            f'<td class="{e(decision.replace(" ", "-"))}">{e(label)}</td><td>{e(_val(s))}</td>'
+            f'<td>{_p(s)}</td><td class="num">{len(s["edits"])}</td><td>{commit}</td></tr>'
+        )
+    phases = report["usage_by_phase"]
+    labels = [_phase_label(u) for u in phases]
+    phase_rows = [
+        f"<tr><td>{e(u['phase'] + ('' if u['phase'] in ('baseline', 'test') else ' ' + lab))}"
+        f'</td><td class="num">{u["calls"]:,}</td><td class="num">{u["tokens"]:,}</td>'
+        f'<td class="num">{e(_cost(u["cost_usd"]))}</td></tr>'
+        for u, lab in zip(phases, labels, strict=True)
+    ]
+    accepted, rejected = [], []
+    for s in report["steps"]:
+        if s["decision"] in ("accepted", "forced"):
+            p = _p(s)
+            edits = "".join(_edit(x) for x in s["edits"]) or (
+                "<li>guidance in the protected slow-update region</li>"
+            )
+            accepted.append(
+                f"<h3>{e(_title(s).capitalize())} — <code>{e((s.get('commit') or '')[:10])}"
+                f"</code> (val {e(_val(s))}{', ' + p if p != '–' else ''})</h3>"
+                f"<ul>{edits}</ul>{_files(s)}{_diff(s['patch']) if s.get('patch') else ''}"
+            )
+        elif s["decision"] == "rejected":
+            edits = "".join(_edit(x) for x in s["edits"]) or "<li>slow-update guidance</li>"
+            rejected.append(
+                f"<details><summary>{e(_title(s).capitalize())}: val {e(_val(s))}</summary>"
+                f"<ul>{edits}</ul>{_files(s)}{_diff(s['patch']) if s.get('patch') else ''}"
+                "</details>"
+            )
+    stopped = (
+        f'<p class="warn">Stopped: {e(report["stopped"])}</p>' if report.get("stopped") else ""
+    )
+    return PAGE.substitute(
+        run=e(report["run"]),
+        status=e(report["status"]),
+        target=e(str(report["models"].get("target"))),
+        optimizer=e(str(report["models"].get("optimizer"))),
+        base=e(str(report.get("base_commit") or "–")[:10]),
+        best=e(str(report.get("best_commit") or "–")[:10]),
+        stopped=stopped,
+        metric=e(str(sc["metric"] or "score")),
+        n_val=e(str(counts.get("val", "?"))),
+        n_test=e(str(counts.get("test", "?"))),
+        baseline_val=_score(sc["baseline_val"]),
+        best_val=_score(sc["best_val"]),
+        baseline_test=_score(sc["baseline_test"]),
+        test=_score(sc["test"]),
+        counts=e(count_line),
+        usage=e(usage_line),
+        curve=svg_curve(Curve.from_dict(report["curve"])),
+        steps="\n".join(steps)
+        or '<tr><td colspan="8" class="muted">No step has run yet.</td></tr>',
+        cost_chart=(
+            svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost")
+            if any(u["cost_usd"] for u in phases)
+            else '<p class="muted">No call of this run has a price above $0: no cost chart.</p>'
+        ),
+        token_chart=svg_bars(labels, [float(u["tokens"]) for u in phases], "tokens"),
+        phases="\n".join(phase_rows),
+        accepted="\n".join(accepted) or "<p>None.</p>",
+        rejected="\n".join(rejected) or "<p>None.</p>",
+    )

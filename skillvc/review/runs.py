@@ -1,0 +1,236 @@
+"""The runs table (``skillvc runs``): one row per training run, read from the event log.
+
+One definition of what a run used, ``run_usage``: the model calls the run itself made (its
+``model.call`` events, over every process that worked on it). Answers it reused from the log
+cost nothing and are not counted again. ``train``'s summary, ``runs`` and ``report`` all read it.
+Costs are summed exactly (``Fraction``), so the figure does not depend on the order of rows.
+
+Prompt caching: ``cache_hit_ratio`` is the share of the run's input tokens the providers read
+from their prompt cache (``cached_tokens / input_tokens`` of its own calls; None without input
+tokens). ``prompt_tokens`` of a call counts every input token, cached ones included.
+
+Steps and slow updates are counted apart: ``accepted``/``rejected`` are step candidates only,
+``slow_updates_*`` the epoch-end slow updates. JSON keys are stable; the README lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from skillvc.core.store import EventStore
+
+RUN_KEYS = (
+    "run",
+    "status",
+    "started_at",
+    "target_model",
+    "optimizer_model",
+    "steps",
+    "accepted",
+    "rejected",
+    "slow_updates",
+    "slow_updates_accepted",
+    "slow_updates_rejected",
+    "baseline_val",
+    "best_val",
+    "baseline_test",
+    "test",
+    "calls",
+    "tokens",
+    "cost_usd",
+    "unpriced_calls",
+    "cached_tokens",
+    "cache_hit_ratio",
+    "best_commit",
+    "val_curve",
+)
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """Model calls a run made, their tokens and the cost of those with a known price."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0  # priced calls only; see unpriced_calls
+    unpriced_calls: int = 0
+    input_tokens: int = 0  # every input token, cached ones included
+    cached_tokens: int = 0  # input tokens read from a provider's prompt cache
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """Cached input tokens / input tokens, or None when the run sent no input tokens."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else None
+
+    @property
+    def known_cost(self) -> float | None:
+        """The cost, or None when some call has no price (a partial sum would mislead)."""
+        return None if self.unpriced_calls else self.cost_usd
+
+
+def cache_text(cached_tokens: int, ratio: float | None) -> str | None:
+    """The prompt-cache line of ``train``'s summary and ``report``; None when nothing was read
+    from a provider's cache (then the line is left out, as for runs before caching)."""
+    if not cached_tokens or ratio is None:
+        return None
+    return (
+        f"prompt cache: {cached_tokens:,} input tokens read from the providers' cache "
+        f"(cache hit ratio {ratio:.1%})"
+    )
+
+
+def _sum_usage(rows: Iterable[dict[str, Any]]) -> RunUsage:
+    calls = tokens = unpriced = prompt = cached = 0
+    cost = Fraction(0)
+    for r in rows:
+        calls += 1
+        prompt += r["prompt_tokens"] or 0
+        cached += r["cached_tokens"] or 0
+        tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
+        if r["cost_usd"] is None:
+            unpriced += 1
+        else:
+            cost += Fraction(r["cost_usd"])
+    return RunUsage(calls, tokens, float(cost), unpriced, prompt, cached)
+
+
+_USAGE_SQL = (
+    "SELECT run_id, json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
+    "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
+    "json_extract(payload, '$.cached_tokens') AS cached_tokens, "
+    "json_extract(payload, '$.cost_usd') AS cost_usd FROM events WHERE type = 'model.call'"
+)
+
+
+def run_usage(store: EventStore, run_id: str) -> RunUsage:
+    """The one definition of a run's calls, tokens and cost (see the module docstring)."""
+    return _sum_usage(store.query(_USAGE_SQL + " AND run_id = ? ORDER BY id", [run_id]))
+
+
+def usage_by_run(store: EventStore) -> dict[str, RunUsage]:
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for r in store.query(_USAGE_SQL + " AND run_id IS NOT NULL ORDER BY id"):
+        rows.setdefault(r["run_id"], []).append(r)
+    return {run: _sum_usage(rs) for run, rs in rows.items()}
+
+
+# Runs given up unfinished. A finished run is never abandoned (the runs view says finished).
+_ABANDONED = (
+    "SELECT a.run_id FROM events a WHERE a.type = 'run.abandoned' AND NOT EXISTS "
+    "(SELECT 1 FROM events f WHERE f.type = 'run.finished' AND f.run_id = a.run_id)"
+)
+
+
+def list_runs(
+    store: EventStore,
+    limit: int | None = None,
+    skill_path: str | None = None,
+    *,
+    abandoned: bool = False,
+) -> list[dict[str, Any]]:
+    """Runs, newest first; ``skill_path``: only the runs of that skill; ``abandoned``: also
+    the runs given up unfinished (replaced by ``train --new`` or new settings), whose status
+    is then ``abandoned``."""
+    from skillvc.review.history import _OF_SKILL, run_curve
+
+    conditions, params = ([_OF_SKILL], [skill_path]) if skill_path is not None else ([], [])
+    if not abandoned:
+        conditions.append(f"run_id NOT IN ({_ABANDONED})")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    sql = f"SELECT * FROM runs{where} ORDER BY started_at DESC, run_id DESC"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    rows = store.query(sql, params)
+    usage = usage_by_run(store)
+    gone = {r["run_id"] for r in store.query(_ABANDONED)} if abandoned else set()
+    out = []
+    for r in rows:
+        u = usage.get(r["run_id"], RunUsage())
+        out.append(
+            {
+                "run": r["run_id"],
+                "status": "abandoned" if r["run_id"] in gone else r["status"],
+                "started_at": r["started_at"],
+                "target_model": r["target_model"],
+                "optimizer_model": r["optimizer_model"],
+                "steps": r["steps"],
+                "accepted": r["accepted"],
+                "rejected": r["rejected"],
+                "slow_updates": r["slow_updates"],
+                "slow_updates_accepted": r["slow_updates_accepted"],
+                "slow_updates_rejected": r["slow_updates_rejected"],
+                "baseline_val": r["baseline_val"],
+                "best_val": r["best_val"],
+                "baseline_test": r["baseline_test"],
+                "test": r["test"],
+                "calls": u.calls,
+                "tokens": u.tokens,
+                # No calls of its own (all answered from the log) costs nothing, not "unknown".
+                "cost_usd": u.known_cost,
+                "unpriced_calls": u.unpriced_calls,
+                "cached_tokens": u.cached_tokens,
+                "cache_hit_ratio": u.cache_hit_ratio,
+                "best_commit": r["best_commit"],
+                "val_curve": [p.val for p in run_curve(store, r["run_id"]).points],
+            }
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class PhaseUsage:
+    """What one phase of a run used: the baseline, a step, an epoch's end or the final test."""
+
+    phase: str  # "baseline", "step", "epoch end" or "test"
+    step: int | None  # the step, or the last step before an epoch's end
+    epoch: int | None
+    usage: RunUsage
+
+
+def usage_by_phase(store: EventStore, run_id: str) -> list[PhaseUsage]:
+    """``run_usage`` split by phase; the phases add up to it exactly.
+
+    A ``model.call`` event carries a step only for some roles, so each call is given the phase
+    of the next event the run logged after it: every stage logs its results (rollouts, edits,
+    the gate) after its calls. Calls still pending when the log ends go to the last phase.
+    """
+    rows = store.query(
+        "SELECT type, step, epoch, json_extract(payload, '$.split') AS split, "
+        "json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
+        "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
+        "json_extract(payload, '$.cached_tokens') AS cached_tokens, "
+        "json_extract(payload, '$.cost_usd') AS cost_usd "
+        "FROM events WHERE run_id = ? ORDER BY id",
+        [run_id],
+    )
+    phases: dict[tuple[str, int | None, int | None], list[dict[str, Any]]] = {}
+    pending: list[dict[str, Any]] = []
+    last_step: int | None = None
+    key: tuple[str, int | None, int | None] = ("baseline", 0, None)
+    for r in rows:
+        if r["type"] == "model.call":
+            pending.append(r)
+            continue
+        if r["type"] in ("run.started", "run.resumed", "run.stopped"):
+            continue
+        if r["step"] is not None:
+            last_step = r["step"]
+            key = ("step", r["step"], r["epoch"])
+        elif r["split"] == "test" or r["type"] in ("evaluation", "run.finished"):
+            key = ("test", None, None)
+        elif last_step is None:
+            key = ("baseline", 0, None)
+        else:
+            key = ("epoch end", last_step, r["epoch"])
+        phases.setdefault(key, []).extend(pending)
+        pending = []
+    if pending:
+        phases.setdefault(key, []).extend(pending)
+    return [
+        PhaseUsage(phase, step, epoch, _sum_usage(calls))
+        for (phase, step, epoch), calls in phases.items()
+        if calls
+    ]

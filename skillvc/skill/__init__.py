@@ -1,0 +1,1 @@
+"""Skill documents: SKILL.md parsing, format rules, edits, preflight and skill selection."""

@@ -1,0 +1,1 @@
+"""Task sets and the scorers that grade a model's answer against them."""
