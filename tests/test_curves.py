@@ -21,7 +21,8 @@ from click.testing import CliRunner
 from skillvc.cli import cli
 from skillvc.core.migrations import MIGRATIONS, VIEWS
 from skillvc.core.store import open_store
-from skillvc.review.runs import run_usage, usage_by_phase
+from skillvc.models.usage import run_usage
+from skillvc.review.runs import usage_by_phase
 from skillvc.tasks.scorers import metric_value
 from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import RunSummary, train

@@ -31,11 +31,12 @@ from skillvc.core.config import ModelConfig, load_config
 from skillvc.core.hashing import content_id
 from skillvc.core.store import open_store
 from skillvc.models.agents.backend import AgentBackend
-from skillvc.models.backends.base import CallRequest, PackageFile
+from skillvc.models.backends.base import CallRequest
 from skillvc.models.backends.command import AgentFailed, CommandBackend
 from skillvc.models.prompts import section
 from skillvc.packages.model import load_package
-from skillvc.packages.render import package_version
+from skillvc.packages.packagefile import PackageFile
+from skillvc.packages.version import package_version
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.review.evaluation import EvalResult, evaluate
 from skillvc.tasks.taskset import TaskItem

@@ -26,11 +26,12 @@ from skillvc.cli import cli
 from skillvc.core.resources import read_bytes
 from skillvc.core.store import open_store
 from skillvc.models import prompts, simpackage, simworld
-from skillvc.models.backends.base import CallRequest, PackageFile
+from skillvc.models.backends.base import CallRequest
 from skillvc.models.backends.sim import SimBackend
 from skillvc.models.prompts import section
 from skillvc.packages import SkillPackage, broken_links, render_chat
 from skillvc.packages.links import linked_files, orphan_files, reachable_files
+from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.prompt import optimizer_files
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.skill.edits import Edit

@@ -218,7 +218,7 @@ def test_a_reference_that_is_not_utf8_or_has_broken_markers_is_an_error(pkg: Pat
         f"{FORMS}: the file is not UTF-8 text (bad byte 0xe9 at offset 14); save it as UTF-8, "
         "or leave it out of the skill package with [skill] exclude.\n"
     )
-    # eval refuses the same file before any model call (preflight.check_package_files)
+    # eval refuses the same file before any model call (packages.checks.check_package_files)
     refused = run("eval", "--split", "val")
     assert refused.exit_code == 5
     assert (

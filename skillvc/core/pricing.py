@@ -22,6 +22,8 @@ from collections.abc import Mapping
 
 from skillvc.core.errors import ConfigError
 
+BATCH_DISCOUNT = 0.5  # OpenAI Batch and Anthropic Message Batches: half the list price
+
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "openai:gpt-4o": (2.50, 10.00),
     "openai:gpt-4o-mini": (0.15, 0.60),

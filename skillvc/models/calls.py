@@ -23,22 +23,15 @@ from typing import Any
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import AuthenticationFailed, BackendError, redact
 from skillvc.core.hashing import canonical_json
-from skillvc.core.pricing import cost_usd
+from skillvc.core.pricing import BATCH_DISCOUNT, cost_usd
 from skillvc.core.store import EventStore
-from skillvc.models.backends.base import (
-    Backend,
-    CallRequest,
-    CallResult,
-    PackageFile,
-    TransientError,
-)
+from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.models.backends.command import env_fingerprint
 from skillvc.models.backends.local import ServerInfo
 from skillvc.models.backends.retry import RateLimiter, RetryPolicy, call_with_retries
+from skillvc.packages.packagefile import PackageFile
 from skillvc.secrets import register_names, scrub, scrub_json
 from skillvc.secrets import secret_values as known_secret_values
-
-BATCH_DISCOUNT = 0.5  # OpenAI Batch and Anthropic Message Batches: half the list price
 
 
 class CallFailed(BackendError):

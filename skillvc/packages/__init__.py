@@ -17,11 +17,10 @@ from skillvc.packages.render import (
     TargetInput,
     TargetView,
     chat_rendering,
-    package_version,
     package_view,
     render_chat,
-    target_view,
 )
+from skillvc.packages.version import package_version, target_view
 
 __all__ = [
     "BUNDLE_FORMAT",

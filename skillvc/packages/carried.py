@@ -17,7 +17,7 @@ Invariants:
   a file or a folder, inside the package or not) and a submodule are left out and named in
   ``Carried.skipped``, so nothing outside the package is read because of one and nothing an
   agent runs can reach through one. A link that SKILL.md points to is then a broken link
-  (``skillvc.skill.preflight.check_package_files``).
+  (``skillvc.packages.checks.check_package_files``).
 - Never carried: anything under ``.git`` or ``.skillvc``, and, when the package is the
   repository's root, ``skillvc.toml`` and the task files: an agent must not read the answers.
 - A carried file is a ``PackageFile`` holding bytes: calls key it by its SHA-256 and the event
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 
 from skillvc.core.paths import _forbidden
 from skillvc.inputs import reader as inputs
-from skillvc.models.backends.base import PackageFile
 from skillvc.packages.model import REGULAR_MODES, SkillPackage
+from skillvc.packages.packagefile import PackageFile
 
 if TYPE_CHECKING:
     from skillvc.core.config import Config

@@ -6,7 +6,7 @@ size budget, the body's size guidance). The other files and the package as a who
 Errors (``package_problems``; they fail validate and the pre-commit hook):
 - a reference file that is not UTF-8, or whose protected-region markers are malformed
   (``formats.check_reference``), and a relative link that does not resolve inside the
-  package (``links.broken_links``). These are exactly what ``preflight.check_package_files``
+  package (``links.broken_links``). These are exactly what ``check_package_files``
   refuses before a model call, so validate never passes a package that eval or train refuse.
 
 Warnings (``package_warnings``; advice, never a failure):
@@ -44,16 +44,23 @@ path; warnings by kind, then path).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skillvc.core.errors import SkillDocumentError
-from skillvc.packages.links import broken_links, linked_files, reachable_files
+from skillvc.packages.links import (
+    RULE_LINK,
+    broken_link_targets,
+    broken_links,
+    linked_files,
+    reachable_files,
+)
 from skillvc.packages.model import SKILL_FILE, SkillPackage
 from skillvc.packages.prompt import optimizer_files
 from skillvc.packages.render import HEADER, INSTALLING_HARNESSES, render_chat
 from skillvc.skill.formats import (
+    RULE_MARKERS,
     RULE_SIZE,
     Problem,
     check_bytes,
@@ -279,3 +286,52 @@ def _chat_cut(package: SkillPackage, texts: dict[str, str], limits: PackageLimit
             )
         )
     return warnings
+
+
+def check_package_files(
+    package: SkillPackage, where: str = "", links: Collection[str] = ()
+) -> None:
+    """Refuse (SkillDocumentError, exit 5) a skill package that must not reach a model: a file
+    that is not UTF-8 text (its bundle could not hold it), unbalanced protected-region markers
+    in a reference file, or a relative link that does not resolve inside the package. SKILL.md
+    itself is ``check_skill``'s. The conditions are ``package_problems``,
+    the errors ``skillvc validate`` reports for a package, so the two never disagree.
+    ``links``: the package's symbolic links (package-relative), which a package never follows,
+    so a link to one is broken, and the sentence says why."""
+    at = f" {where}" if where else ""
+    for name in package.names:
+        data = package.files[name]
+        path = package.repo_path(name)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SkillDocumentError(
+                f"The skill package file {path}{at} is not UTF-8 text (bad byte "
+                f"0x{data[exc.start]:02x} at offset {exc.start}).",
+                hint="Save it as UTF-8, or leave it out of the package with [skill] exclude.",
+            ) from None
+    problems = package_problems(package)  # every file decodes: markers and links remain
+    markers = [p for p in problems if p.rule == RULE_MARKERS]
+    if markers:
+        raise SkillDocumentError(
+            f"{markers[0].message[:-1]}{at}.",
+            hint="Run 'skillvc validate' to list every problem, fix them and commit.",
+        )
+    broken = [p for p in problems if p.rule == RULE_LINK]
+    if broken:
+        more = len(broken) - 1
+        others = f" (and {more} more broken link{'s' if more != 1 else ''})" if more else ""
+        problem = broken[0]
+        # Where the first broken link points: a symbolic link of the package gets its own why.
+        targets = {p.message: t for t, p in broken_link_targets(package)} if links else {}
+        target = targets.get(problem.message)
+        if target is not None and target in links:
+            raise SkillDocumentError(
+                f"{problem.message.rsplit(' names ', 1)[0]} names a symbolic link{at}, and a "
+                f"skill package never follows one{others}.",
+                hint="Put the file itself in the package instead of the link, then commit.",
+            )
+        raise SkillDocumentError(
+            f"{problem.message[:-1]}{at}{others}.",
+            hint="Fix the link or add the file it names, then run skillvc validate.",
+        )

@@ -118,7 +118,8 @@ class SkillPackage:
 
     def bundle(self) -> str:
         """The package as one canonical text (see the module docstring); every file must be
-        UTF-8 (``skillvc.skill.preflight.check_package`` refuses a package where one is not)."""
+        UTF-8 (``skillvc.packages.checks.check_package_files`` refuses a package where one
+        is not)."""
         files = {name: raw.decode("utf-8") for name, raw in sorted(self.files.items())}
         return canonical_json({"files": files, "format": BUNDLE_FORMAT})
 

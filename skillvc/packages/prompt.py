@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from skillvc.models.backends.base import PackageFile
 from skillvc.packages.links import linked_files, reachable_files
 from skillvc.packages.model import SKILL_FILE, SkillPackage
+from skillvc.packages.packagefile import PackageFile
 
 HEADER = "## Package file: {path}"
 

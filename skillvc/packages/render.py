@@ -28,15 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skillvc.models.backends.base import PackageFile
 from skillvc.packages.carried import Carried
 from skillvc.packages.links import linked_files
 from skillvc.packages.model import SKILL_FILE, SkillPackage
+from skillvc.packages.packagefile import PackageFile
 from skillvc.skill.preflight import BYTES_PER_TOKEN
 
 if TYPE_CHECKING:
     from skillvc.core.config import Config
-    from skillvc.repo.skillrepo import SkillRepo
 
 HEADER = "## Reference file: {path}"
 # Harnesses that install the skill as files for an agent (they get the whole package).
@@ -153,43 +152,6 @@ class PackageVersion:
             "carried": [f.path for f in given.carried],
             "skipped": list(self.carried.skipped),
         }
-
-
-def version_of(
-    config: Config, package: SkillPackage, carried: Carried, where: str = ""
-) -> PackageVersion:
-    """``package`` with ``carried`` under ``config``'s target, checked: a package with a broken
-    relative link or a file that is not UTF-8 never reaches a model (SkillDocumentError)."""
-    from skillvc.skill.preflight import check_package_files
-
-    check_package_files(package, where, carried.skipped)
-    return PackageVersion(package, carried, config_view(config, package.root, carried.files))
-
-
-def package_version(
-    config: Config, repo: SkillRepo, rev: str | None = None, where: str = ""
-) -> PackageVersion | None:
-    """The configured skill package at ``rev`` (the working tree when None) with its carried
-    files, checked (``version_of``); None for a single-file skill."""
-    from skillvc.packages.carried import load_carried
-    from skillvc.packages.model import load_package
-
-    package = load_package(config, repo, rev)
-    if package is None:
-        return None
-    carried = load_carried(config, package, repo, rev, read=installs(config))
-    return version_of(config, package, carried, where)
-
-
-def target_view(
-    config: Config, repo: SkillRepo, rev: str | None = None, where: str = ""
-) -> tuple[TargetView | None, SkillPackage | None]:
-    """``package_version`` as (view, package); (None, None) for a single-file skill, whose
-    text is sent as it is."""
-    version = package_version(config, repo, rev, where)
-    if version is None:
-        return None, None
-    return version.view, version.package
 
 
 def chat_rendering(config: Config, package: SkillPackage) -> TargetInput | None:

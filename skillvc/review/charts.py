@@ -1,7 +1,7 @@
 """Pictures of training: a Mermaid chart, inline SVG and a terminal sparkline.
 
 Invariants:
-- Charts draw a ``Curve`` (``skillvc.review.history.run_curve``), which is read from the event log
+- Charts draw a ``Curve`` (``skillvc.review.curves.run_curve``), which is read from the event log
   alone; nothing here reads git, the working tree or the network.
 - Output is self-contained text: SVG without scripts, external references or fonts to load,
   and every label that comes from data goes through ``html.escape``.
@@ -14,7 +14,7 @@ import html
 import json
 from collections.abc import Sequence
 
-from skillvc.review.history import Curve
+from skillvc.review.curves import Curve
 
 SPARKS = "▁▂▃▄▅▆▇█"
 

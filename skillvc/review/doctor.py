@@ -253,7 +253,7 @@ def check_skill(config: Config) -> Check:
 def _check_package(config: Config) -> Check | None:
     """A skill package's files as training will need them (None for a single-file skill)."""
     from skillvc.packages import load_package
-    from skillvc.skill.preflight import check_package_files
+    from skillvc.packages.checks import check_package_files
 
     package = load_package(config)
     if package is None:

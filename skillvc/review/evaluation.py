@@ -41,10 +41,11 @@ from skillvc.core.hashing import content_id
 from skillvc.core.progress import Progress
 from skillvc.core.store import EventStore
 from skillvc.models.backends import Backend, LazyBackend, lazy_backend
-from skillvc.models.backends.base import PackageFile
 from skillvc.models.calls import ModelClient, RoleStats, model_params
 from skillvc.models.executors import make_executor
-from skillvc.packages.render import PackageVersion, TargetInput, TargetView, package_version
+from skillvc.packages.packagefile import PackageFile
+from skillvc.packages.render import PackageVersion, TargetInput, TargetView
+from skillvc.packages.version import package_version
 from skillvc.review.output import shown
 from skillvc.skill.preflight import check_skill
 from skillvc.tasks.scorers import JudgeFn, extract_answer, get_scorer, metric_value

@@ -18,7 +18,7 @@ from string import Template
 from typing import Any
 
 from skillvc.review.charts import svg_bars, svg_curve
-from skillvc.review.history import Curve
+from skillvc.review.curves import Curve
 from skillvc.review.report import p_text
 
 PAGE = Template("""<!doctype html>

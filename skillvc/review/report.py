@@ -17,9 +17,11 @@ from skillvc.core.errors import UnknownEventId
 from skillvc.core.events import read_payload
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.store import EventStore
+from skillvc.models.usage import run_usage
 from skillvc.review.charts import mermaid_xychart
-from skillvc.review.history import Curve, LogEntry, entry_patch, log_entries, run_curve
-from skillvc.review.runs import cache_text, list_runs, run_usage, usage_by_phase
+from skillvc.review.curves import Curve, run_curve
+from skillvc.review.history import LogEntry, entry_patch, log_entries
+from skillvc.review.runs import cache_text, list_runs, usage_by_phase
 
 # The [train] settings a report shows.
 SETTINGS = (

@@ -1,6 +1,6 @@
 """The runs table (``skillvc runs``): one row per training run, read from the event log.
 
-One definition of what a run used, ``run_usage``: the model calls the run itself made (its
+What a run used is ``skillvc.models.usage.run_usage``: the model calls the run itself made (its
 ``model.call`` events, over every process that worked on it). Answers it reused from the log
 cost nothing and are not counted again. ``train``'s summary, ``runs`` and ``report`` all read it.
 Costs are summed exactly (``Fraction``), so the figure does not depend on the order of rows.
@@ -15,12 +15,12 @@ Steps and slow updates are counted apart: ``accepted``/``rejected`` are step can
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from skillvc.core.store import EventStore
+from skillvc.models.usage import RunUsage, sum_usage, usage_by_run
+from skillvc.review.curves import OF_SKILL, run_curve
 
 RUN_KEYS = (
     "run",
@@ -49,28 +49,6 @@ RUN_KEYS = (
 )
 
 
-@dataclass(frozen=True)
-class RunUsage:
-    """Model calls a run made, their tokens and the cost of those with a known price."""
-
-    calls: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0  # priced calls only; see unpriced_calls
-    unpriced_calls: int = 0
-    input_tokens: int = 0  # every input token, cached ones included
-    cached_tokens: int = 0  # input tokens read from a provider's prompt cache
-
-    @property
-    def cache_hit_ratio(self) -> float | None:
-        """Cached input tokens / input tokens, or None when the run sent no input tokens."""
-        return self.cached_tokens / self.input_tokens if self.input_tokens else None
-
-    @property
-    def known_cost(self) -> float | None:
-        """The cost, or None when some call has no price (a partial sum would mislead)."""
-        return None if self.unpriced_calls else self.cost_usd
-
-
 def cache_text(cached_tokens: int, ratio: float | None) -> str | None:
     """The prompt-cache line of ``train``'s summary and ``report``; None when nothing was read
     from a provider's cache (then the line is left out, as for runs before caching)."""
@@ -80,41 +58,6 @@ def cache_text(cached_tokens: int, ratio: float | None) -> str | None:
         f"prompt cache: {cached_tokens:,} input tokens read from the providers' cache "
         f"(cache hit ratio {ratio:.1%})"
     )
-
-
-def _sum_usage(rows: Iterable[dict[str, Any]]) -> RunUsage:
-    calls = tokens = unpriced = prompt = cached = 0
-    cost = Fraction(0)
-    for r in rows:
-        calls += 1
-        prompt += r["prompt_tokens"] or 0
-        cached += r["cached_tokens"] or 0
-        tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
-        if r["cost_usd"] is None:
-            unpriced += 1
-        else:
-            cost += Fraction(r["cost_usd"])
-    return RunUsage(calls, tokens, float(cost), unpriced, prompt, cached)
-
-
-_USAGE_SQL = (
-    "SELECT run_id, json_extract(payload, '$.prompt_tokens') AS prompt_tokens, "
-    "json_extract(payload, '$.completion_tokens') AS completion_tokens, "
-    "json_extract(payload, '$.cached_tokens') AS cached_tokens, "
-    "json_extract(payload, '$.cost_usd') AS cost_usd FROM events WHERE type = 'model.call'"
-)
-
-
-def run_usage(store: EventStore, run_id: str) -> RunUsage:
-    """The one definition of a run's calls, tokens and cost (see the module docstring)."""
-    return _sum_usage(store.query(_USAGE_SQL + " AND run_id = ? ORDER BY id", [run_id]))
-
-
-def usage_by_run(store: EventStore) -> dict[str, RunUsage]:
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for r in store.query(_USAGE_SQL + " AND run_id IS NOT NULL ORDER BY id"):
-        rows.setdefault(r["run_id"], []).append(r)
-    return {run: _sum_usage(rs) for run, rs in rows.items()}
 
 
 # Runs given up unfinished. A finished run is never abandoned (the runs view says finished).
@@ -134,9 +77,8 @@ def list_runs(
     """Runs, newest first; ``skill_path``: only the runs of that skill; ``abandoned``: also
     the runs given up unfinished (replaced by ``train --new`` or new settings), whose status
     is then ``abandoned``."""
-    from skillvc.review.history import _OF_SKILL, run_curve
 
-    conditions, params = ([_OF_SKILL], [skill_path]) if skill_path is not None else ([], [])
+    conditions, params = ([OF_SKILL], [skill_path]) if skill_path is not None else ([], [])
     if not abandoned:
         conditions.append(f"run_id NOT IN ({_ABANDONED})")
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
@@ -230,7 +172,7 @@ def usage_by_phase(store: EventStore, run_id: str) -> list[PhaseUsage]:
     if pending:
         phases.setdefault(key, []).extend(pending)
     return [
-        PhaseUsage(phase, step, epoch, _sum_usage(calls))
+        PhaseUsage(phase, step, epoch, sum_usage(calls))
         for (phase, step, epoch), calls in phases.items()
         if calls
     ]

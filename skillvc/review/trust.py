@@ -64,7 +64,8 @@ from skillvc.core.progress import Progress
 from skillvc.inputs import reader as inputs
 from skillvc.packages.carried import load_carried
 from skillvc.packages.model import SKILL_FILE, SkillPackage, load_package, package_globs
-from skillvc.packages.render import installs, version_of
+from skillvc.packages.render import installs
+from skillvc.packages.version import version_of
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.review.evaluation import (
     WORKTREE,

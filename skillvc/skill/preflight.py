@@ -25,14 +25,9 @@ Invariants:
 from __future__ import annotations
 
 import shlex
-from collections.abc import Collection
-from typing import TYPE_CHECKING
 
 from skillvc.core.errors import SkillDocumentError
 from skillvc.skill.formats import RULE_MARKERS, RULE_YAML, check_bytes
-
-if TYPE_CHECKING:
-    from skillvc.packages.model import SkillPackage
 
 DEFAULT_MAX_TOKENS = 5_000  # the Agent Skills guidance for a SKILL.md body
 BYTES_PER_TOKEN = 4
@@ -88,56 +83,4 @@ def check_skill(path: str, data: bytes, *, max_tokens: int, where: str = "") -> 
             f"{shown} fails validation{others}: {detail}",
             hint=f"Run 'skillvc validate {shlex.quote(path)}' to list every problem, fix them "
             "and commit.",
-        )
-
-
-def check_package_files(
-    package: SkillPackage, where: str = "", links: Collection[str] = ()
-) -> None:
-    """Refuse (SkillDocumentError, exit 5) a skill package that must not reach a model: a file
-    that is not UTF-8 text (its bundle could not hold it), unbalanced protected-region markers
-    in a reference file, or a relative link that does not resolve inside the package. SKILL.md
-    itself is ``check_skill``'s. The conditions are ``skillvc.packages.checks.package_problems``,
-    the errors ``skillvc validate`` reports for a package, so the two never disagree.
-    ``links``: the package's symbolic links (package-relative), which a package never follows,
-    so a link to one is broken, and the sentence says why."""
-    from skillvc.packages.checks import package_problems
-    from skillvc.packages.links import RULE_LINK, broken_link_targets
-
-    at = f" {where}" if where else ""
-    for name in package.names:
-        data = package.files[name]
-        path = package.repo_path(name)
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SkillDocumentError(
-                f"The skill package file {path}{at} is not UTF-8 text (bad byte "
-                f"0x{data[exc.start]:02x} at offset {exc.start}).",
-                hint="Save it as UTF-8, or leave it out of the package with [skill] exclude.",
-            ) from None
-    problems = package_problems(package)  # every file decodes: markers and links remain
-    markers = [p for p in problems if p.rule == RULE_MARKERS]
-    if markers:
-        raise SkillDocumentError(
-            f"{markers[0].message[:-1]}{at}.",
-            hint="Run 'skillvc validate' to list every problem, fix them and commit.",
-        )
-    broken = [p for p in problems if p.rule == RULE_LINK]
-    if broken:
-        more = len(broken) - 1
-        others = f" (and {more} more broken link{'s' if more != 1 else ''})" if more else ""
-        problem = broken[0]
-        # Where the first broken link points: a symbolic link of the package gets its own why.
-        targets = {p.message: t for t, p in broken_link_targets(package)} if links else {}
-        target = targets.get(problem.message)
-        if target is not None and target in links:
-            raise SkillDocumentError(
-                f"{problem.message.rsplit(' names ', 1)[0]} names a symbolic link{at}, and a "
-                f"skill package never follows one{others}.",
-                hint="Put the file itself in the package instead of the link, then commit.",
-            )
-        raise SkillDocumentError(
-            f"{problem.message[:-1]}{at}{others}.",
-            hint="Fix the link or add the file it names, then run skillvc validate.",
         )

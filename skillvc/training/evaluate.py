@@ -24,9 +24,9 @@ from typing import Any
 from skillvc.core.errors import AuthenticationFailed
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.progress import Progress
-from skillvc.models.backends.base import PackageFile
 from skillvc.models.calls import CallFailed, ModelClient, Reply, package_files
 from skillvc.models.executors import Call, CallFailure, Executor, run_call
+from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import TargetInput, TargetView
 from skillvc.tasks.scorers import Scorer, metric_value, score_item
 from skillvc.tasks.taskset import TaskItem

@@ -45,11 +45,11 @@ from skillvc.core.store import EventStore
 from skillvc.models import prompts
 from skillvc.models.calls import CallFailed, RoleStats
 from skillvc.models.executors import make_executor
+from skillvc.models.usage import run_usage
 from skillvc.packages import SKILL_FILE, SkillPackage, skill_file_text
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.prompt import readable
 from skillvc.packages.render import chat_rendering, config_view
-from skillvc.review.runs import run_usage
 from skillvc.secrets import scrub
 from skillvc.skill.edits import ApplyResult, Edit, Unmatched
 from skillvc.skill.formats import new_problems

@@ -28,11 +28,11 @@ from skillvc.models.agents.description import (
     with_description,
 )
 from skillvc.models.agents.trajectory import Trajectory, render
-from skillvc.models.backends.base import PackageFile
 from skillvc.models.calls import CallFailed, ModelClient
 from skillvc.packages import SKILL_FILE, SkillPackage, apply_package_edits, broken_links
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.packages.links import reachable_files
+from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.prompt import optimizer_files
 from skillvc.skill.edits import ApplyResult, Edit, Unmatched, apply_edits
 from skillvc.skill.formats import new_problems, new_reference_problems

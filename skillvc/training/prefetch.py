@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillvc.core.hashing import sha256_hex
-from skillvc.models.backends.base import PackageFile
 from skillvc.models.calls import ModelClient
+from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import TargetView
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import rollout_request

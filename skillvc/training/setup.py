@@ -33,12 +33,13 @@ from skillvc.core.pricing import price_for
 from skillvc.core.store import EventStore
 from skillvc.models import prompts
 from skillvc.models.backends import lazy_backend
-from skillvc.models.backends.base import PackageFile
 from skillvc.models.backends.local import ServerInfo, probe
 from skillvc.models.calls import ModelClient, secret_values
 from skillvc.packages.carried import load_carried
 from skillvc.packages.model import load_package
-from skillvc.packages.render import installs, target_view
+from skillvc.packages.packagefile import PackageFile
+from skillvc.packages.render import installs
+from skillvc.packages.version import target_view
 from skillvc.repo.skillrepo import SkillRepo, ensure_ready_to_train
 from skillvc.skill.preflight import check_skill
 from skillvc.tasks.scorers import Scorer, get_scorer

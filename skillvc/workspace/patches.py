@@ -53,15 +53,11 @@ class AppliedPatch:
 PatchCheck = Callable[[str, str], None]
 
 
-def apply_patch(
+def apply_file_patch(
     ws: Workspace, diff: bytes | str, message: str, *, check: PatchCheck | None = None
 ) -> AppliedPatch:
-    """Apply a human-written diff of the skill as edits; log them and commit the result.
-    A skill package's diff may touch several of its files (``skillvc.workspace.package_patch``)."""
-    if ws.config.package_dir is not None:
-        from skillvc.workspace.package_patch import apply_package_patch
-
-        return apply_package_patch(ws, diff, message, check=check)
+    """Apply a human-written diff of a single-file skill as edits; log them and commit the
+    result (``skillvc.workspace.apply.apply_patch`` sends a skill package's diff elsewhere)."""
     patch = parse_diff(read_patch(diff))
     path = ws.skill_relpath
     check_files(ws.root, patch, path)

@@ -44,7 +44,7 @@ def command(
     """
     from skillvc.core.progress import Progress
     from skillvc.review.evaluation import ApplyGate, gate_text
-    from skillvc.workspace.patches import apply_patch
+    from skillvc.workspace.apply import apply_patch
     from skillvc.workspace.workspace import open_workspace
 
     data = patch.read()

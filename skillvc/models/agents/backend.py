@@ -38,7 +38,7 @@ from skillvc.core.hashing import sha256_hex
 from skillvc.models.agents import hermetic
 from skillvc.models.agents.presets import PRESETS, Note, Preset, activated, files_used, notes
 from skillvc.models.backends import children
-from skillvc.models.backends.base import CallRequest, CallResult, PackageFile
+from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.command import (
     AgentFailed,
     AgentRefused,
@@ -47,6 +47,7 @@ from skillvc.models.backends.command import (
     skill_name,
     start_process,
 )
+from skillvc.packages.packagefile import PackageFile
 
 TAIL = 2000  # characters of stdout and of stderr kept with an error
 QUOTE = 300  # characters of each tail quoted in the one-line message

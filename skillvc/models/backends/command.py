@@ -52,7 +52,8 @@ from skillvc.core.errors import (
 )
 from skillvc.core.hashing import sha256_hex
 from skillvc.models.backends import children
-from skillvc.models.backends.base import CallRequest, CallResult, PackageFile
+from skillvc.models.backends.base import CallRequest, CallResult
+from skillvc.packages.packagefile import PackageFile
 from skillvc.secrets import register_names, scrub
 from skillvc.skill.skilldoc import SkillDocument
 

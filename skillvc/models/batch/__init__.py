@@ -18,40 +18,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
 from skillvc.core.hashing import content_id
+from skillvc.core.pricing import BATCH_DISCOUNT
 from skillvc.core.store import EventStore
-from skillvc.models.backends.base import CallRequest, CallResult
-from skillvc.models.calls import BATCH_DISCOUNT
+from skillvc.models.backends.base import CallRequest
+from skillvc.models.batch.base import PROVIDERS, Provider, Status
 from skillvc.models.executors import Call, CallFailure
-
-TAG = "skillvc_wave"  # the metadata key that names a batch's wave (OpenAI)
-PROVIDERS = ("openai", "anthropic")
-
-
-@dataclass(frozen=True)
-class Status:
-    ended: bool
-    created_at: float  # unix seconds
-    total: int
-
-
-class Provider(Protocol):
-    """One provider's batch API, through its SDK."""
-
-    name: str
-
-    def create(self, requests: Sequence[CallRequest], wave: str) -> str: ...
-
-    def status(self, batch_id: str) -> Status: ...
-
-    def find(self, wave: str, n: int, since: float) -> str | None: ...
-
-    def results(self, batch_id: str) -> dict[str, CallResult | CallFailure]: ...
 
 
 def provider_for(config: ModelConfig) -> Provider:

@@ -16,7 +16,7 @@ import anthropic
 from skillvc.models.backends.anthropic_backend import AnthropicBackend, cache_usage
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.retry import translated_sdk_errors
-from skillvc.models.batch import Status
+from skillvc.models.batch.base import Status
 from skillvc.models.executors import CallFailure
 
 

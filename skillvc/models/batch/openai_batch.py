@@ -16,7 +16,7 @@ import openai
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.openai_backend import OpenAIBackend
 from skillvc.models.backends.retry import translated_sdk_errors
-from skillvc.models.batch import TAG, Status
+from skillvc.models.batch.base import TAG, Status
 from skillvc.models.executors import CallFailure
 
 ENDPOINT = "/v1/chat/completions"
