@@ -1,0 +1,359 @@
+"""The gate stage: a candidate against the current skill on val, attribution, commit or reject."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from skillvc.packages import SKILL_FILE, SkillPackage
+from skillvc.packages.edits import PackageApplyResult
+from skillvc.skill.edits import ApplyResult, Edit
+from skillvc.skill.skilldoc import SkillDocument
+from skillvc.training import attribution, commits, significance
+from skillvc.training.attribution import Attribution
+from skillvc.training.commits import Honesty
+from skillvc.training.evaluate import (
+    GateResult,
+    focus_items,
+    gate,
+    resample_gate,
+)
+from skillvc.training.matrix_gate import matrix_gate
+from skillvc.training.optimize import (
+    apply_selected,
+    apply_selected_package,
+)
+from skillvc.training.prefetch import Batch
+from skillvc.training.state import Edits
+from skillvc.training.summary import Summaries
+from skillvc.training.trainer_base import Usage, fmt_val
+
+
+def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> dict[str, Any]:
+    """What the rejected buffer says of a rejected candidate's edits: its paired counts and
+    p-value, and ``inconclusive`` unless it did significantly worse than the current skill
+    (a candidate within noise is no evidence against its edits, only not enough for them)."""
+    if result is None:
+        return {}
+    up, down = result.discordant or (len(result.gained), len(result.lost))
+    worse = significance.significant(significance.sign_test_p(down, up), alphas[-1])
+    return {
+        "evidence": {"up": up, "down": down, "p_value": result.p_value},
+        "inconclusive": not worse,
+    }
+
+
+class Gating(Summaries):
+    # The gate stage ----------------------------------------------------------------------
+
+    def decide(
+        self,
+        kind: str,
+        epoch: int,
+        lr: int | None,
+        candidate: SkillDocument,
+        edits: Edits,
+        unmatched: Edits,
+        before: Usage,
+        *,
+        gated: bool = True,
+        package: SkillPackage | None = None,
+        bundle: Sequence[Edit] = (),
+    ) -> str:
+        """Gate a candidate, then commit it (accepted) or keep it under a rejected ref.
+
+        ``candidate`` is the skill file; for a skill package, ``package`` is the whole
+        candidate (its SKILL.md is ``candidate``). ``bundle``: the applied edits, which
+        attribution (``[train] attribution``) takes apart when the candidate passes."""
+        s = self.state
+        credit: Attribution | None = None
+        if s.package is not None and package is None:  # a slow update: only SKILL.md changed
+            package = s.package.with_file(SKILL_FILE, candidate.render())
+        candidate_text, files = self.files_of(candidate, package)
+        self.phase = (
+            f"the gate of step {s.step}"
+            if kind == "step"
+            else f"the gate of the epoch {epoch} slow update"
+        )
+        result = None
+        speculation: list[Batch | None] = []
+        if gated and self.t.speculate:
+            # Most gates reject: start what comes next with the current skill meanwhile.
+            speculation = [
+                self.prefetch(s.skill, items, split, speculative=True)
+                for items, split in self.upcoming
+            ]
+        if gated:
+            name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
+            with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):
+                result = gate(
+                    self.evaluator,
+                    s.skill,
+                    candidate_text,
+                    self.ctx.val,
+                    metric=self.t.gate_metric,
+                    early_stop=self.t.early_stop,
+                    chunk=self.t.workers,
+                    confidence=1 - self.alphas[0] if self.t.attribution else self.confidence,
+                    sequential=self.t.attribution and len(self.alphas) == 1,
+                    current_round=self.current_round,
+                )
+                val, alphas = self.ctx.val, self.alphas
+                result = resample_gate(
+                    self.evaluator, s.skill, candidate_text, val, result, alphas=alphas
+                )
+            s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
+            if result.decision == "accepted" and self.t.attribution and len(bundle) > 1:
+                credit = self.attribute(name, bundle, candidate_text, result)
+                if credit.dropped:
+                    candidate, package = credit.document, credit.package
+                    candidate_text, files = self.files_of(candidate, package)
+                    edits = [e.to_dict() for e in credit.kept]
+                    result = credit.result
+        # [train] gate_targets = "all": the other target models may veto an accepted candidate.
+        matrix = None
+        if result is not None and result.decision == "accepted":
+            matrix = matrix_gate(self, s.skill, candidate_text)
+            if matrix is not None and matrix["vetoed"]:
+                result = dataclasses.replace(result, decision="rejected")
+        decision = result.decision if result else "forced"
+        gate_event = self.log.emit(
+            "gate",
+            {
+                "kind": kind,
+                "lr": lr,
+                "edits": edits,
+                "unmatched": unmatched,
+                "current": self.store.put_blob(s.skill),
+                "candidate": self.store.put_blob(candidate_text),
+                **(result.payload() if result else self.ungated_payload()),
+                **({"attribution": credit.payload()} if credit is not None else {}),
+                **({"alpha": self.alphas[-1]} if self.t.attribution and result else {}),
+                **({"targets": matrix} if matrix is not None else {}),
+                # A skill package: the files the candidate changes (repository paths) and, for
+                # the chat target, which linked files it was sent and which were cut.
+                **({"files": sorted(files)} if package is not None else {}),
+                **(
+                    {"rendered": self.render(candidate_text).to_dict()}
+                    if self.render is not None and self.rendering is not None
+                    else {}
+                ),
+            },
+        )
+        honesty = self.honest(result, credit)
+        sha = commits.commit(
+            self.repo,
+            self.log,
+            gate_id=gate_event.id,
+            files=files,
+            version=candidate_text,
+            text=commits.message(self.evidence(kind, epoch, lr, edits, result, before), honesty),
+            accepted=decision != "rejected",
+            parent=s.head,
+            step_label=str(s.step) if kind == "step" else f"epoch-{epoch}-slow-update",
+            skill=self.config.skill_name,
+            fresh=not self.ctx.resumed,
+            branch=self.branch_ref,
+            significance_trailer=honesty.trailer() if honesty is not None else None,
+        )
+        if credit is not None and credit.dropped:
+            s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
+        if decision == "rejected":
+            s.reject(
+                edits,
+                self.t.rejected_buffer_size,
+                slow=kind != "step",
+                evidence=rejection_evidence(result, self.alphas) if self.t.attribution else None,
+            )
+        else:
+            if speculation and kind == "step" and s.skill == self.epoch_start:
+                # The epoch's slow update still runs the epoch-start skill (this one) on the
+                # slow items: rollouts sent ahead for them are used, not wasted.
+                speculation = [
+                    b
+                    for b, (items, _) in zip(speculation, self.upcoming, strict=True)
+                    if items is not self.slow_items
+                ]
+            self.waste(speculation, gate_event)
+            alpha = self.alphas[-1] if self.t.attribution else significance.REVIEW_ALPHA
+            p_value = result.p_value if result else None
+            self.gains.append(
+                {
+                    "step": s.step if kind == "step" else f"epoch {epoch} slow update",
+                    "p_value": p_value,
+                    "alpha": alpha,
+                    "verdict": "ungated"
+                    if result is None
+                    else significance.verdict(p_value, alpha),
+                    "kept": len(edits),
+                    "dropped": len(credit.dropped) if credit is not None else 0,
+                }
+            )
+            s.accept(candidate, sha, edits, slow=kind != "step", package=package)
+            # Free after a gate (the candidate was evaluated in full); after a forced update it
+            # is the only way the checkpoint and best_val describe the skill they name.
+            if result is not None and len(self.alphas) > 1:
+                self.current_round = len(self.alphas)  # fresh draws: see __init__
+            with self.stage(
+                f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
+            ):
+                s.current_val = self.mean_of(
+                    self.evaluator.run(s.skill, self.ctx.val, "val", self.current_round)
+                )
+        if result is None:
+            return f"forced (ungated), val {fmt_val(s.current_val)}"
+        if honesty is not None:
+            return f"{self.verdict_line(result)} ({honesty.summary()})"
+        return self.verdict_line(result)
+
+    def files_of(
+        self, candidate: SkillDocument, package: SkillPackage | None
+    ) -> tuple[str, dict[str, bytes]]:
+        """A candidate's identity text and the repository files its commit writes."""
+        if package is None:
+            return candidate.render().decode("utf-8"), {self.relpath: candidate.render()}
+        assert self.state.package is not None
+        files = {
+            package.repo_path(name): raw
+            for name, raw in package.files.items()
+            if self.state.package.files.get(name) != raw
+        }
+        return package.bundle(), files
+
+    def attribute(
+        self, name: str, bundle: Sequence[Edit], candidate_text: str, result: GateResult
+    ) -> Attribution:
+        """Take apart a bundle that passed the gate (``training/attribution.py``): drop the
+        edits that do not earn their place, then gate what is left against the current skill."""
+        s, t = self.state, self.t
+        alpha = significance.alpha_of(self.confidence)
+        credit = Attribution(list(bundle), list(bundle), [], alpha, result)
+        text = candidate_text
+        document: SkillDocument | None = None
+        package: SkillPackage | None = None
+        focus = None
+        if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
+            focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
+        total = len(self.ctx.val) * len(bundle) * t.samples
+        with self.progress.stage(f"{name} attribution", total):
+            for edit in reversed(bundle):  # the least supported edit first
+                if len(credit.kept) == 1:
+                    break  # the last edit's test is the gate of the pruned candidate
+                rest = [e for e in credit.kept if e is not edit]
+                applied = self.apply_quietly(rest)
+                if len(applied.applied) != len(rest):
+                    continue  # another kept edit needs this one (an anchor it wrote): keep it
+                doc = applied.document
+                pkg = applied.package if isinstance(applied, PackageApplyResult) else None
+                without, _ = self.files_of(doc, pkg)
+                test = attribution.compare(
+                    self.evaluator,
+                    text,
+                    without,
+                    self.ctx.val,
+                    metric=t.gate_metric,
+                    alphas=self.alphas,
+                    chunk=t.workers,
+                    early_stop=t.early_stop,
+                    edit=edit.to_dict(),
+                    focus=focus,
+                )
+                credit.tests.append(test)
+                if test.outcome != attribution.KEPT:
+                    credit.kept, text, document, package = rest, without, doc, pkg
+        if credit.dropped:
+            assert document is not None
+            with self.stage(f"{name} gate of the kept edits", [(text, self.ctx.val, "val")]):
+                credit.result = gate(
+                    self.evaluator,
+                    s.skill,
+                    text,
+                    self.ctx.val,
+                    metric=t.gate_metric,
+                    early_stop=t.early_stop,
+                    chunk=t.workers,
+                    confidence=1 - self.alphas[0],
+                    sequential=len(self.alphas) == 1,
+                    current_round=self.current_round,
+                )
+                credit.result = resample_gate(
+                    self.evaluator, s.skill, text, self.ctx.val, credit.result, alphas=self.alphas
+                )
+            s.calls_saved += credit.result.calls_saved * t.samples
+            credit.text, credit.document, credit.package = text, document, package
+        return credit
+
+    def apply_quietly(self, edits: Sequence[Edit]) -> ApplyResult | PackageApplyResult:
+        """``apply`` without its events: attribution's versions of the candidate."""
+        max_bytes, describe = self.config.skill.max_bytes, self.t.train_description
+        if self.state.package is None:
+            return apply_selected(
+                self.state.doc, edits, self.relpath, max_bytes=max_bytes, describe=describe
+            )
+        return apply_selected_package(
+            self.state.package, edits, max_bytes=max_bytes, describe=describe
+        )
+
+    def honest(self, result: GateResult | None, credit: Attribution | None) -> Honesty | None:
+        """How sure the decision is, in numbers and words (None: the paper's bundle gate,
+        whose messages stay as they were)."""
+        if not self.t.attribution or result is None:
+            return None
+        return Honesty(
+            alpha=significance.alpha_of(self.confidence),
+            p_value=result.p_value,
+            test=result.test,
+            decision=result.decision,
+            edits=tuple(
+                (t.edit, t.outcome, t.up, t.down, t.n, t.p_value)
+                for t in (credit.tests if credit is not None else [])
+            ),
+        )
+
+    def evidence(
+        self,
+        kind: str,
+        epoch: int,
+        lr: int | None,
+        edits: Edits,
+        result: GateResult | None,
+        before: Usage,
+    ) -> commits.Evidence:
+        usage = self.usage_since(before)
+        return commits.Evidence(
+            kind=kind,
+            decision=result.decision if result else "forced",
+            edits=edits,
+            metric=self.t.gate_metric,
+            before=result.before if result else self.state.current_val,
+            after=result.after if result else None,
+            after_bound=result.after_bound if result else None,
+            n=result.n if result else 0,
+            n_evaluated=result.n_evaluated if result else 0,
+            early_stopped=result.early_stopped if result else False,
+            gained=result.gained if result else [],
+            lost=result.lost if result else [],
+            p_value=result.p_value if result else None,
+            test=result.test if result else None,
+            confidence=self.confidence,
+            run_id=self.ctx.run_id,
+            step=self.state.step if kind == "step" else None,
+            epoch=epoch,
+            lr=lr,
+            calls=usage["calls"],
+            tokens=usage["tokens"],
+            cost_usd=usage["cost_usd"],
+        )
+
+    def ungated_payload(self) -> dict[str, Any]:
+        return {
+            "decision": "forced",
+            "metric": self.t.gate_metric,
+            "before": {"mean": self.state.current_val, "n": len(self.ctx.val)},
+            "after": {"mean": None, "n": 0},
+            "early_stopped": False,
+            "items": [],
+            "flipped": {"gained": [], "lost": []},
+            "errors": 0,
+        }

@@ -1,0 +1,98 @@
+"""Prefetching and speculation behind a small interface the spine calls.
+
+The spine asks for rollouts through ``rollouts`` and tells this part where it is
+(``prefetch_start``, ``prefetch_epoch_start``, ``after_step``, ``after_epoch``); calls for what
+comes next may go out early (``training/prefetch.py``), and a gate's acceptance makes some of
+them useless (``waste`` logs how many). Requests change when they go out, never an event of the
+run's sequence: each stage still asks for its calls itself, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from skillvc.core.events import Event
+from skillvc.core.hashing import sha256_hex
+from skillvc.core.pricing import cost_usd
+from skillvc.tasks.taskset import TaskItem
+from skillvc.training.budget import Budget
+from skillvc.training.evaluate import (
+    Rollout,
+)
+from skillvc.training.prefetch import Batch
+
+
+class Speculation(Budget):
+    # Calls sent ahead (see training/prefetch.py) ----------------------------------------
+
+    def prefetch(
+        self, skill: str, items: Sequence[TaskItem], split: str, *, speculative: bool = False
+    ) -> Batch | None:
+        if self.config.target.mode == "batch" or self.t.executor != "threads":
+            # Target calls go out as provider batches (for their price) or as executor tasks
+            # (on other machines): sent ahead on the driver's threads they would bypass both.
+            return None
+        return self.ahead.rollouts(
+            skill, items, split, speculative=speculative, known=self.evaluator.memo
+        )
+
+    def prefetch_start(self) -> None:
+        """Calls the run makes whatever its gates decide: the seed skill on test, the first
+        step's rollouts and the first slow update's evaluation of the seed skill."""
+        self.prefetch(self.ctx.base_skill, self.ctx.test, "test")
+        self.prefetch_epoch_start(1)
+
+    def cannot_be_refused(self) -> bool:
+        """True when the projection after the baseline cannot stop the run (it has a budget,
+        or its models cost nothing we know of): only then may calls beyond the baseline go
+        out beside it."""
+        if self.t.budget_usd is not None:
+            return True
+        big = 10**9
+        models = (self.config.target.model, self.config.optimizer.model)
+        return all(not cost_usd(m, big, big, self.config.prices) for m in models)
+
+    def prefetch_epoch_start(self, epoch: int) -> None:
+        """The epoch's first rollouts and its slow update's evaluation of the epoch-start
+        skill: both certain once the epoch has begun."""
+        self.prefetch(self.state.skill, self.batches(epoch)[0], "train")
+        if self.t.slow_update:
+            self.prefetch(self.state.skill, self.slow_items, "train")
+
+    def rollouts(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
+        """``evaluator.run`` once the calls sent ahead for ``skill`` have come back."""
+        self.ahead.wait(skill)
+        return self.evaluator.run(skill, items, split)
+
+    def after_step(
+        self, epoch: int, following: Sequence[Sequence[TaskItem]]
+    ) -> list[tuple[Sequence[TaskItem], str]]:
+        """What the loop runs with the current skill after a step that keeps it."""
+        if following:
+            return [(following[0], "train")]
+        if self.t.slow_update:
+            return [(self.slow_items, "train")]
+        return self.after_epoch(epoch)
+
+    def after_epoch(self, epoch: int) -> list[tuple[Sequence[TaskItem], str]]:
+        """What the loop runs with the current skill after an epoch end that keeps it."""
+        if epoch < self.t.epochs:
+            upcoming: list[tuple[Sequence[TaskItem], str]] = [(self.batches(epoch + 1)[0], "train")]
+            if self.t.slow_update:
+                upcoming.append((self.slow_items, "train"))
+            return upcoming
+        return [(self.ctx.test, "test")] if self.ctx.test else []
+
+    def waste(self, speculation: Sequence[Batch | None], gate_event: Event) -> None:
+        """Record speculative rollouts an accepted candidate made useless (outside the run's
+        sequence, once: a replay finds the record by its key)."""
+        items, jobs = self.ahead.waste(speculation)
+        if jobs:
+            self.store.append(
+                "speculation.wasted",
+                {"skill": sha256_hex(self.state.skill), "items": items, "jobs": jobs},
+                run_id=self.ctx.run_id,
+                step=self.log.step,
+                epoch=self.log.epoch,
+                key=f"{self.ctx.run_id}:{gate_event.seq}",
+            )
