@@ -85,7 +85,7 @@ def test_ordinary_text_and_ids_are_left_alone() -> None:
     )
     assert scrub(text) == text
     assert findings(text) == []
-    demo = (ROOT / "skillvc" / "demo.py").read_text(encoding="utf-8")
+    demo = (ROOT / "skillvc" / "training" / "demo.py").read_text(encoding="utf-8")
     assert findings(demo) == [], "the demo's text is no credential"
 
 

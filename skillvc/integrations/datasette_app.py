@@ -143,8 +143,8 @@ SELECT phase,
                   WHEN 'epoch end' THEN last_step END AS step,
        CASE phase WHEN 'step' THEN own_epoch WHEN 'epoch end' THEN own_epoch END AS epoch,
        COUNT(*) AS calls, SUM(tokens) AS tokens,
-       -- as skillvc.review.runs: no partial sum when a call has no price; no float dust
-       (0.61870001)
+       -- as skillvc.models.usage: no partial sum when a call has no price;
+       -- no float dust (0.61870001)
        CASE WHEN SUM(cost_usd IS NULL) > 0 THEN NULL ELSE ROUND(SUM(cost_usd), 10) END
          AS cost_usd,
        SUM(cost_usd IS NULL) AS unpriced_calls
