@@ -7,7 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from skillvc.cli import OWN_SKILL, cli
+from skillvc.cli import cli
+from skillvc.cli.commands.demo import OWN_SKILL
 from skillvc.cli.glossary import markdown, terms
 
 ROOT = Path(__file__).resolve().parent.parent

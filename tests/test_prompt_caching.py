@@ -26,7 +26,8 @@ from loopback import (  # noqa: F401 - the fixture
 )
 from test_train_real_backends import KEY, SETUPS, Setup, make_repo
 
-from skillvc.cli import _summary_lines, cli
+from skillvc.cli import cli
+from skillvc.cli.runlines import summary_lines as _summary_lines
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
 from skillvc.core.pricing import cache_prices_for

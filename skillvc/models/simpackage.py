@@ -1,11 +1,10 @@
 """The simulator's package-aware world (``sim:support-package``): where a rule is written matters.
 
-A simulator, not a model. It is ``skillvc.models.simworld``'s support world (same tickets, rules,
-task
-items, default answer and noise; ``sim:support`` itself is untouched) with one thing added: an
-agent reads SKILL.md and opens a reference file only when SKILL.md sends it there, so a rule
-helps a ticket only where the agent reads it for that ticket. It lets the demo and the tests
-show training that edits, and creates, reference files.
+A simulator, not a model. It is ``skillvc.models.simworld``'s support world (same tickets,
+rules, task items, default answer and noise; ``sim:support`` itself is untouched) with one thing
+added: an agent reads SKILL.md and opens a reference file only when SKILL.md sends it there, so
+a rule helps a ticket only where the agent reads it for that ticket. It lets the demo and the
+tests show training that edits, and creates, reference files.
 
 The world
     Each ticket has a topic, from its issue (``TOPICS``): damage (damaged, defective, missing

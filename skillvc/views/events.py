@@ -4,8 +4,7 @@ Invariant: ``RENDERERS`` has an entry for every type in ``skillvc.core.events.EV
 iterates over the catalogue), so a new event type without a text fails the tests instead of
 falling back to raw JSON. Each renderer reads only the payload it is given (plus, for a few
 types, context ``skillvc.review.history.show`` looked up: ``flips`` of a gate, ``previous``
-guidance of
-a slow update) and never raises on a payload missing a key: old events lack newer keys.
+guidance of a slow update) and never raises on a payload missing a key: old events lack newer keys.
 """
 
 from __future__ import annotations

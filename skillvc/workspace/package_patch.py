@@ -1,8 +1,7 @@
 """A human patch of a skill package: a diff touching several of its files is one edit set.
 
 The rules of ``skillvc.workspace.patches`` hold file by file (hunks match at their stated line,
-give or
-take ``MAX_HUNK_OFFSET``; the frontmatter and protected regions are refused; format rules
+give or take ``MAX_HUNK_OFFSET``; the frontmatter and protected regions are refused; format rules
 hold), and the package adds its own, the ones training keeps:
 
 * Every path in the diff is a file of the package (inside its directory, matched by its

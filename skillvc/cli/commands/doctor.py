@@ -1,8 +1,7 @@
 """``skillvc doctor``: check the config, credentials and reachability of the configured models.
 
 A thin command over ``skillvc.review.doctor``: one line per check on stdout (or ``--json``), then
-exit
-code 6 (a ``BackendError``) when any check failed, so scripts and CI can gate on it.
+exit code 6 (a ``BackendError``) when any check failed, so scripts and CI can gate on it.
 """
 
 from __future__ import annotations

@@ -17,8 +17,7 @@ Configuration rules:
   to be cached (``MIN_CACHEABLE_TOKENS`` for the model's family, estimated at 4 characters a
   token) is sent as one text block marked ``cache_control: ephemeral`` (5 minutes); a shorter
   one is sent as a plain string, as before. The cache key of ``skillvc.models.calls`` is computed
-  from
-  the request's messages and parameters, not from this body, so it does not change. Usage:
+  from the request's messages and parameters, not from this body, so it does not change. Usage:
   Anthropic's ``input_tokens`` excludes cache reads and writes; ``prompt_tokens`` adds them back
   (every input token, as OpenAI counts), with ``cached_tokens`` and ``cache_write_tokens``.
 

@@ -12,8 +12,7 @@ Completions API and, besides it, a route of its own that tells what it can do:
 ``probe`` asks these routes in that order and returns a ``ServerInfo`` (None when none
 answered: a hosted API or an unknown server, used exactly as before). Training uses it to fit
 optimizer prompts into the context (``skillvc.models.prompts.render(fit=...)``), to bound answers,
-to
-ask for JSON through a schema, to cap ``workers`` at the server's slots and to wait as long as
+to ask for JSON through a schema, to cap ``workers`` at the server's slots and to wait as long as
 a CPU model needs. The info a run used is recorded in its ``run.started`` event, so a resumed
 run fits its prompts exactly as the interrupted one did, whatever the server says later.
 

@@ -1,11 +1,9 @@
 """``sim:<world>``: the offline simulator backend (target and optimizer).
 
 A documented toy, not a model (see ``skillvc.models.simworld``; ``sim:support-package`` is that
-world
-where a rule counts only in the file SKILL.md points its topic to: ``skillvc.models.simpackage`` and
-``skillvc.models.backends.sim_package``). Deterministic: the same request always gets the same
-answer,
-whatever the thread, process or order. Knobs:
+world where a rule counts only in the file SKILL.md points its topic to:
+``skillvc.models.simpackage`` and ``skillvc.models.backends.sim_package``). Deterministic: the
+same request always gets the same answer, whatever the thread, process or order. Knobs:
 
 - ``SKILLVC_SIM_LATENCY_MS``: sleep this long per call, so concurrency and resume can be
   exercised against realistic waits;
