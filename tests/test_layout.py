@@ -5,8 +5,8 @@ import`` anywhere in a module counts, at the top, inside a function (a deferred 
 a dependency) and under ``if TYPE_CHECKING`` (an annotation that names a higher layer still
 couples the two, and hiding an import there must not be a way around this test). Importing
 ``skillvc.a.b`` (or ``from skillvc.a import b``, b a module) counts as an edge to
-``skillvc.a.b`` only, not to the package ``skillvc.a`` that Python runs first: a package's
-``__init__`` is a docstring or re-exports its own modules.
+``skillvc.a.b`` only, not to the package ``skillvc.a`` that Python runs first: the package's
+``__init__`` is a module of the graph in its own right, with its own imports as its edges.
 """
 
 from __future__ import annotations
