@@ -33,7 +33,7 @@ from skillvc.models import prompts
 from skillvc.models.backends.local import ServerInfo, estimate_tokens, probe
 from skillvc.models.prompts import prompt_kind
 from skillvc.training.demo import create_demo_repo
-from skillvc.training.structured import edits_schema, salvage
+from skillvc.training.structured import edits_schema, salvage, skill_lines
 
 SKILL = "skills/acme-returns/SKILL.md"
 N_CTX = 4096
@@ -171,7 +171,7 @@ def test_a_prompt_is_fitted_to_its_limit_deterministically() -> None:
     user = fitted[1]["content"]
     shown = json.loads(prompts.section(user, "cases"))
     assert shown[0]["id"] == "t0" and len(shown) >= 1, "the first cases are kept"
-    assert f"Below are {len(shown)} tasks" in user
+    assert f"Above are {len(shown)} tasks" in user
     assert "characters cut" in shown[0]["input"]
     # A prompt that fits is left exactly as it was.
     small = reflect_values(long_cases(2, 10)) | {"rejected": []}
@@ -224,6 +224,12 @@ def test_a_run_never_sends_a_prompt_over_the_servers_context(
         shapes = schema["properties"]["edits"]["items"]["anyOf"]
         add = next(s for s in shapes if s["properties"]["op"]["enum"] == ["add"])
         assert "target" not in add["properties"] and add["required"][:2] == ["op", "content"]
+        replace = next(s for s in shapes if s["properties"]["op"]["enum"] == ["replace"])
+        skill = prompts.section(chat_messages(body)[1]["content"], "skill")
+        named = replace["properties"]["target"]["enum"]
+        assert named and all(skill.count(line) == 1 for line in named), "targets are skill lines"
+        assert add["properties"]["anchor"]["enum"] == named
+        assert schema["required"] == ["analysis", "edits"]
     (started,) = events(repo, "run.started")
     assert started["servers"]["optimizer"] == {
         "server": "llama.cpp",
@@ -351,3 +357,26 @@ def test_salvage_reads_leniently_and_checks_strictly() -> None:
     assert re.fullmatch(r"x{300}", refused[0]["edit"]["content"]), "kept short in the log"
     schema = edits_schema(2)
     assert schema["properties"]["edits"]["maxItems"] == 2
+
+
+def test_targets_are_held_to_the_lines_of_the_skill() -> None:
+    text = (
+        "---\nname: s\ndescription: d\n---\n# Rules\n- Be brief.\n- Be brief.\n"
+        "- Quote the order id.\n<!-- SLOW_UPDATE_START -->\n- kept\n"
+        "<!-- SLOW_UPDATE_END -->\n"
+    )
+    lines = skill_lines(text)
+    # The frontmatter, the protected region and a line that occurs twice cannot be named.
+    assert lines == ["# Rules", "- Quote the order id."]
+    shapes = edits_schema(2, lines=lines)["properties"]["edits"]["items"]["anyOf"]
+    assert [s["properties"]["op"]["enum"][0] for s in shapes] == ["add", "replace", "delete"]
+    assert shapes[1]["properties"]["target"] == {"type": "string", "enum": lines}
+    one_line = skill_lines("Reply with the answer in <answer></answer> tags.\n")
+    ops = [
+        s["properties"]["op"]["enum"][0]
+        for s in edits_schema(2, lines=one_line)["properties"]["edits"]["items"]["anyOf"]
+    ]
+    assert ops == ["add", "replace"], "a one-line skill's only line is never deleted"
+    assert skill_lines("".join(f"- rule {i}\n" for i in range(500))) is None, "free text"
+    free = edits_schema(2)["properties"]["edits"]["items"]["anyOf"][1]["properties"]["target"]
+    assert "enum" not in free and free["minLength"] == 1

@@ -39,7 +39,13 @@ from skillvc.skill.formats import new_problems, new_reference_problems
 from skillvc.skill.skilldoc import SkillDocument
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import Rollout
-from skillvc.training.structured import edits_schema, response_format, salvage, text_schema
+from skillvc.training.structured import (
+    edits_schema,
+    response_format,
+    salvage,
+    skill_lines,
+    text_schema,
+)
 
 
 @dataclass(frozen=True)
@@ -239,7 +245,9 @@ def reflect(
         }
     if local or package is not None:
         package_values["answer_format"] = answer_format
-    schema = edits_schema(budget, package=package is not None)
+    schema = edits_schema(
+        budget, package=package is not None, lines=skill_lines(skill) if local else None
+    )
     limit = prompt_limit(client)
     notes = {
         "failures": "these answers scored below full marks",

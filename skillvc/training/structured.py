@@ -8,7 +8,14 @@ new text in ``target`` and left ``content`` empty, inside a ```json fence). So:
   ``maxItems`` (the step's edit budget) and ``maxLength`` bounds. It is sent as
   ``response_format`` to a local server that enforces JSON Schema (llama.cpp, Ollama, vLLM
   turn it into a grammar), so the model cannot produce another shape or loop forever inside a
-  string; other models get the same shapes as text in the prompt.
+  string; other models get the same shapes as text in the prompt. Given the skill's lines
+  (``skill_lines``), a replace's or delete's ``target`` and an add's ``anchor`` are held to
+  them (an ``enum``), so every edit the model can write lands where it says: the 1.5B model
+  otherwise "replaced" sentences of the task, which are not in the skill. A delete is offered
+  only when the skill has two lines or more (deleting a one-line skill's only line is never an
+  improvement, and a small model reaches for it). The answer starts with a short ``analysis``
+  (what the target should do differently), which a small model writes better than it
+  jumps to an edit; it is not stored anywhere but in the answer.
 - ``salvage``: each proposed edit is read leniently (an add whose text is in ``target``, an
   op in capitals, a stray target on an add) and then checked strictly (``Edit``'s own rules
   and the length bounds). Valid edits are kept; each refused one comes back with its reason,
@@ -23,19 +30,44 @@ from collections.abc import Mapping
 from typing import Any
 
 from skillvc.skill.edits import Edit
+from skillvc.skill.skilldoc import SkillDocument
 
 MAX_CONTENT_CHARS = 1200  # one edit's new text: a rule or two with an example
 MAX_TARGET_CHARS = 600  # text copied from the skill (a line or a short paragraph)
 MAX_RATIONALE_CHARS = 300
 MAX_TEXT_CHARS = 2000  # a slow update's guidance, the meta skill's notes
+MAX_ANALYSIS_CHARS = 600  # the answer's analysis: a sentence or two before the edits
+# A skill of more lines than this keeps free-text targets (the enum would be most of the
+# grammar, and a long skill is one a model copies from well enough).
+MAX_ENUM_LINES = 120
 
 
 def _string(max_chars: int) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_chars}
 
 
-def edits_schema(budget: int, *, package: bool = False) -> dict[str, Any]:
-    """The JSON Schema of a reflection's answer: at most ``budget`` edits, one shape per op."""
+def skill_lines(text: str) -> list[str] | None:
+    """The lines of a skill an edit may name as its target or anchor: each non-blank line of
+    the editable text (outside frontmatter and protected regions), stripped, that occurs
+    exactly once in the document and fits ``MAX_TARGET_CHARS``. None for a skill longer than
+    ``MAX_ENUM_LINES`` lines (its targets stay free text)."""
+    doc = SkillDocument.parse(text)
+    editable = [doc.text[a:b] for a, b in doc.editable_spans()]
+    lines = [line.strip() for chunk in editable for line in chunk.splitlines() if line.strip()]
+    if len(lines) > MAX_ENUM_LINES:
+        return None
+    out: list[str] = []
+    for line in lines:
+        if line not in out and len(line) <= MAX_TARGET_CHARS and doc.text.count(line) == 1:
+            out.append(line)
+    return out
+
+
+def edits_schema(
+    budget: int, *, package: bool = False, lines: list[str] | None = None
+) -> dict[str, Any]:
+    """The JSON Schema of a reflection's answer: an analysis, then at most ``budget`` edits,
+    one shape per op; with ``lines`` (``skill_lines``) targets and anchors are those lines."""
     rationale = {"type": "string", "maxLength": MAX_RATIONALE_CHARS}
 
     def shape(op: str, required: list[str], **fields: Any) -> dict[str, Any]:
@@ -51,27 +83,23 @@ def edits_schema(budget: int, *, package: bool = False) -> dict[str, Any]:
             "additionalProperties": False,
         }
 
+    named = not package and bool(lines)
+    target = {"type": "string", "enum": lines} if named else _string(MAX_TARGET_CHARS)
+    anchor = {"type": "string", "enum": lines} if named else _string(MAX_TARGET_CHARS)
+    anchor.pop("minLength", None)
     ops = [
-        shape(
-            "add",
-            ["content"],
-            content=_string(MAX_CONTENT_CHARS),
-            anchor={"type": "string", "maxLength": MAX_TARGET_CHARS},
-        ),
-        shape(
-            "replace",
-            ["target", "content"],
-            target=_string(MAX_TARGET_CHARS),
-            content=_string(MAX_CONTENT_CHARS),
-        ),
-        shape("delete", ["target"], target=_string(MAX_TARGET_CHARS)),
+        shape("add", ["content"], content=_string(MAX_CONTENT_CHARS), anchor=anchor),
+        shape("replace", ["target", "content"], target=target, content=_string(MAX_CONTENT_CHARS)),
     ]
+    if not named or len(lines or ()) >= 2:
+        ops.append(shape("delete", ["target"], target=target))
     return {
         "type": "object",
         "properties": {
-            "edits": {"type": "array", "maxItems": max(budget, 1), "items": {"anyOf": ops}}
+            "analysis": {"type": "string", "maxLength": MAX_ANALYSIS_CHARS},
+            "edits": {"type": "array", "maxItems": max(budget, 1), "items": {"anyOf": ops}},
         },
-        "required": ["edits"],
+        "required": ["analysis", "edits"],
         "additionalProperties": False,
     }
 
