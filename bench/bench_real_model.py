@@ -184,13 +184,13 @@ def make_repo(task: TaskSet, root: Path, base_url: str, model: str, args: Any) -
     (root / "skills" / task.name / "SKILL.md").write_text(task.seed_skill + "\n", "utf-8")
     sizes = tuple(int(n) for n in args.sizes.split(","))
     write_tasks(task, root, args.seed, sizes)
-    lines = f'model = "openai:{model}"\nbase_url = "{base_url}"\ntemperature = 0.0'
+    server = f'model = "openai:{model}"\nbase_url = "{base_url}"'
     (root / "skillvc.toml").write_text(
         f'[skill]\npath = "skills/{task.name}/SKILL.md"\n\n'
         '[tasks]\ntrain = "evals/train.jsonl"\nval = "evals/val.jsonl"\n'
         f'test = "evals/test.jsonl"\nscorer = "{task.scorer}"\n\n'
-        f"[target]\n{lines}\nmax_tokens = {task.max_tokens}\n\n"
-        f"[optimizer]\n{lines}\n\n"
+        f"[target]\n{server}\ntemperature = 0.0\nmax_tokens = {task.max_tokens}\n\n"
+        f"[optimizer]\n{server}\ntemperature = {args.optimizer_temperature}\n\n"
         f"[train]\nepochs = {args.epochs}\nbatch_size = {args.batch_size}\n"
         f"minibatch_size = {args.minibatch_size}\nlearning_rate = {args.lr}\n"
         f"min_learning_rate = 1\nworkers = 4\nseed = {args.seed}\n"
@@ -309,7 +309,10 @@ def main() -> int:
     parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--tasks", default=",".join(TASKS))
-    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=2)
+    # The gate filters what the optimizer proposes: sampled proposals differ from minibatch to
+    # minibatch (at 0 the 1.5B model proposed the same edit for every minibatch).
+    parser.add_argument("--optimizer-temperature", type=float, default=0.7)
     parser.add_argument("--batch-size", type=int, default=12)
     parser.add_argument("--minibatch-size", type=int, default=4)
     parser.add_argument("--lr", type=int, default=2)
