@@ -219,13 +219,12 @@ def _quoted_credential(value: str) -> bool:
 
 
 def _high_entropy_b64(value: str) -> bool:
-    if is_ordinary_id(value) or REDACTED in value:
-        return False
-    if value.isdigit():  # a number (an id, a timestamp): detect-secrets discounts these too
+    # (cheapest tests first: a quoted UUID or request id is on every line of a transcript)
+    if REDACTED in value or value.isdigit():  # a number: detect-secrets discounts these too
         return False
     if _HEX.fullmatch(value):
-        return len(value) >= 20 and entropy(value) >= 3.0
-    if value.isdigit() or len(set(value)) < 23:  # fewer than 2**4.5 symbols: entropy < 4.5
+        return len(value) >= 20 and not is_ordinary_id(value) and entropy(value) >= 3.0
+    if len(set(value)) < 23:  # fewer than 2**4.5 symbols: entropy < 4.5 (a UUID has 17)
         return False
     return any(c.isdigit() for c in value) and entropy(value) >= 4.5
 
@@ -236,6 +235,15 @@ def _aws_secret(value: str) -> bool:
         and any(c.islower() for c in value)
         and any(c.isdigit() or c in "+/" for c in value)
     )
+
+
+def _has_classes(value: str, n: int) -> bool:
+    """``value`` mixes at least ``n`` of lower case, upper case and digits."""
+    return (
+        any(c.islower() for c in value)
+        + any(c.isupper() for c in value)
+        + any(c.isdigit() for c in value)
+    ) >= n
 
 
 def _basic(value: str) -> bool:
@@ -250,7 +258,7 @@ def _phrase(value: str) -> bool:
 
 # Names whose value is a credential: detect-secrets' keyword list plus the broad env names.
 _SECRET_WORDS = (
-    r"api[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|"
+    r"api[_-]?key|app[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|"
     r"priv[_-]?key|private[_-]?key|client[_-]?key|secret[_-]?key|access[_-]?key|"
     r"password|passwd|passphrase|pass|pwd|secret|token|credentials?|webhook|auth|"
     r"[a-z0-9]_sk|[a-z0-9]_pat|_key_|api_?key_?\w*|client[_-]?secret"
@@ -273,19 +281,21 @@ _NOT_SECRET_NAMES = (
     "keyid",
 )
 _KEY_NAME = rf"(?:[A-Za-z0-9_.-]*?(?:{_SECRET_WORDS})[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*_KEY)"
-_LEFT = r"(?<![A-Za-z0-9_-])"
 
 _OWN: tuple[_Detector, ...] = (
     _Detector(
         "private_key",
-        ("private key", "putty-user-key"),
+        (),
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)|"
-            r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: \S+|\Z)",
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.S,
         ),
-        gate=True,
+    ),
+    _Detector(
+        "private_key",
+        (),
+        re.compile(r"PuTTY-User-Key-File-\d:.*?(?:Private-MAC: \S+|\Z)", re.S),
     ),
     _Detector(
         "url_password",
@@ -299,7 +309,7 @@ _OWN: tuple[_Detector, ...] = (
         ("authorization", "x-auth-token", "api-key"),
         re.compile(
             r"(?:proxy-)?(?:authorization|x-auth-token|x-api-key|api-key)[\"']?\s*[:=]\s*[\"']?"
-            r"(?:(?:Basic|Bearer|Token|Digest|Bot|token)\s+)?(?P<v>[^\s\"',}]{6,})",
+            r"(?:(?:Basic|Bearer|Token|Digest|Bot|token|SSWS|Splunk|GenieKey|Key|ApiKey)\s+)?(?P<v>[^\s\"',}]{6,})",
             re.I,
         ),
         "v",
@@ -353,7 +363,13 @@ _OWN: tuple[_Detector, ...] = (
     _Detector(
         "code_host_token",
         (),
-        re.compile(r"gh(?:[pousr]_[A-Za-z0-9]{20,}|ithub_pat_[A-Za-z0-9_]{22,})"),
+        re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),
+        left_boundary=True,
+    ),
+    _Detector(
+        "code_host_token",
+        (),
+        re.compile(r"github_pat_[A-Za-z0-9_]{22,}"),
         left_boundary=True,
     ),
     _Detector(
@@ -378,15 +394,85 @@ _OWN: tuple[_Detector, ...] = (
             r"[\w.-]+/[\w./-]*webhooks?/[A-Za-z0-9_/-]*[A-Za-z0-9_-]{24,})"
         ),
     ),
+    *(
+        _Detector("cloud_key", (), re.compile(pattern), left_boundary=True)
+        for pattern in (
+            r"AIza[0-9A-Za-z_-]{35}",
+            r"ya29\.[0-9A-Za-z_-]{20,}",
+            r"hf_[A-Za-z0-9]{30,}",
+            r"npm_[A-Za-z0-9]{36}",
+            r"pypi-[A-Za-z0-9_-]{50,}",
+            r"do[pors]_v1_[a-f0-9]{64}",
+            r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+            r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+            r"dapi[a-f0-9]{32}",
+            r"lin_api_[A-Za-z0-9]{40}",
+        )
+    ),
+    # Vendor key formats with a literal start, from each vendor's documentation (one pattern a
+    # literal, or a family sharing one: ``re`` searches for it at memory speed).
+    *(
+        _Detector("vendor_key", (), re.compile(pattern), left_boundary=True)
+        for pattern in (
+            r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}",  # age (bech32, upper case)
+            r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}",  # Postman
+            r"NR(?:AK|JS|II|AA)-[A-Za-z0-9]{20,}",  # New Relic
+            r"HRKU-[A-Za-z0-9_-]{40,}",  # Heroku
+            r"AT(?:ATT|CTT|BB)[A-Za-z0-9_=.-]{24,}",  # Atlassian API tokens, Bitbucket
+            r"GOCSPX-[A-Za-z0-9_-]{24,}",  # Google OAuth client secret
+            r"LTAI[A-Za-z0-9]{12,24}\b",  # Alibaba Cloud access key id
+            r"hv[sb]\.[A-Za-z0-9_-]{24,}",  # HashiCorp Vault service/batch tokens
+            r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}",  # Doppler
+            r"gl(?:sa|c)_[A-Za-z0-9+/_]{32,}={0,2}",  # Grafana service account, Cloud
+            r"sntry[su]_[A-Za-z0-9_=+/-]{40,}",  # Sentry org/user auth tokens
+            r"whsec_[A-Za-z0-9+/]{24,}",  # Stripe webhook signing secret
+            r"pul-[a-f0-9]{40}",  # Pulumi
+            r"sbp_[a-f0-9]{40}",  # Supabase
+            r"rubygems_[a-f0-9]{48}",  # RubyGems
+            r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.-]{32,}",  # PlanetScale
+            r"r8_[A-Za-z0-9]{37}",  # Replicate
+            r"gsk_[A-Za-z0-9]{48,}",  # Groq
+            r"pplx-[A-Za-z0-9]{40,}",  # Perplexity
+            r"xai-[A-Za-z0-9]{60,}",  # xAI
+            r"ntn_[A-Za-z0-9]{40,}",  # Notion
+            r"secret_[A-Za-z0-9]{43}\b",  # Notion (older integration tokens)
+            r"fo1_[A-Za-z0-9_-]{40,}",  # Fly.io
+            r"FlyV1 fm\d_[A-Za-z0-9+/=_,-]{40,}",  # Fly.io macaroons
+            r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",  # Mapbox secret token
+            r"key-[0-9a-f]{32}\b",  # Mailgun
+            r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}",  # Dynatrace
+            r"EAA[A-Za-z0-9_-]{60,}",  # Meta (Facebook) access token, Square access token
+            r"AAAAAAAAAAAAAAAAAAAAA[A-Za-z0-9%]{30,}",  # X (Twitter) app bearer token
+            r"1//0[A-Za-z0-9_-]{40,}",  # Google OAuth refresh token
+            r"sq0atp-[0-9A-Za-z_-]{22,}",  # Square access token
+            r"api_org_[A-Za-z0-9]{30,}",  # Hugging Face organisation token
+            r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}",  # Airtable personal access token
+            r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",  # Cloudflare origin CA key
+        )
+    ),
     _Detector(
-        "cloud_key",
-        ("aiza", "ya29.", "hf_", "npm_", "pypi-", "_v1_", "shp", "sg.", "glc_", "dapi", "lin_api_"),
-        re.compile(
-            _LEFT + r"(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,}|hf_[A-Za-z0-9]{30,}|"
-            r"npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}|do[pors]_v1_[a-f0-9]{64}|"
-            r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
-            r"glc_[A-Za-z0-9+/]{32,}={0,2}|dapi[a-f0-9]{32}|lin_api_[A-Za-z0-9]{40})"
-        ),
+        "vendor_key",
+        ("q~",),  # Azure AD (Entra) client secret: three characters, a digit, "Q~"
+        re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
+    ),
+    _Detector(
+        "vendor_key",
+        (".atlasv1.",),  # Terraform Cloud / Enterprise
+        re.compile(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}"),
+    ),
+    _Detector(
+        "url_key",  # a key as a URL's user (a Sentry DSN): random, long, not a name
+        (),
+        re.compile(r"://(?P<v>[A-Za-z0-9_-]{20,})(?::[A-Za-z0-9_-]*)?@"),
+        "v",
+        lambda v: _has_classes(v, 2) and not is_ordinary_id(v) and entropy(v) >= 3.0,
+    ),
+    _Detector(
+        "sas_signature",  # an Azure shared access signature (or any "sig=" of a signed URL)
+        (),
+        re.compile(r"sig=(?P<v>[A-Za-z0-9%+/_-]{20,}(?:={0,2}|(?:%3[Dd]){0,2}))"),
+        "v",
+        lambda v: REDACTED not in v,
     ),
     _Detector(
         "netrc",
@@ -408,11 +494,12 @@ _OWN: tuple[_Detector, ...] = (
     ),
     _Detector(
         "command_password",
-        ("curl", "mysql", "sshpass", "-pass"),
+        ("curl", "mysql", "sshpass", "-pass", "docker"),
         re.compile(
             r"(?:\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?[^:\s\"']*:(?P<c>[^\s\"']+)|"
             r"\bmysql(?:dump|admin|sh)?\b[^\n]*?\s-p(?P<m>[^\s\"']+)|"
             r"\bsshpass\s+-p\s*[\"']?(?P<s>[^\s\"']+)|"
+            r"\bdocker\s+login\b[^\n]*?\s-p\s*[\"']?(?P<d>[^\s\"']+)|"
             r"--(?:password|passwd|pass|http-password|ftp-password)[= ][\"']?(?P<p>[^\s\"']+))"
         ),
         0,
@@ -478,6 +565,11 @@ def _keywords(text: str, lower: str) -> Iterator[Finding]:
             pos = lower.find(word, pos + len(word))
 
 
+_STRONG_NAME = re.compile(
+    r"api[_-]?key|app[_-]?key|auth[_-]?token|access[_-]?token|api[_-]?token|secret|passw"
+)
+
+
 def _keyword_span(m: re.Match[str]) -> tuple[int, int] | None:
     name = m.group("name").lower()
     if not _NAME_WORD.search(name) or any(w in name for w in _NOT_SECRET_NAMES):
@@ -485,7 +577,14 @@ def _keyword_span(m: re.Match[str]) -> tuple[int, int] | None:
     if m.group("qv") is not None:
         ok = _quoted_credential(m.group("qv"))
         return m.span("qv") if ok else None
-    return m.span("v") if _credential_like(m.group("v")) else None
+    value = m.group("v")
+    if _credential_like(value):
+        return m.span("v")
+    # A UUID or 40-hex value is an id almost everywhere, but under an API key's or a token's
+    # name it is the key (Heroku, Datadog and Twilio keys have exactly those shapes).
+    if is_ordinary_id(value) and len(value) >= 32 and _STRONG_NAME.search(name):
+        return m.span("v")
+    return None
 
 
 def _detectors() -> tuple[_Detector, ...]:
@@ -494,7 +593,7 @@ def _detectors() -> tuple[_Detector, ...]:
 
 def _span(d: _Detector, m: re.Match[str]) -> tuple[int, int] | None:
     if d.kind == "command_password":
-        for g in ("c", "m", "s", "p"):
+        for g in ("c", "m", "s", "d", "p"):
             if m.group(g) is not None:
                 value = m.group(g)
                 ok = REDACTED not in value and not _PLACEHOLDER.fullmatch(value)
@@ -654,6 +753,10 @@ def wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
         if nl < 0:
             return
         brk = nl - 1 if nl > 0 and text[nl - 1] == "\\" else nl  # a JSON "\\n"
+        # (most lines end, or the next starts, with no base64 character: cheap tests first)
+        if brk == 0 or text[brk - 1] not in _B64_CHARS or text[nl + 1 : nl + 2] not in _NEXT:
+            pos = nl + 1
+            continue
         start = brk
         while start > 0 and text[start - 1] in _B64_CHARS:
             start -= 1
@@ -683,6 +786,7 @@ def wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
             return
 
 
+_NEXT = _B64_CHARS | {" ", "\t"}
 WRAPPED = re.compile(r"(?:[A-Za-z0-9+/=_-]{8,}(?:\r?\n|\\n)[ \t]*)+[A-Za-z0-9+/=_-]{2,}")
 
 
@@ -697,7 +801,9 @@ def _printable(raw: bytes) -> str | None:
 
 
 def _b64decode(token: str) -> str | None:
-    token = token.rstrip("=").translate(str.maketrans("-_", "+/"))
+    token = token.rstrip("=")
+    if "-" in token or "_" in token:
+        token = token.replace("-", "+").replace("_", "/")
     if len(token) % 4 == 1:
         return None
     try:
