@@ -279,6 +279,8 @@ _NOT_SECRET_NAMES = (
     "_key_id",
     "key_id",
     "keyid",
+    "_count",
+    "count_",
 )
 _KEY_NAME = rf"(?:[A-Za-z0-9_.-]*?(?:{_SECRET_WORDS})[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*_KEY)"
 
@@ -774,7 +776,7 @@ def wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
         # Wrapping makes lines of one width (the last no longer) and ends where the block
         # does; a hash followed by a path on the next line is no wrapped key.
         if (
-            len(lines[0]) >= 16
+            len(lines[0]) >= (16 if len(lines) > 2 else 32)  # "a_name=512\nThe" is prose
             and all(len(line) == len(lines[0]) for line in lines[:-1])
             and len(lines[-1]) <= len(lines[0])
             and after in ("", " ", "\t", "\r", "\n", '"', "'", "\\", ",", "`", "<")
