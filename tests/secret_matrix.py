@@ -158,6 +158,13 @@ mailgun = "key-" + pick(HEX, 32)
 groq = "gsk_" + pick(ALNUM, 52)
 supabase = "sbp_" + pick(HEX, 40)
 terraform = pick(ALNUM, 14) + ".atlasv1." + pick(ALNUM + "_-", 67)
+langsmith = f"lsv2_pt_{pick(HEX, 32)}_{pick(HEX, 10)}"
+pinecone = "pcsk_" + pick(ALNUM, 6) + "_" + pick(ALNUM, 60)
+tavily = "tvly-" + pick(ALNUM, 32)
+elevenlabs = "sk_" + pick(HEX, 48)
+brevo = f"xkeysib-{pick(HEX, 64)}-{pick(ALNUM, 16)}"
+fcm = f"AAAA{pick(ALNUM + '_-', 7)}:APA91b{pick(ALNUM + '_-', 134)}"
+codecov = f"{pick(HEX, 8)}-{pick(HEX, 4)}-4{pick(HEX, 3)}-8{pick(HEX, 3)}-{pick(HEX, 12)}"
 
 NEW_FORMS: list[tuple[str, str, str]] = [
     ("age secret key", f"# created: 2026\n{age_key}\n", age_key),
@@ -209,6 +216,13 @@ NEW_FORMS: list[tuple[str, str, str]] = [
     ("groq key", f"GROQ {groq}", groq),
     ("supabase token", f"supabase login --token {supabase}", supabase),
     ("terraform cloud token", f'credentials "app.terraform.io" {{ t = {terraform} }}', terraform),
+    ("langsmith key", f"LANGCHAIN_API_KEY {langsmith}", langsmith),
+    ("pinecone key", f"Pinecone(api_key=os.environ['PC']) # was {pinecone}", pinecone),
+    ("tavily key", f"tavily search --key {tavily}", tavily),
+    ("elevenlabs key", f"xi {elevenlabs}", elevenlabs),
+    ("brevo key", f"brevo {brevo}", brevo),
+    ("firebase fcm server key", f"key={fcm}", fcm),
+    ("uuid token under a *_TOKEN name", f"export CODECOV_TOKEN={codecov}", codecov),
 ]
 
 

@@ -450,6 +450,22 @@ _OWN: tuple[_Detector, ...] = (
             r"api_org_[A-Za-z0-9]{30,}",  # Hugging Face organisation token
             r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}",  # Airtable personal access token
             r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",  # Cloudflare origin CA key
+            r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",  # LangSmith
+            r"pcsk_[A-Za-z0-9_]{40,}",  # Pinecone
+            r"tvly-[A-Za-z0-9-]{24,}",  # Tavily
+            r"fc-[a-f0-9]{32}\b",  # Firecrawl
+            r"sk_[a-f0-9]{48}\b",  # ElevenLabs
+            r"jina_[A-Za-z0-9_-]{40,}",  # Jina AI
+            r"fw_[A-Za-z0-9]{20,}",  # Fireworks AI
+            r"csk-[a-z0-9]{40,}",  # Cerebras
+            r"ops_eyJ[A-Za-z0-9+/=_-]{100,}",  # 1Password service account
+            r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}",  # Firebase Cloud Messaging
+            r"CFPAT-[A-Za-z0-9_-]{43}",  # Contentful
+            r"sq[upa]_[a-f0-9]{40}",  # SonarQube
+            r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}",  # Brevo (Sendinblue)
+            r"hooks\.zapier\.com/hooks/catch/\d+/[A-Za-z0-9]+",  # Zapier webhook
+            r"pat\.[A-Za-z0-9_-]{22}\.[a-f0-9]{24}\.[A-Za-z0-9]{20}",  # Harness
+            r"cmVmdGtuOjAxOj[A-Za-z0-9]{40,}",  # JFrog reference token
         )
     ),
     _Detector(
@@ -568,7 +584,8 @@ def _keywords(text: str, lower: str) -> Iterator[Finding]:
 
 
 _STRONG_NAME = re.compile(
-    r"api[_-]?key|app[_-]?key|auth[_-]?token|access[_-]?token|api[_-]?token|secret|passw"
+    r"api[_-]?key|app[_-]?key|auth[_-]?token|access[_-]?token|api[_-]?token|secret|passw|"
+    r"token$"
 )
 
 
