@@ -434,14 +434,31 @@ def paired_counts(
     round: int,
 ) -> tuple[int, int]:
     """(items ``better`` gets right and ``worse`` wrong, the reverse) in one round of val."""
+    up, down = discordant_items(evaluator, better, worse, val, metric=metric, round=round)
+    return len(up), len(down)
+
+
+def discordant_items(
+    evaluator: Evaluator,
+    better: str,
+    worse: str,
+    val: Sequence[TaskItem],
+    *,
+    metric: str,
+    round: int,
+) -> tuple[list[TaskItem], list[TaskItem]]:
+    """``paired_counts``'s items: (right with ``better`` and wrong with ``worse``, the reverse)."""
     a = evaluator.run(better, val, "val", round)
     b = evaluator.run(worse, val, "val", round)
-    up = down = 0
-    for x, y in zip(a, b, strict=True):
+    up: list[TaskItem] = []
+    down: list[TaskItem] = []
+    for it, x, y in zip(val, a, b, strict=True):
         if x.ok and y.ok:
             right_x, right_y = x.value(metric) >= 1, y.value(metric) >= 1
-            up += right_x and not right_y
-            down += right_y and not right_x
+            if right_x and not right_y:
+                up.append(it)
+            elif right_y and not right_x:
+                down.append(it)
     return up, down
 
 

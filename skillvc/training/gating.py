@@ -277,8 +277,15 @@ class Gating(Summaries):
                     sequential=len(self.alphas) == 1,
                     current_round=self.current_round,
                 )
-                credit.result = resample_gate(
-                    self.evaluator, s.skill, text, self.ctx.val, credit.result, alphas=self.alphas
+                credit.result = credit.confirm(
+                    resample_gate(
+                        self.evaluator,
+                        s.skill,
+                        text,
+                        self.ctx.val,
+                        credit.result,
+                        alphas=self.alphas,
+                    )
                 )
             s.calls_saved += credit.result.calls_saved * t.samples
             credit.text, credit.document, credit.package = text, document, package
