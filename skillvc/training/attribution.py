@@ -17,6 +17,7 @@ order, which keeps a resumed run exact.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -84,16 +85,23 @@ def compare(
     early_stop: bool,
     edit: dict[str, Any],
     focus: Sequence[TaskItem] | None = None,
+    first_round: int = 1,
+    rounds: int | None = None,
 ) -> EditTest:
     """Paired sign test of ``with_edit`` against ``without_edit`` on val (hard 0/1 outcomes),
     in one pass over val (a deterministic target). It stops early only when the decision is
     certain (curtailment).
 
     ``focus`` (a stochastic target): the test runs on these items only, with fresh draws for
-    both versions in every round (rounds 1, 2, ...): the candidate's first-round answers are
-    the ones that passed the gate, a selection that would favour keeping every edit."""
+    both versions in every round (from ``first_round`` on, past every round the gate ran: the
+    candidate's answers there are the ones that passed it, a selection that would favour
+    keeping every edit)."""
     if focus is not None:
-        return _fresh(evaluator, with_edit, without_edit, focus, metric, alphas, edit, len(val))
+        alpha = math.fsum(alphas)  # the test's whole alpha: it takes one look (``_fresh``)
+        n = len(alphas) if rounds is None else rounds
+        return _fresh(
+            evaluator, with_edit, without_edit, focus, metric, alpha, n, edit, len(val), first_round
+        )
     full = {r.item_id: r for r in evaluator.run(with_edit, val, "val")}
     scored = [it for it in val if full[it.id].ok]
 
@@ -140,11 +148,14 @@ def _fresh(
     without_edit: str,
     focus: Sequence[TaskItem],
     metric: str,
-    alphas: Sequence[float],
+    alpha: float,
+    rounds: int,
     edit: dict[str, Any],
     val_size: int,
+    first_round: int,
 ) -> EditTest:
-    """``compare`` on ``focus`` with fresh draws, one look per round (see ``compare``).
+    """``compare`` on ``focus`` with fresh draws: up to ``rounds`` rounds, the draws of rounds
+    ``first_round``, ``first_round + 1``, ... (see ``compare``).
 
     Round 1 runs on ``focus``; each later round only on the items the round before found
     discordant, either way. An edit acts on few items: there the two versions differ on most
@@ -152,30 +163,34 @@ def _fresh(
     leaves a larger share of the items the edit acts on, and the next one costs fewer calls and
     carries less noise. The choice never looks at which side won an item, and each round's
     draws are fresh: under "no difference" every discordant pair of every round is still a fair
-    coin, so the pooled sign test stays exact."""
-    up = down = evaluated = 0
+    coin, so the pooled sign test stays exact.
+
+    One look for significance, after the last round, at the whole ``alpha``: the rounds before
+    it only stop for futility (worse without the edit, or after a second round no better),
+    which can turn a "significant" into a "no" but never the reverse, so it spends no alpha."""
+    up = down = evaluated = done = 0
     first: tuple[int, int] | None = None
-    keep, rounds, items = False, 0, list(focus)
-    for r, alpha in enumerate(alphas, start=1):
+    futile, items = False, list(focus)
+    for r in range(1, rounds + 1):
         ups, downs = discordant_items(
-            evaluator, with_edit, without_edit, items, metric=metric, round=r
+            evaluator, with_edit, without_edit, items, metric=metric, round=first_round + r - 1
         )
         evaluated += len(items)
-        up, down, rounds = up + len(ups), down + len(downs), r
+        up, down, done = up + len(ups), down + len(downs), r
         first = first or (len(ups), len(downs))
-        keep = significance.significant(significance.sign_test_p(up, down), alpha)
-        # Futile: worse without the edit, or (after a second round) no better.
-        if keep or up < down or (up == down and r > 1):
+        futile = up < down or (up == down and r > 1)
+        if futile:
             break
         flipped = {it.id for it in (*ups, *downs)}
         if flipped:
             items = [it for it in items if it.id in flipped]
     p = significance.sign_test_p(up, down)
+    keep = not futile and significance.significant(p, alpha)
     outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
     # The gain from the first round (on every focus item; later rounds run on a chosen few):
     # net wins per val item, the val items outside the focus taken to gain nothing.
     gain = (first[0] - first[1]) / val_size if val_size and first else None
-    return EditTest(edit, up, down, len(focus), evaluated, False, p, outcome, rounds, gain)
+    return EditTest(edit, up, down, len(focus), evaluated, False, p, outcome, done, gain)
 
 
 @dataclass

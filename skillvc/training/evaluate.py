@@ -432,9 +432,12 @@ def paired_counts(
     *,
     metric: str,
     round: int,
+    worse_round: int | None = None,
 ) -> tuple[int, int]:
     """(items ``better`` gets right and ``worse`` wrong, the reverse) in one round of val."""
-    up, down = discordant_items(evaluator, better, worse, val, metric=metric, round=round)
+    up, down = discordant_items(
+        evaluator, better, worse, val, metric=metric, round=round, worse_round=worse_round
+    )
     return len(up), len(down)
 
 
@@ -446,10 +449,12 @@ def discordant_items(
     *,
     metric: str,
     round: int,
+    worse_round: int | None = None,
 ) -> tuple[list[TaskItem], list[TaskItem]]:
-    """``paired_counts``'s items: (right with ``better`` and wrong with ``worse``, the reverse)."""
+    """``paired_counts``'s items: (right with ``better`` and wrong with ``worse``, the reverse).
+    ``worse_round``: the round of ``worse``'s draws, when not ``round``."""
     a = evaluator.run(better, val, "val", round)
-    b = evaluator.run(worse, val, "val", round)
+    b = evaluator.run(worse, val, "val", round if worse_round is None else worse_round)
     up: list[TaskItem] = []
     down: list[TaskItem] = []
     for it, x, y in zip(val, a, b, strict=True):
@@ -485,12 +490,19 @@ def more_rounds(
     up: int,
     down: int,
     alphas: Sequence[float],
+    current_round: int = 0,
 ) -> tuple[int, int, int, bool]:
     """Go on with a paired sign test the first round left undecided: a round of ``items`` at a
     time (fresh draws), until significant at that look's alpha, or no more wins than losses, or
-    out of rounds. Returns (up, down, rounds run, significant)."""
+    out of rounds. Returns (up, down, rounds run, significant).
+
+    ``worse`` (the current skill) draws from round ``current_round + r``: the rounds below
+    ``current_round`` are the ones its own gate ran, whose draws got it accepted (lucky ones,
+    which would hold every candidate back)."""
     for r in range(1, len(alphas)):
-        u, d = paired_counts(evaluator, better, worse, items, metric=metric, round=r)
+        u, d = paired_counts(
+            evaluator, better, worse, items, metric=metric, round=r, worse_round=current_round + r
+        )
         up, down = up + u, down + d
         if significance.significant(significance.sign_test_p(up, down), alphas[r]):
             return up, down, r + 1, True
@@ -507,6 +519,7 @@ def resample_gate(
     result: GateResult,
     *,
     alphas: Sequence[float],
+    current_round: int = 0,
 ) -> GateResult:
     """A gate's first round left it undecided (a net gain, not significant at the first look):
     more rounds decide (``more_rounds``); the result keeps the first round's means."""
@@ -517,7 +530,15 @@ def resample_gate(
     # not look at which side won), where the candidate's edits act, and enough others.
     items = focus_items(val, [*result.gained, *result.lost])
     up, down, rounds, won = more_rounds(
-        evaluator, candidate, current, items, metric=result.metric, up=up, down=down, alphas=alphas
+        evaluator,
+        candidate,
+        current,
+        items,
+        metric=result.metric,
+        up=up,
+        down=down,
+        alphas=alphas,
+        current_round=current_round,
     )
     return dataclasses.replace(
         result,

@@ -101,7 +101,13 @@ class Gating(Summaries):
                 )
                 val, alphas = self.ctx.val, self.alphas
                 result = resample_gate(
-                    self.evaluator, s.skill, candidate_text, val, result, alphas=alphas
+                    self.evaluator,
+                    s.skill,
+                    candidate_text,
+                    val,
+                    result,
+                    alphas=alphas,
+                    current_round=self.current_round,
                 )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
             if result.decision == "accepted" and self.t.attribution and len(bundle) > 1:
@@ -233,6 +239,9 @@ class Gating(Summaries):
         document: SkillDocument | None = None
         package: SkillPackage | None = None
         focus = None
+        # A test's rounds after the first are cheap (only the items the round before found
+        # discordant): twice the gate's.
+        rounds = 2 * len(self.alphas)
         if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
             focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
         total = len(self.ctx.val) * len(bundle) * t.samples
@@ -258,6 +267,11 @@ class Gating(Summaries):
                     early_stop=t.early_stop,
                     edit=edit.to_dict(),
                     focus=focus,
+                    # Fresh draws for both versions in every test: past the gate's rounds
+                    # (0 .. L-1, which got the bundle accepted) and the accepted skill's
+                    # round L (its draws as the current skill), and past every earlier test's.
+                    first_round=2 * len(self.alphas) + len(credit.tests) * rounds,
+                    rounds=rounds,
                 )
                 credit.tests.append(test)
                 if test.outcome != attribution.KEPT:
@@ -285,6 +299,7 @@ class Gating(Summaries):
                         self.ctx.val,
                         credit.result,
                         alphas=self.alphas,
+                        current_round=self.current_round,
                     )
                 )
             s.calls_saved += credit.result.calls_saved * t.samples
