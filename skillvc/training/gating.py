@@ -267,10 +267,12 @@ class Gating(Summaries):
                     early_stop=t.early_stop,
                     edit=edit.to_dict(),
                     focus=focus,
-                    # Fresh draws for both versions in every test: past the gate's rounds
-                    # (0 .. L-1, which got the bundle accepted) and the accepted skill's
-                    # round L (its draws as the current skill), and past every earlier test's.
-                    first_round=2 * len(self.alphas) + len(credit.tests) * rounds,
+                    # Draws past the gate's rounds (0 .. L-1, which got the bundle accepted:
+                    # lucky ones, which would keep every edit) and the accepted skill's round L
+                    # (its draws as the current skill). Every test uses the same rounds: a
+                    # version tested twice (the candidate, while its edits are kept) is run
+                    # once.
+                    first_round=2 * len(self.alphas),
                     rounds=rounds,
                 )
                 credit.tests.append(test)
