@@ -491,24 +491,34 @@ def more_rounds(
     down: int,
     alphas: Sequence[float],
     current_round: int = 0,
+    rounds: int | None = None,
 ) -> tuple[int, int, int, bool]:
-    """Go on with a paired sign test the first round left undecided: a round of ``items`` at a
-    time (fresh draws), until significant at that look's alpha, or no more wins than losses, or
-    out of rounds. Returns (up, down, rounds run, significant).
+    """Go on with a paired sign test the first round left undecided, with fresh draws: round 1
+    on ``items``, each later one only on the items the round before found discordant (either
+    way, see ``training/attribution.py``: the pooled sign test stays exact), up to ``rounds``
+    more (default ``len(alphas) - 1``). One look at the end, at the alpha the first look left
+    (``sum(alphas[1:])``); before it only futility stops (no more wins than losses), which
+    spend nothing. Returns (up, down, rounds run with the first, significant).
 
     ``worse`` (the current skill) draws from round ``current_round + r``: the rounds below
     ``current_round`` are the ones its own gate ran, whose draws got it accepted (lucky ones,
     which would hold every candidate back)."""
-    for r in range(1, len(alphas)):
-        u, d = paired_counts(
+    n = len(alphas) - 1 if rounds is None else rounds
+    alpha = math.fsum(alphas[1:])
+    done, futile = 0, False
+    for r in range(1, n + 1):
+        ups, downs = discordant_items(
             evaluator, better, worse, items, metric=metric, round=r, worse_round=current_round + r
         )
-        up, down = up + u, down + d
-        if significance.significant(significance.sign_test_p(up, down), alphas[r]):
-            return up, down, r + 1, True
-        if up < down or (up == down and r > 1):
-            return up, down, r + 1, False
-    return up, down, len(alphas), False
+        up, down, done = up + len(ups), down + len(downs), r
+        futile = up < down or (up == down and r > 1)
+        if futile:
+            break
+        flipped = {it.id for it in (*ups, *downs)}
+        if flipped:
+            items = [it for it in items if it.id in flipped]
+    won = not futile and significance.significant(significance.sign_test_p(up, down), alpha)
+    return up, down, done + 1, won
 
 
 def resample_gate(
@@ -520,6 +530,7 @@ def resample_gate(
     *,
     alphas: Sequence[float],
     current_round: int = 0,
+    rounds: int | None = None,
 ) -> GateResult:
     """A gate's first round left it undecided (a net gain, not significant at the first look):
     more rounds decide (``more_rounds``); the result keeps the first round's means."""
@@ -539,6 +550,7 @@ def resample_gate(
         down=down,
         alphas=alphas,
         current_round=current_round,
+        rounds=rounds,
     )
     return dataclasses.replace(
         result,
