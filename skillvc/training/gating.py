@@ -310,18 +310,21 @@ class Gating(Summaries):
                     sequential=len(self.alphas) == 1,
                     current_round=self.current_round,
                 )
-                credit.result = credit.confirm(
-                    resample_gate(
-                        self.evaluator,
-                        s.skill,
-                        text,
-                        self.ctx.val,
-                        credit.result,
-                        alphas=self.alphas,
-                        current_round=self.current_round,
-                        rounds=self.gate_rounds_more,
-                    )
+                credit.result = resample_gate(
+                    self.evaluator,
+                    s.skill,
+                    text,
+                    self.ctx.val,
+                    credit.result,
+                    alphas=self.alphas,
+                    current_round=self.current_round,
+                    rounds=self.gate_rounds_more,
                 )
+                if len(self.alphas) > 1:
+                    # Independent tests on fresh draws (a stochastic target): see ``confirm``.
+                    # A deterministic target's pruned gate sees the same answers again: it
+                    # stays a check that the kept edits together still beat the current skill.
+                    credit.result = credit.confirm(credit.result)
             s.calls_saved += credit.result.calls_saved * t.samples
             credit.text, credit.document, credit.package = text, document, package
         return credit
