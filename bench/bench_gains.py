@@ -13,6 +13,7 @@ and once with the defaults (attribution on, gate confidence 0.8). Per arm:
 - requests (model calls) and tokens, and their ratio to the bundle gate's.
 
     python bench/bench_gains.py [--seeds 10] [--temperature 0.8] [--train 120 --val 60 --test 60]
+        [--jobs 2]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,8 @@ def one(seed: int, temperature: float, sizes: tuple[int, int, int], arm: dict[st
     seed_kinds = simworld.line_kinds(SEED_SKILL)
     return {
         "true": simworld.true_accuracy(skill, temperature),
+        # The good rules the final skill lacks (what the gap is made of).
+        "missing": [r.key for r in simworld.GOOD if r not in simworld.known_rules(skill)],
         "harmful": kinds["harmful"],
         # The seed skill's own neutral line is the user's: count the ones training added.
         "neutral": max(0, kinds["redundant"] - seed_kinds["redundant"]),
@@ -100,6 +104,7 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=60)
     parser.add_argument("--verbose", action="store_true", help="one line per run")
     parser.add_argument("--only", choices=["bundle", "default"], help="run one arm")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (processes)")
     parser.add_argument(
         "--set",
         action="append",
@@ -124,13 +129,16 @@ def main() -> None:
         for name, arm in ARMS.items()
         if args.only is None or name.startswith(args.only)
     }
-    for name, arm in arms.items():
-        results[name] = []
-        for seed in range(args.seeds):
-            r = one(seed, args.temperature, sizes, arm)
-            results[name].append(r)
+    runs = [(name, seed) for name in arms for seed in range(args.seeds)]
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [
+            pool.submit(one, seed, args.temperature, sizes, arms[name]) for name, seed in runs
+        ]
+        for (name, seed), future in zip(runs, futures, strict=True):
+            r = future.result()
+            results.setdefault(name, []).append(r)
             if args.verbose:
-                print(f"  {name} seed {seed}: {r}")
+                print(f"  {name} seed {seed}: {r}", flush=True)
     base = results[next(iter(results))]
     base_calls = statistics.mean(r["calls"] for r in base)
     base_tokens = statistics.mean(r["tokens"] for r in base)

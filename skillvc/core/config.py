@@ -121,8 +121,9 @@ class TrainConfig:
     # Edit-level credit: take a passing bundle apart and commit only the edits that earn their
     # place (training/attribution.py). False: the paper's bundle gate, exactly.
     attribution: bool = True
-    # Attribution on a stochastic target ([target] temperature > 0): passes over val a test may
-    # run when the first leaves it undecided (fresh draws, pooled; training/significance.py).
+    # Attribution on a stochastic target ([target] temperature > 0): sets the rounds of fresh
+    # val draws a test may run (an undecided gate up to 2 x (gate_rounds - 1) more, an
+    # attribution test up to 2 x gate_rounds; pooled, training/significance.py).
     gate_rounds: int = 3
     workers: int = 16
     seed: int = 42

@@ -16,13 +16,15 @@ order, which keeps a resumed run exact.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training import significance
-from skillvc.training.evaluate import Evaluator, paired_counts
+from skillvc.training.evaluate import Evaluator, GateResult, discordant_items
 
 NEUTRAL = "neutral"
 HARMFUL = "harmful"
@@ -83,16 +85,23 @@ def compare(
     early_stop: bool,
     edit: dict[str, Any],
     focus: Sequence[TaskItem] | None = None,
+    first_round: int = 1,
+    rounds: int | None = None,
 ) -> EditTest:
     """Paired sign test of ``with_edit`` against ``without_edit`` on val (hard 0/1 outcomes),
     in one pass over val (a deterministic target). It stops early only when the decision is
     certain (curtailment).
 
     ``focus`` (a stochastic target): the test runs on these items only, with fresh draws for
-    both versions in every round (rounds 1, 2, ...): the candidate's first-round answers are
-    the ones that passed the gate, a selection that would favour keeping every edit."""
+    both versions in every round (from ``first_round`` on, past every round the gate ran: the
+    candidate's answers there are the ones that passed it, a selection that would favour
+    keeping every edit)."""
     if focus is not None:
-        return _fresh(evaluator, with_edit, without_edit, focus, metric, alphas, edit, len(val))
+        alpha = math.fsum(alphas)  # the test's whole alpha: it takes one look (``_fresh``)
+        n = len(alphas) if rounds is None else rounds
+        return _fresh(
+            evaluator, with_edit, without_edit, focus, metric, alpha, n, edit, len(val), first_round
+        )
     full = {r.item_id: r for r in evaluator.run(with_edit, val, "val")}
     scored = [it for it in val if full[it.id].ok]
 
@@ -139,26 +148,49 @@ def _fresh(
     without_edit: str,
     focus: Sequence[TaskItem],
     metric: str,
-    alphas: Sequence[float],
+    alpha: float,
+    rounds: int,
     edit: dict[str, Any],
     val_size: int,
+    first_round: int,
 ) -> EditTest:
-    """``compare`` on ``focus`` with fresh draws, one look per round (see ``compare``)."""
-    up = down = 0
-    keep, rounds = False, 0
-    for r, alpha in enumerate(alphas, start=1):
-        u, d = paired_counts(evaluator, with_edit, without_edit, focus, metric=metric, round=r)
-        up, down, rounds = up + u, down + d, r
-        keep = significance.significant(significance.sign_test_p(up, down), alpha)
-        # Futile: worse without the edit, or (after a second round) no better.
-        if keep or up < down or (up == down and r > 1):
+    """``compare`` on ``focus`` with fresh draws: up to ``rounds`` rounds, the draws of rounds
+    ``first_round``, ``first_round + 1``, ... (see ``compare``).
+
+    Round 1 runs on ``focus``; each later round only on the items the round before found
+    discordant, either way. An edit acts on few items: there the two versions differ on most
+    draws, elsewhere only by chance (two draws of the same answer distribution), so every round
+    leaves a larger share of the items the edit acts on, and the next one costs fewer calls and
+    carries less noise. The choice never looks at which side won an item, and each round's
+    draws are fresh: under "no difference" every discordant pair of every round is still a fair
+    coin, so the pooled sign test stays exact.
+
+    One look for significance, after the last round, at the whole ``alpha``: the rounds before
+    it only stop for futility (worse without the edit, or after a second round no better),
+    which can turn a "significant" into a "no" but never the reverse, so it spends no alpha."""
+    up = down = evaluated = done = 0
+    first: tuple[int, int] | None = None
+    futile, items = False, list(focus)
+    for r in range(1, rounds + 1):
+        ups, downs = discordant_items(
+            evaluator, with_edit, without_edit, items, metric=metric, round=first_round + r - 1
+        )
+        evaluated += len(items)
+        up, down, done = up + len(ups), down + len(downs), r
+        first = first or (len(ups), len(downs))
+        futile = up < down or (up == down and r > 1)
+        if futile:
             break
+        flipped = {it.id for it in (*ups, *downs)}
+        if flipped:
+            items = [it for it in items if it.id in flipped]
     p = significance.sign_test_p(up, down)
+    keep = not futile and significance.significant(p, alpha)
     outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
-    gain = (up - down) / (val_size * rounds) if val_size else None
-    return EditTest(
-        edit, up, down, len(focus), len(focus) * rounds, False, p, outcome, rounds, gain
-    )
+    # The gain from the first round (on every focus item; later rounds run on a chosen few):
+    # net wins per val item, the val items outside the focus taken to gain nothing.
+    gain = (first[0] - first[1]) / val_size if val_size and first else None
+    return EditTest(edit, up, down, len(focus), evaluated, False, p, outcome, done, gain)
 
 
 @dataclass
@@ -179,6 +211,30 @@ class Attribution:
     @property
     def dropped(self) -> list[EditTest]:
         return [t for t in self.tests if t.outcome != KEPT]
+
+    def confirm(self, result: GateResult) -> GateResult:
+        """The pruned candidate's gate, decided. When every kept edit won its own test (each
+        significantly better than the candidate without it), the pruned candidate is their
+        sum less passengers that were not shown to help: it needs only to show a net gain
+        over the current skill, not a second significant one. Asking every kept edit to win
+        two independent tests in a row is what threw good edits away with the passengers
+        (the power of two tests is the product of their powers). An edit that had no test of
+        its own (the last one standing) still needs the gate's significance: that gate is its
+        only test."""
+        up, down = result.discordant or (len(result.gained), len(result.lost))
+        if (
+            result.decision == "accepted"
+            or result.early_stopped
+            or not self.kept_tested()
+            or up <= down
+        ):
+            return result
+        return dataclasses.replace(result, decision="accepted")
+
+    def kept_tested(self) -> bool:
+        """Every kept edit won its own test (none is the untested last one standing)."""
+        ids = {t.edit.get("id") for t in self.tests if t.outcome == KEPT}
+        return bool(self.kept) and all(e.id in ids for e in self.kept)
 
     def dropped_edits(self) -> list[dict[str, Any]]:
         """The dropped edits as the rejected buffer keeps them, with their evidence."""

@@ -432,16 +432,38 @@ def paired_counts(
     *,
     metric: str,
     round: int,
+    worse_round: int | None = None,
 ) -> tuple[int, int]:
     """(items ``better`` gets right and ``worse`` wrong, the reverse) in one round of val."""
+    up, down = discordant_items(
+        evaluator, better, worse, val, metric=metric, round=round, worse_round=worse_round
+    )
+    return len(up), len(down)
+
+
+def discordant_items(
+    evaluator: Evaluator,
+    better: str,
+    worse: str,
+    val: Sequence[TaskItem],
+    *,
+    metric: str,
+    round: int,
+    worse_round: int | None = None,
+) -> tuple[list[TaskItem], list[TaskItem]]:
+    """``paired_counts``'s items: (right with ``better`` and wrong with ``worse``, the reverse).
+    ``worse_round``: the round of ``worse``'s draws, when not ``round``."""
     a = evaluator.run(better, val, "val", round)
-    b = evaluator.run(worse, val, "val", round)
-    up = down = 0
-    for x, y in zip(a, b, strict=True):
+    b = evaluator.run(worse, val, "val", round if worse_round is None else worse_round)
+    up: list[TaskItem] = []
+    down: list[TaskItem] = []
+    for it, x, y in zip(val, a, b, strict=True):
         if x.ok and y.ok:
             right_x, right_y = x.value(metric) >= 1, y.value(metric) >= 1
-            up += right_x and not right_y
-            down += right_y and not right_x
+            if right_x and not right_y:
+                up.append(it)
+            elif right_y and not right_x:
+                down.append(it)
     return up, down
 
 
@@ -468,18 +490,35 @@ def more_rounds(
     up: int,
     down: int,
     alphas: Sequence[float],
+    current_round: int = 0,
+    rounds: int | None = None,
 ) -> tuple[int, int, int, bool]:
-    """Go on with a paired sign test the first round left undecided: a round of ``items`` at a
-    time (fresh draws), until significant at that look's alpha, or no more wins than losses, or
-    out of rounds. Returns (up, down, rounds run, significant)."""
-    for r in range(1, len(alphas)):
-        u, d = paired_counts(evaluator, better, worse, items, metric=metric, round=r)
-        up, down = up + u, down + d
-        if significance.significant(significance.sign_test_p(up, down), alphas[r]):
-            return up, down, r + 1, True
-        if up < down or (up == down and r > 1):
-            return up, down, r + 1, False
-    return up, down, len(alphas), False
+    """Go on with a paired sign test the first round left undecided, with fresh draws: round 1
+    on ``items``, each later one only on the items the round before found discordant (either
+    way, see ``training/attribution.py``: the pooled sign test stays exact), up to ``rounds``
+    more (default ``len(alphas) - 1``). One look at the end, at the alpha the first look left
+    (``sum(alphas[1:])``); before it only futility stops (no more wins than losses), which
+    spend nothing. Returns (up, down, rounds run with the first, significant).
+
+    ``worse`` (the current skill) draws from round ``current_round + r``: the rounds below
+    ``current_round`` are the ones its own gate ran, whose draws got it accepted (lucky ones,
+    which would hold every candidate back)."""
+    n = len(alphas) - 1 if rounds is None else rounds
+    alpha = math.fsum(alphas[1:])
+    done, futile = 0, False
+    for r in range(1, n + 1):
+        ups, downs = discordant_items(
+            evaluator, better, worse, items, metric=metric, round=r, worse_round=current_round + r
+        )
+        up, down, done = up + len(ups), down + len(downs), r
+        futile = up < down or (up == down and r > 1)
+        if futile:
+            break
+        flipped = {it.id for it in (*ups, *downs)}
+        if flipped:
+            items = [it for it in items if it.id in flipped]
+    won = not futile and significance.significant(significance.sign_test_p(up, down), alpha)
+    return up, down, done + 1, won
 
 
 def resample_gate(
@@ -490,6 +529,8 @@ def resample_gate(
     result: GateResult,
     *,
     alphas: Sequence[float],
+    current_round: int = 0,
+    rounds: int | None = None,
 ) -> GateResult:
     """A gate's first round left it undecided (a net gain, not significant at the first look):
     more rounds decide (``more_rounds``); the result keeps the first round's means."""
@@ -500,7 +541,16 @@ def resample_gate(
     # not look at which side won), where the candidate's edits act, and enough others.
     items = focus_items(val, [*result.gained, *result.lost])
     up, down, rounds, won = more_rounds(
-        evaluator, candidate, current, items, metric=result.metric, up=up, down=down, alphas=alphas
+        evaluator,
+        candidate,
+        current,
+        items,
+        metric=result.metric,
+        up=up,
+        down=down,
+        alphas=alphas,
+        current_round=current_round,
+        rounds=rounds,
     )
     return dataclasses.replace(
         result,

@@ -101,7 +101,14 @@ class Gating(Summaries):
                 )
                 val, alphas = self.ctx.val, self.alphas
                 result = resample_gate(
-                    self.evaluator, s.skill, candidate_text, val, result, alphas=alphas
+                    self.evaluator,
+                    s.skill,
+                    candidate_text,
+                    val,
+                    result,
+                    alphas=alphas,
+                    current_round=self.current_round,
+                    rounds=self.gate_rounds_more,
                 )
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
             if result.decision == "accepted" and self.t.attribution and len(bundle) > 1:
@@ -194,7 +201,8 @@ class Gating(Summaries):
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             if result is not None and len(self.alphas) > 1:
-                self.current_round = len(self.alphas)  # fresh draws: see __init__
+                # Fresh draws (see __init__): past every round its gate and attribution ran.
+                self.current_round = self.attribution_first_round + self.attribution_rounds
             with self.stage(
                 f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
             ):
@@ -206,6 +214,23 @@ class Gating(Summaries):
         if honesty is not None:
             return f"{self.verdict_line(result)} ({honesty.summary()})"
         return self.verdict_line(result)
+
+    # The rounds of val draws a stochastic target's tests use, per skill version: 0 the gate's
+    # first look, then ``gate_rounds_more`` more for an undecided gate, then attribution's,
+    # then the rounds an accepted version runs as the current skill. Rounds after the first
+    # are cheap (only the items the round before found discordant): twice ``gate_rounds``.
+
+    @property
+    def gate_rounds_more(self) -> int:
+        return 2 * (len(self.alphas) - 1)
+
+    @property
+    def attribution_first_round(self) -> int:
+        return 1 + self.gate_rounds_more
+
+    @property
+    def attribution_rounds(self) -> int:
+        return 2 * len(self.alphas)
 
     def files_of(
         self, candidate: SkillDocument, package: SkillPackage | None
@@ -233,6 +258,7 @@ class Gating(Summaries):
         document: SkillDocument | None = None
         package: SkillPackage | None = None
         focus = None
+        rounds = self.attribution_rounds
         if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
             focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
         total = len(self.ctx.val) * len(bundle) * t.samples
@@ -258,6 +284,13 @@ class Gating(Summaries):
                     early_stop=t.early_stop,
                     edit=edit.to_dict(),
                     focus=focus,
+                    # Draws past the gate's rounds (0 .. L-1, which got the bundle accepted:
+                    # lucky ones, which would keep every edit) and the accepted skill's round L
+                    # (its draws as the current skill). Every test uses the same rounds: a
+                    # version tested twice (the candidate, while its edits are kept) is run
+                    # once.
+                    first_round=self.attribution_first_round,
+                    rounds=rounds,
                 )
                 credit.tests.append(test)
                 if test.outcome != attribution.KEPT:
@@ -278,8 +311,20 @@ class Gating(Summaries):
                     current_round=self.current_round,
                 )
                 credit.result = resample_gate(
-                    self.evaluator, s.skill, text, self.ctx.val, credit.result, alphas=self.alphas
+                    self.evaluator,
+                    s.skill,
+                    text,
+                    self.ctx.val,
+                    credit.result,
+                    alphas=self.alphas,
+                    current_round=self.current_round,
+                    rounds=self.gate_rounds_more,
                 )
+                if len(self.alphas) > 1:
+                    # Independent tests on fresh draws (a stochastic target): see ``confirm``.
+                    # A deterministic target's pruned gate sees the same answers again: it
+                    # stays a check that the kept edits together still beat the current skill.
+                    credit.result = credit.confirm(credit.result)
             s.calls_saved += credit.result.calls_saved * t.samples
             credit.text, credit.document, credit.package = text, document, package
         return credit

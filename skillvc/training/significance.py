@@ -17,12 +17,17 @@ certain when every remaining item turning against it would still leave p at most
 stopping exact: the decision is the one the full evaluation reaches, and no alpha is spent on
 looks. What the stop saves is calls, never correctness.
 
-More rounds. On a stochastic target (``[target] temperature`` > 0) a test that one pass over
-val leaves undecided (more wins than losses, not significant) runs val again with fresh draws,
-up to ``[train] gate_rounds`` passes, pooling the discordant items of all rounds. Under "no
-difference" every fresh pair is still equally likely to favour either side, so the sign test
-stays valid; each look gets its own alpha (``look_alphas``). A deterministic target would give
-the same answers again, which is why it gets one round only.
+More rounds. On a stochastic target (``[target] temperature`` > 0) a gate that one pass over
+val leaves undecided (more wins than losses, not significant) runs more rounds of fresh draws,
+and an attribution test runs in fresh rounds from the start; each round after the first only on
+the items the round before found discordant, either way (``evaluate.more_rounds``,
+``attribution._fresh``), and the discordant items of all rounds are pooled. Under "no
+difference" every fresh pair is still equally likely to favour either side, whichever items
+were chosen without looking at the side, so the sign test stays valid. The gate's first pass
+is a look at ``look_alphas``'s first alpha; the extra rounds take one look, at their end, at
+the alpha left; an attribution test takes one look at the whole alpha. Before those looks a
+test stops only for futility, which spends nothing. ``[train] gate_rounds`` sets the rounds. A
+deterministic target would give the same answers again, which is why it gets one round only.
 """
 
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""Issue 21: an edit's test on a stochastic target runs its later rounds only on the items the
+round before found discordant, on draws no gate has used; a pruned candidate whose kept edits
+each won their own test needs only a net gain over the current skill."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from skillvc.core.config import ModelConfig
+from skillvc.core.hashing import sha256_hex
+from skillvc.core.store import open_store
+from skillvc.models import simworld
+from skillvc.models.backends.sim import SimBackend
+from skillvc.models.calls import ModelClient
+from skillvc.skill.edits import Edit
+from skillvc.tasks.scorers import get_scorer
+from skillvc.tasks.taskset import TaskItem
+from skillvc.training import attribution, significance
+from skillvc.training.evaluate import Evaluator, GateResult, resampled
+
+BILLING = simworld.rule("billing errors go to").text
+
+
+def _items() -> list[TaskItem]:
+    """Billing tickets (the rule acts on them) and late ones (it does not), 12 of each."""
+    ticket = "Issue: {issue}. Days since delivery: {days}. Tier: standard."
+    return [
+        TaskItem(
+            id=f"{issue}-{days}",
+            input=ticket.format(issue=issue, days=days),
+            targets=(simworld.true_action(simworld.Case(issue, days, "standard")),),
+        )
+        for issue in ("billing-error", "late")
+        for days in range(2, 14)
+    ]
+
+
+def test_an_edits_later_rounds_run_on_the_discordant_items_of_fresh_rounds(
+    tmp_path: Path,
+) -> None:
+    items = _items()
+    without = "# Acme\n\n- Be brief.\n"
+    with_edit = f"# Acme\n\n- Be brief.\n- {BILLING}\n"
+    config = ModelConfig(model="sim:support", temperature=0.8)
+    with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(2) as pool:
+        client = ModelClient(store, {"target": SimBackend("sim:support")}, {"target": config})
+        evaluator = Evaluator(client, get_scorer("exact", {}), pool)
+        test = attribution.compare(
+            evaluator,
+            with_edit,
+            without,
+            items,
+            metric="hard",
+            alphas=significance.look_alphas(0.2, 3),
+            chunk=4,
+            early_stop=True,
+            edit={"id": "e1"},
+            focus=items,
+            first_round=5,
+            rounds=6,
+        )
+    assert test.outcome == attribution.KEPT  # 12 tickets the rule turns from ~3% to 80% right
+    assert test.p_value == significance.sign_test_p(test.up, test.down)
+    assert test.p_value <= 0.2
+    ran: dict[int, dict[str, set[str]]] = {}
+    for skill_hash, split, item_id in evaluator.memo:
+        name, _, r = split.partition(":")
+        assert name == "val" and r and int(r) >= 5  # never round 0..4: the gate's draws
+        ran.setdefault(int(r), {}).setdefault(skill_hash, set()).add(item_id)
+    assert sorted(ran) == list(range(5, 5 + test.rounds))
+    assert test.n_evaluated == sum(len(v[sha256_hex(with_edit)]) for v in ran.values())
+
+    def right(text: str, r: int, item_id: str) -> bool:
+        return evaluator.memo[(sha256_hex(text), resampled("val", r), item_id)].hard == 1
+
+    assert ran[5][sha256_hex(with_edit)] == {it.id for it in items}
+    for r in range(6, 5 + test.rounds):
+        before = ran[r - 1][sha256_hex(with_edit)]
+        discordant = {i for i in before if right(with_edit, r - 1, i) != right(without, r - 1, i)}
+        # Only the items the round before found discordant (either way) run again.
+        assert ran[r][sha256_hex(with_edit)] == (discordant or before)
+    # The rule's tickets survive the narrowing: most items left are billing tickets.
+    last = ran[4 + test.rounds][sha256_hex(with_edit)]
+    assert sum(i.startswith("billing") for i in last) > len(last) / 2
+
+
+def _gate(decision: str, gained: int, lost: int) -> GateResult:
+    return GateResult(
+        decision=decision,
+        metric="hard",
+        before=0.5,
+        after=0.6,
+        after_bound=None,
+        n=20,
+        n_evaluated=20,
+        early_stopped=False,
+        items=[],
+        gained=[f"g{i}" for i in range(gained)],
+        lost=[f"l{i}" for i in range(lost)],
+        errors=0,
+        p_value=significance.sign_test_p(gained, lost),
+        test="sign",
+    )
+
+
+def _test(edit: Edit, outcome: str) -> attribution.EditTest:
+    return attribution.EditTest(edit.to_dict(), 8, 1, 20, 20, False, 0.02, outcome)
+
+
+def test_a_pruned_candidate_of_edits_that_won_their_own_tests_needs_only_a_net_gain() -> None:
+    a = Edit(op="add", content="- A rule.")
+    b = Edit(op="add", content="- Another rule.")
+    c = Edit(op="add", content="- A passenger.")
+    bundle = _gate("accepted", 9, 1)
+    won = attribution.Attribution(
+        [a, b, c], [a, b], [_test(c, "neutral"), _test(b, "kept"), _test(a, "kept")], 0.2, bundle
+    )
+    within_noise = _gate("rejected", 6, 4)  # p = 0.377: a net gain, not a significant one
+    assert won.confirm(within_noise).decision == "accepted"
+    assert won.confirm(within_noise).p_value == within_noise.p_value  # said as it was
+    assert won.confirm(_gate("rejected", 4, 4)).decision == "rejected"  # no net gain
+    # The edit left standing had no test of its own: the gate is its test, significance and all.
+    last = attribution.Attribution(
+        [a, b, c], [a], [_test(c, "neutral"), _test(b, "neutral")], 0.2, bundle
+    )
+    assert last.confirm(within_noise).decision == "rejected"
