@@ -268,6 +268,15 @@ class SkillRepo:
                 time.sleep(0.05 * (attempt + 1))
         raise UnknownRevision(f"'{rev}' does not name a commit in {self.root}.")
 
+    def same_between(self, a: str, b: str, relpath: str) -> bool:
+        """True when the file or folder ``relpath`` is identical in commits ``a`` and ``b``."""
+        path = self._relpath(relpath)
+        try:
+            self._git.diff("--quiet", self.resolve(a), self.resolve(b), "--", path)
+            return True
+        except git.GitCommandError:
+            return False
+
     # -- reading ----------------------------------------------------------------------------
 
     def read_file(self, relpath: str, rev: str = "HEAD") -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,8 @@ def find_unfinished(store: EventStore, skill_path: str | None = None) -> Event |
 
 def finished_here(ws: Workspace, store: EventStore, config: Config) -> Event | None:
     """The ``run.finished`` event of the newest run of this skill when training now would only
-    repeat it: it finished at the commit training would start from, on the same branch, with
+    repeat it: it finished at the commit training would start from (or at one whose skill
+    folder is the same: other skills' commits since do not count), on the same branch, with
     the same config (the budget aside), prompt templates and task set.
 
     ``skillvc train`` then says so instead of quietly paying for a new run (``--new`` does).
@@ -114,7 +116,13 @@ def finished_here(ws: Workspace, store: EventStore, config: Config) -> Event | N
     repo, payload = ws.repo, started.payload
     branch = config.train.branch or repo.current_branch()
     start_at = repo.head_sha() if branch == repo.current_branch() else _branch_tip(repo, branch)
-    if start_at is None or start_at != finished[0].payload.get("best_commit"):
+    best = finished[0].payload.get("best_commit")
+    # Another skill's commits since (many skills in one repository) change nothing training
+    # this one reads: the skill's folder is compared, not the commit.
+    skill_dir = posixpath.dirname(config.skill.path) or config.skill.path
+    if start_at is None or not isinstance(best, str):
+        return None
+    if start_at != best and not repo.same_between(best, start_at, skill_dir):
         return None
     if payload.get("branch") != branch or repo.is_dirty(config.skill.path):
         return None

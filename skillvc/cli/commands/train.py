@@ -157,8 +157,10 @@ def train(
         fail_when_optimizer_unusable(summary)
         return
     if summary.status == UP_TO_DATE:
+        at_head = summary.best_commit == ws.repo.head_sha()
+        where = "at HEAD" if at_head else "with this skill as it is at HEAD (other files changed)"
         click.echo(
-            f"Nothing to do: run {summary.run_id} already finished at HEAD "
+            f"Nothing to do: run {summary.run_id} already finished {where} "
             f"({(summary.best_commit or '')[:10]}) with this config, templates and task set; "
             "pass --new to train again."
         )
