@@ -171,7 +171,10 @@ def test_log_p_shows_every_file_a_package_candidate_changes(trained: Path) -> No
     assert code == 0
     assert f"    files: {', '.join(rejected['files'])}\n" in text
     assert f"    {forms[0]['op']} in {forms[0]['file']}" in text
-    assert f"    --- a/{rejected['files'][1]}\n    +++ b/{rejected['files'][1]}\n" in text
+    path = rejected["files"][1]
+    before = set(git(trained, "ls-tree", "-r", "--name-only", f"{rejected['commit']}~1").split())
+    old = f"a/{path}" if path in before else "/dev/null"  # a file the candidate created
+    assert f"    --- {old}\n    +++ b/{path}\n" in text
 
 
 def test_show_names_the_files_of_a_gate_a_commit_and_an_edit(trained: Path) -> None:
