@@ -77,8 +77,9 @@ seed = {seed}
 class Recorder:
     """Times every simulated request (monkeypatched around ``SimBackend.complete``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, splits: dict[str, str] | None = None) -> None:
         self.calls: list[tuple[float, float, str]] = []
+        self.splits = splits or {}  # an item's input -> its split, to name target calls
         self.lock = threading.Lock()
 
     @contextmanager
@@ -90,6 +91,8 @@ class Recorder:
             start = time.perf_counter()
             result = original(backend, request)
             kind = request.role
+            if kind == "target" and request.user in recorder.splits:
+                kind = f"target/{recorder.splits[request.user]}"
             if request.role == "optimizer":
                 kind = f"optimizer/{prompt_kind(request.user) or 'other'}"
             with recorder.lock:
@@ -104,16 +107,22 @@ class Recorder:
 
     def rounds(self) -> list[tuple[float, float]]:
         """Maximal sets of overlapping intervals, as (start, end) of each set."""
-        out: list[tuple[float, float]] = []
-        for start, end, _ in sorted(self.calls):
+        return [(start, end) for start, end, _ in self.grouped()]
+
+    def grouped(self) -> list[tuple[float, float, Counter[str]]]:
+        """The rounds with the kinds of request each held."""
+        out: list[tuple[float, float, Counter[str]]] = []
+        for start, end, kind in sorted(self.calls):
             if out and start < out[-1][1]:
-                out[-1] = (out[-1][0], max(out[-1][1], end))
+                out[-1] = (out[-1][0], max(out[-1][1], end), out[-1][2])
             else:
-                out.append((start, end))
+                out.append((start, end, Counter()))
+            out[-1][2][kind] += 1
         return out
 
 
-def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> None:
+def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> dict[str, str]:
+    """The bench repository; returns each item's input -> its split."""
     create_demo_repo(directory)
     n = sizes["train"] + sizes["val"] + sizes["test"]
     items, seen = [], set()
@@ -139,16 +148,18 @@ def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> None:
     repo = Repo(directory)
     repo.git.add("--", "evals", "skillvc.toml")
     repo.git.commit("-q", "-m", "bench config")
+    return {row["input"]: name for name, rows in splits.items() for row in rows}
 
 
-def run_once(sizes: dict[str, int], speculate: bool, seed: int) -> dict[str, Any]:
-    recorder = Recorder()
+def run_once(
+    sizes: dict[str, int], speculate: bool, seed: int, bundle_gate: bool = False
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
-        make_repo(repo, sizes, seed)
-        overrides: dict[str, dict[str, Any]] = {}
-        if not speculate:
-            overrides = {"train": {"speculate": False}}
+        recorder = Recorder(make_repo(repo, sizes, seed))
+        overrides: dict[str, dict[str, Any]] = {"train": {"speculate": speculate}}
+        if bundle_gate:  # the paper's gate (SkillOpt's): no attribution, any strict gain
+            overrides["train"]["attribution"] = False
         with recorder.installed():
             start = time.perf_counter()
             summary: RunSummary = train(open_workspace(repo), overrides=overrides)
@@ -161,6 +172,7 @@ def run_once(sizes: dict[str, int], speculate: bool, seed: int) -> dict[str, Any
         "requests": len(recorder.calls),
         "by_kind": Counter(kind for _, _, kind in recorder.calls),
         "rounds": len(rounds),
+        "grouped": recorder.grouped(),
         "wall": wall,
         "gap_mean_ms": 1000 * statistics.mean(gaps) if gaps else 0.0,
         "gap_max_ms": 1000 * max(gaps) if gaps else 0.0,
@@ -168,7 +180,9 @@ def run_once(sizes: dict[str, int], speculate: bool, seed: int) -> dict[str, Any
     }
 
 
-def show(name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any]) -> None:
+def show(
+    name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any], detail: bool = False
+) -> None:
     s: RunSummary = r["summary"]
     wasted = getattr(s, "speculation_wasted_calls", 0)
     label = "speculate" if speculate else "no speculation"
@@ -190,6 +204,11 @@ def show(name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any]) -
         f"{s.slow_updates_accepted}/{s.slow_updates_rejected}; val {s.baseline_val} -> "
         f"{s.best_val}, test {s.baseline_test} -> {s.test}"
     )
+    if detail:  # what each round held, to see which dependency made it
+        t0 = r["grouped"][0][0] if r["grouped"] else 0.0
+        for i, (start, end, kinds) in enumerate(r["grouped"], 1):
+            held = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+            print(f"    round {i:>2}  {start - t0:6.2f}-{end - t0:6.2f} s  {held}")
 
 
 def main() -> None:
@@ -198,6 +217,10 @@ def main() -> None:
     parser.add_argument("--configs", default="small,large")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=["on", "off", "both"], default="both")
+    parser.add_argument(
+        "--bundle-gate", action="store_true", help="the paper's bundle gate (no attribution)"
+    )
+    parser.add_argument("--detail", action="store_true", help="print what each round held")
     args = parser.parse_args()
     os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     os.environ["SKILLVC_SIM_LATENCY_MS"] = str(args.latency_ms)
@@ -205,7 +228,13 @@ def main() -> None:
     for name in args.configs.split(","):
         sizes = CONFIGS[name]
         for speculate in modes:
-            show(name, sizes, speculate, run_once(sizes, speculate, args.seed))
+            show(
+                name,
+                sizes,
+                speculate,
+                run_once(sizes, speculate, args.seed, args.bundle_gate),
+                args.detail,
+            )
 
 
 if __name__ == "__main__":

@@ -77,13 +77,8 @@ class Gating(Summaries):
             else f"the gate of the epoch {epoch} slow update"
         )
         result = None
-        speculation: list[Batch | None] = []
-        if gated and self.t.speculate:
-            # Most gates reject: start what comes next with the current skill meanwhile.
-            speculation = [
-                self.prefetch(s.skill, items, split, speculative=True)
-                for items, split in self.upcoming
-            ]
+        # Most gates reject: start what comes next with the current skill meanwhile.
+        speculation: list[Batch | None] = self.speculate() if gated else []
         if gated:
             name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
             with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):
@@ -191,6 +186,7 @@ class Gating(Summaries):
                 }
             )
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
+            self.after_accept()
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             if result is not None and len(self.alphas) > 1:

@@ -19,28 +19,34 @@ from skillvc.training.budget import Budget
 from skillvc.training.evaluate import (
     Rollout,
 )
-from skillvc.training.prefetch import Batch
+from skillvc.training.prefetch import CERTAIN, LATER, NEXT, SPECULATIVE, Batch
 
 
 class Speculation(Budget):
     # Calls sent ahead (see training/prefetch.py) ----------------------------------------
 
     def prefetch(
-        self, skill: str, items: Sequence[TaskItem], split: str, *, speculative: bool = False
+        self,
+        skill: str,
+        items: Sequence[TaskItem],
+        split: str,
+        *,
+        speculative: bool = False,
+        rank: int | None = None,
     ) -> Batch | None:
         if self.config.target.mode == "batch" or self.t.executor != "threads":
             # Target calls go out as provider batches (for their price) or as executor tasks
             # (on other machines): sent ahead on the driver's threads they would bypass both.
             return None
         return self.ahead.rollouts(
-            skill, items, split, speculative=speculative, known=self.evaluator.memo
+            skill, items, split, speculative=speculative, known=self.evaluator.memo, rank=rank
         )
 
     def prefetch_start(self) -> None:
         """Calls the run makes whatever its gates decide: the seed skill on test, the first
         step's rollouts and the first slow update's evaluation of the seed skill."""
-        self.prefetch(self.ctx.base_skill, self.ctx.test, "test")
-        self.prefetch_epoch_start(1)
+        self.prefetch_epoch_start(1)  # first: step 1 waits for its rollouts, the test does not
+        self.prefetch(self.ctx.base_skill, self.ctx.test, "test", rank=LATER)
 
     def cannot_be_refused(self) -> bool:
         """True when the projection after the baseline cannot stop the run (it has a budget,
@@ -55,14 +61,51 @@ class Speculation(Budget):
     def prefetch_epoch_start(self, epoch: int) -> None:
         """The epoch's first rollouts and its slow update's evaluation of the epoch-start
         skill: both certain once the epoch has begun."""
-        self.prefetch(self.state.skill, self.batches(epoch)[0], "train")
+        self.prefetch(self.state.skill, self.batches(epoch)[0], "train", rank=NEXT)
         if self.t.slow_update:
-            self.prefetch(self.state.skill, self.slow_items, "train")
+            self.prefetch(self.state.skill, self.slow_items, "train", rank=CERTAIN)
 
     def rollouts(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
-        """``evaluator.run`` once the calls sent ahead for ``skill`` have come back."""
-        self.ahead.wait(skill)
+        """``evaluator.run`` once the calls sent ahead for these rollouts have come back."""
+        self.ahead.wait_for(skill, items, split)
         return self.evaluator.run(skill, items, split)
+
+    def speculate(self) -> list[Batch | None]:
+        """Before a gate: send what the loop runs next with the current skill if the gate
+        rejects. A replayed gate's decision is in the log already: then nothing is a guess
+        (rejected: those calls are certain; accepted: none is sent, so a resumed run pays no
+        speculation twice and wastes none)."""
+        s = self.state
+        if not self.t.speculate:
+            return []
+        known = self.logged_decision()
+        if known == "accepted":
+            return []
+        rank = NEXT if known == "rejected" else SPECULATIVE
+        return [
+            self.prefetch(s.skill, items, split, speculative=known is None, rank=rank)
+            for items, split in self.upcoming
+        ]
+
+    def logged_decision(self) -> str | None:
+        """The decision of the gate about to run, when a resumed run replays it (None: it
+        has not been made yet)."""
+        if not self.ctx.resumed:
+            return None
+        rows = self.store.query(
+            "SELECT json_extract(payload, '$.decision') AS decision FROM events "
+            "WHERE run_id = ? AND type = 'gate' AND seq > ? ORDER BY seq LIMIT 1",
+            (self.ctx.run_id, self.log.seq),
+        )
+        return str(rows[0]["decision"]) if rows else None
+
+    def after_accept(self) -> None:
+        """The candidate became the current skill: what the loop runs next with it is certain
+        now. It goes out here, on the calls-ahead pool, while the loop runs the new skill's
+        val pass on its own (free after a gate, a real pass after a forced update), so that
+        pass no longer blocks the next stage."""
+        for items, split in self.upcoming:
+            self.prefetch(self.state.skill, items, split, rank=NEXT)
 
     def after_step(
         self, epoch: int, following: Sequence[Sequence[TaskItem]]
