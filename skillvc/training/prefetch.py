@@ -34,7 +34,7 @@ import heapq
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +96,19 @@ class PriorityPool:
                 if not job.taken and not self._closed:
                     heapq.heappush(self._heap, (NOW, next(self._order), job))
             self._ready.notify_all()
+
+    def run_here(self, job: _Job) -> None:
+        """Run a queued job on the calling thread (a thread of the loop's own pool that would
+        otherwise wait for it); nothing when a thread of this pool took it first."""
+        with self._ready:
+            if job.taken:
+                return
+            job.taken = True
+        if job.future.set_running_or_notify_cancel():
+            try:
+                job.future.set_result(job.fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on it
+                job.future.set_exception(exc)
 
     def shutdown(self, *, cancel: bool) -> None:
         """Stop taking jobs (``cancel``: drop the queued ones) and wait for the running ones."""
@@ -211,8 +224,8 @@ class Prefetcher:
             self.sent[(tag, split, it.id)] = mine
             jobs += mine
         futures = [j.future for j in jobs]
-        items = [f"{split}:{it.id}" for it in todo]
-        batch = Batch(tag, fork, futures, speculative, items, jobs=jobs)
+        labels = [f"{split}:{it.id}" for it in todo]
+        batch = Batch(tag, fork, futures, speculative, labels, jobs=jobs)
         self.batches.append(batch)
         return batch
 
@@ -232,11 +245,22 @@ class Prefetcher:
                 self.pool.promote(b.jobs)
                 b.done()
 
-    def wait_for(self, skill: str, items: Sequence[TaskItem], split: str) -> None:
-        """Wait for the calls sent ahead for exactly these rollouts (queued ones go first)."""
+    def wait_for(
+        self,
+        skill: str,
+        items: Sequence[TaskItem],
+        split: str,
+        helpers: ThreadPoolExecutor | None = None,
+    ) -> None:
+        """Wait for the calls sent ahead for exactly these rollouts: queued ones go first, and
+        the idle threads of ``helpers`` (the loop's pool) take them too, so a stage's calls
+        run on both pools at once."""
         tag = sha256_hex(skill)
         jobs = [j for it in items for j in self.sent.get((tag, split, it.id), ())]
         self.pool.promote(jobs)
+        queued = [j for j in jobs if not j.taken]
+        if helpers is not None and queued:
+            list(helpers.map(self.pool.run_here, queued))
         concurrent.futures.wait([j.future for j in jobs])
 
     def waste(self, batches: Sequence[Batch | None]) -> tuple[list[str], int]:

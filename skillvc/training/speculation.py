@@ -67,7 +67,7 @@ class Speculation(Budget):
 
     def rollouts(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
         """``evaluator.run`` once the calls sent ahead for these rollouts have come back."""
-        self.ahead.wait_for(skill, items, split)
+        self.ahead.wait_for(skill, items, split, helpers=self.pool)
         return self.evaluator.run(skill, items, split)
 
     def speculate(self) -> list[Batch | None]:
