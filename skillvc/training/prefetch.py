@@ -263,6 +263,18 @@ class Prefetcher:
             list(helpers.map(self.pool.run_here, queued))
         concurrent.futures.wait([j.future for j in jobs])
 
+    def drop_queued(self, batches: Sequence[Batch | None]) -> None:
+        """Drop what these batches have not started yet; it may be sent again later."""
+        for b in batches:
+            if b is None:
+                continue
+            for job in b.jobs:
+                job.future.cancel()  # False once it runs
+            mine = {id(j) for j in b.jobs}
+            for key, sent in list(self.sent.items()):
+                if sent and id(sent[0]) in mine and all(j.future.cancelled() for j in sent):
+                    del self.sent[key]
+
     def waste(self, batches: Sequence[Batch | None]) -> tuple[list[str], int]:
         """Mark speculative batches as never to be used: what they have not started yet is
         dropped (and may be sent again later, by the loop or ahead of it); returns the items
@@ -273,12 +285,7 @@ class Prefetcher:
             if b is None:
                 continue
             b.wasted = True
-            for job in b.jobs:
-                job.future.cancel()  # False once it runs: then it is sent, and wasted
-            mine = {id(j) for j in b.jobs}
-            for key, sent in list(self.sent.items()):
-                if sent and id(sent[0]) in mine and all(j.future.cancelled() for j in sent):
-                    del self.sent[key]
+            self.drop_queued([b])  # what runs already is sent, and wasted
             for item, first in zip(b.items, range(0, len(b.jobs), self.samples), strict=True):
                 kept = [j for j in b.jobs[first : first + self.samples] if not j.future.cancelled()]
                 if kept:

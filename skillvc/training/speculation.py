@@ -9,7 +9,8 @@ run's sequence: each stage still asks for its calls itself, in order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from skillvc.core.events import Event
 from skillvc.core.hashing import sha256_hex
@@ -20,6 +21,17 @@ from skillvc.training.evaluate import (
     Rollout,
 )
 from skillvc.training.prefetch import CERTAIN, LATER, NEXT, SPECULATIVE, Batch
+
+
+@dataclass
+class Bet:
+    """What one gate's speculation sent: rollouts with the current skill (used if it
+    rejects) and with the candidate (used if it accepts), and whether it is still to place."""
+
+    candidate: str
+    on_current: list[Batch | None] = field(default_factory=list)
+    on_candidate: list[Batch | None] = field(default_factory=list)
+    pending: bool = False
 
 
 class Speculation(Budget):
@@ -70,22 +82,69 @@ class Speculation(Budget):
         self.ahead.wait_for(skill, items, split, helpers=self.pool)
         return self.evaluator.run(skill, items, split)
 
-    def speculate(self) -> list[Batch | None]:
-        """Before a gate: send what the loop runs next with the current skill if the gate
-        rejects. A replayed gate's decision is in the log already: then nothing is a guess
-        (rejected: those calls are certain; accepted: none is sent, so a resumed run pays no
-        speculation twice and wastes none)."""
-        s = self.state
+    def speculate(self, candidate: str) -> Bet:
+        """Before a gate: send what the loop runs next if the gate decides as it likely will.
+
+        Most gates reject: the current skill's next rollouts go out beside the gate, ranked
+        last in the calls-ahead pool. A gate of several chunks then tells after its first
+        (``on_chunk``): a candidate ahead is likely accepted, and what the speculation has
+        not started yet is dropped. A replayed gate's decision is in the log already: nothing
+        is a guess (rejected: those calls are certain; accepted: none is sent), so a resumed
+        run wastes no speculation."""
+        bet = Bet(candidate)
         if not self.t.speculate:
-            return []
+            return bet
         known = self.logged_decision()
         if known == "accepted":
-            return []
-        rank = NEXT if known == "rejected" else SPECULATIVE
+            return bet
+        if known == "rejected":
+            bet.on_current = self.send_upcoming(self.state.skill, NEXT)
+        else:
+            bet.on_current = self.send_upcoming(self.state.skill, SPECULATIVE)
+            bet.pending = self.t.early_stop and len(self.ctx.val) > self.t.workers
+        return bet
+
+    def send_upcoming(self, skill: str, rank: int) -> list[Batch | None]:
+        speculative = rank == SPECULATIVE
         return [
-            self.prefetch(s.skill, items, split, speculative=known is None, rank=rank)
+            self.prefetch(skill, items, split, speculative=speculative, rank=rank)
             for items, split in self.upcoming
         ]
+
+    def on_chunk(self, bet: Bet) -> Callable[[float, int, int], None]:
+        """The gate's early-stop state after its first chunk decides whether to go on
+        speculating."""
+
+        def placed(lead: float, evaluated: int, total: int) -> None:
+            if not bet.pending:
+                return
+            bet.pending = False
+            if evaluated >= total:
+                return  # decided already: nothing is worth sending ahead of it
+            if lead > 0:  # ahead: an acceptance is likely, what has not started is dropped
+                self.ahead.drop_queued(bet.on_current)
+
+        return placed
+
+    def settle(self, bet: Bet, kind: str, decision: str, kept: str, gate_event: Event) -> None:
+        """After a gate: record the rollouts its bet sent that the run will not use (``kept``:
+        the candidate as committed, which attribution may have pruned)."""
+        s = self.state
+        lost: list[Batch | None] = []
+        if decision == "rejected":
+            lost = bet.on_candidate
+        else:
+            current = bet.on_current
+            if current and kind == "step" and s.skill == self.epoch_start:
+                # The epoch's slow update still runs the epoch-start skill (this one) on the
+                # slow items: rollouts sent ahead for them are used, not wasted.
+                current = [
+                    b
+                    for b, (items, _) in zip(current, self.upcoming, strict=True)
+                    if items is not self.slow_items
+                ]
+            lost = current + (bet.on_candidate if kept != bet.candidate else [])
+        self.waste(lost, gate_event)
 
     def logged_decision(self) -> str | None:
         """The decision of the gate about to run, when a resumed run replays it (None: it
