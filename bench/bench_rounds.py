@@ -146,8 +146,10 @@ def bound(
 ) -> int:
     """The dependent rounds this run's decisions need, however early calls are sent.
 
-    A round is one model latency, at most ``workers`` calls of one stage wide. Free (beside an
-    earlier round): the seed's val and test, the first step's rollouts, the slow-update
+    A round is one model latency, at most ``workers`` calls of one stage wide (twice that
+    where the loop's pool and the calls-ahead pool share a stage: the seed's val beside the
+    first step's rollouts, rollouts the loop waits for). Free (beside an earlier round): the
+    seed's test, the first step's rollouts, the slow-update
     rollouts of the epoch's start skill, rollouts with the current skill while a gate that
     rejects runs, the meta update (beside the slow update). Needed: a step's reflection
     (``workers`` minibatches a round), the gate's chunks (early stopping: ``workers`` items at
@@ -157,19 +159,23 @@ def bound(
     epoch end that repeats the last one word for word (no skill changed since) is answered
     by the log: its slow update's gate costs nothing. Repair calls are not counted.
     """
-    rounds = 1  # the baseline wave
+    rounds = 0  # the baseline wave: added with the first step (its batch goes out beside it)
     accepted_last = False  # the last decision changed the skill
     changed = True  # a skill changed since the last epoch end
     fresh_end = True  # this epoch end's prompts differ from the last one's
     ended = False  # this epoch end's optimizer round is counted
-    skill, batch = "", []
+    skill, batch, baseline_calls = "", [], 0
     hard: dict[tuple[str, str], float | None] = {}
     for kind, payload in events:
         if kind == "rollout":
             skill = skill or payload["skill"]
             if payload["split"] == "train":
                 hard[(payload["skill"], payload["item"])] = payload["hard"]
+        elif kind == "baseline":
+            baseline_calls = payload["n"]
         elif kind == "step.started":
+            if not rounds:  # the seed's val beside the first step's rollouts, on both pools
+                rounds = chunks(baseline_calls + len(payload["batch"]), 2 * workers)
             rounds += accepted_last  # the rollouts with the skill just accepted
             accepted_last, ended, batch = False, False, payload["batch"]
         elif kind == "edits.merged":  # the reflection: a call per minibatch
@@ -191,7 +197,7 @@ def bound(
             rounds += 1 + (accepted_last and kind == "slow_update")
             accepted_last, ended = False, True
             fresh_end, changed = changed, False
-    return rounds + accepted_last  # the best skill's test, unless it was speculated
+    return max(rounds, 1) + accepted_last  # the best skill's test, unless it was speculated
 
 
 def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> dict[str, str]:
@@ -248,10 +254,12 @@ def run_once(
     gaps = [b[0] - a[1] for a, b in zip(rounds, rounds[1:], strict=False)]
     return {
         "summary": summary,
+        "latency_ms": float(os.environ.get("SKILLVC_SIM_LATENCY_MS", "200")),
         "requests": len(recorder.calls),
         "by_kind": Counter(kind for _, _, kind in recorder.calls),
         "rounds": len(rounds),
         "depth": recorder.depth(),
+        "busy": sum(end - start for start, end in rounds),
         "grouped": recorder.grouped(),
         "wall": wall,
         "gap_mean_ms": 1000 * statistics.mean(gaps) if gaps else 0.0,
@@ -276,6 +284,8 @@ def show(
         f"  dependent rounds    {r['depth']:>6}   (bound {r['bound']}, from this run's decisions)"
     )
     print(f"  overlapping sets    {r['rounds']:>6}   (calls sent ahead can merge two rounds)")
+    busy = r["busy"] / (r["latency_ms"] / 1000)
+    print(f"  latencies waited    {busy:>8.1f}   (time with a request in flight / latency)")
     print(f"  wall time           {r['wall']:>8.1f} s")
     print(
         f"  skillvc time between rounds  mean {r['gap_mean_ms']:.0f} ms, "
