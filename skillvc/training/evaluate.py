@@ -336,12 +336,8 @@ def gate(
     confidence: float = 0.0,
     sequential: bool = False,
     current_round: int = 0,
-    on_chunk: Callable[[float, int, int], None] | None = None,
 ) -> GateResult:
     """Candidate vs current on val: accept only a strict improvement of the paired mean.
-
-    ``on_chunk(lead, evaluated, total)`` is told after each chunk of the candidate's items
-    how far ahead it is so far (its paired difference); it must not change the gate.
 
     With ``confidence`` > 0 the improvement must also be significant: the one-sided p-value of
     "the candidate is not better" must be at most 1 - confidence. Early stopping stays exact,
@@ -370,9 +366,6 @@ def gate(
     def evaluate(a: int, b: int) -> list[float | None]:
         out = evaluator.run(candidate, order[a:b], "val")
         cand.update((r.item_id, r) for r in out)
-        if on_chunk is not None:
-            paired = [(cur[i], c) for i, c in cand.items() if c.ok and cur[i].ok]
-            on_chunk(math.fsum(c.value(metric) - w.value(metric) for w, c in paired), b, len(order))
         return [r.value(metric) if r.ok else None for r in out]
 
     current_values = [score(it) for it in order]

@@ -93,7 +93,6 @@ class Gating(Summaries):
                     confidence=1 - self.alphas[0] if self.t.attribution else self.confidence,
                     sequential=self.t.attribution and len(self.alphas) == 1,
                     current_round=self.current_round,
-                    on_chunk=self.on_chunk(bet),
                 )
                 val, alphas = self.ctx.val, self.alphas
                 result = resample_gate(

@@ -263,34 +263,18 @@ class Prefetcher:
             list(helpers.map(self.pool.run_here, queued))
         concurrent.futures.wait([j.future for j in jobs])
 
-    def drop_queued(self, batches: Sequence[Batch | None]) -> None:
-        """Drop what these batches have not started yet; it may be sent again later."""
-        for b in batches:
-            if b is None:
-                continue
-            for job in b.jobs:
-                job.future.cancel()  # False once it runs
-            mine = {id(j) for j in b.jobs}
-            for key, sent in list(self.sent.items()):
-                if sent and id(sent[0]) in mine and all(j.future.cancelled() for j in sent):
-                    del self.sent[key]
-
     def waste(self, batches: Sequence[Batch | None]) -> tuple[list[str], int]:
-        """Mark speculative batches as never to be used: what they have not started yet is
-        dropped (and may be sent again later, by the loop or ahead of it); returns the items
-        and the number of jobs that were sent or are running all the same."""
+        """Mark speculative batches as never to be used; returns their items and job count."""
         items: list[str] = []
         jobs = 0
         for b in batches:
             if b is None:
                 continue
+            # Not dropped: the calls a run makes must not depend on timing (a killed and
+            # resumed run makes the same ones as an uninterrupted run).
             b.wasted = True
-            self.drop_queued([b])  # what runs already is sent, and wasted
-            for item, first in zip(b.items, range(0, len(b.jobs), self.samples), strict=True):
-                kept = [j for j in b.jobs[first : first + self.samples] if not j.future.cancelled()]
-                if kept:
-                    items.append(item)
-                    jobs += len(kept)
+            items += b.items
+            jobs += len(b.jobs)
         return items, jobs
 
     def wasted_calls(self) -> int:

@@ -9,7 +9,7 @@ run's sequence: each stage still asks for its calls itself, in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from skillvc.core.events import Event
@@ -26,12 +26,11 @@ from skillvc.training.prefetch import CERTAIN, LATER, NEXT, SPECULATIVE, Batch
 @dataclass
 class Bet:
     """What one gate's speculation sent: rollouts with the current skill (used if it
-    rejects) and with the candidate (used if it accepts), and whether it is still to place."""
+    rejects) and with the candidate (used if it accepts; none is sent today)."""
 
     candidate: str
     on_current: list[Batch | None] = field(default_factory=list)
     on_candidate: list[Batch | None] = field(default_factory=list)
-    pending: bool = False
 
 
 class Speculation(Budget):
@@ -83,25 +82,15 @@ class Speculation(Budget):
         return self.evaluator.run(skill, items, split)
 
     def speculate(self, candidate: str) -> Bet:
-        """Before a gate: send what the loop runs next if the gate decides as it likely will.
-
-        Most gates reject: the current skill's next rollouts go out beside the gate, ranked
-        last in the calls-ahead pool. A gate of several chunks then tells after its first
-        (``on_chunk``): a candidate ahead is likely accepted, and what the speculation has
-        not started yet is dropped. A replayed gate's decision is in the log already: nothing
-        is a guess (rejected: those calls are certain; accepted: none is sent), so a resumed
-        run wastes no speculation."""
+        """Before a gate: send what the loop runs next with the current skill if it rejects
+        (most gates reject), ranked last in the calls-ahead pool. A replayed gate that
+        rejected (its decision is in the log) sends those calls as certain. Every speculation
+        runs to its end, whatever the gate decides: the calls a run makes, wasted ones
+        included, are then the same however often it is killed and resumed."""
         bet = Bet(candidate)
-        if not self.t.speculate:
-            return bet
-        known = self.logged_decision()
-        if known == "accepted":
-            return bet
-        if known == "rejected":
-            bet.on_current = self.send_upcoming(self.state.skill, NEXT)
-        else:
-            bet.on_current = self.send_upcoming(self.state.skill, SPECULATIVE)
-            bet.pending = self.t.early_stop and len(self.ctx.val) > self.t.workers
+        if self.t.speculate:
+            rank = NEXT if self.logged_decision() == "rejected" else SPECULATIVE
+            bet.on_current = self.send_upcoming(self.state.skill, rank)
         return bet
 
     def send_upcoming(self, skill: str, rank: int) -> list[Batch | None]:
@@ -110,21 +99,6 @@ class Speculation(Budget):
             self.prefetch(skill, items, split, speculative=speculative, rank=rank)
             for items, split in self.upcoming
         ]
-
-    def on_chunk(self, bet: Bet) -> Callable[[float, int, int], None]:
-        """The gate's early-stop state after its first chunk decides whether to go on
-        speculating."""
-
-        def placed(lead: float, evaluated: int, total: int) -> None:
-            if not bet.pending:
-                return
-            bet.pending = False
-            if evaluated >= total:
-                return  # decided already: nothing is worth sending ahead of it
-            if lead > 0:  # ahead: an acceptance is likely, what has not started is dropped
-                self.ahead.drop_queued(bet.on_current)
-
-        return placed
 
     def settle(self, bet: Bet, kind: str, decision: str, kept: str, gate_event: Event) -> None:
         """After a gate: record the rollouts its bet sent that the run will not use (``kept``:
