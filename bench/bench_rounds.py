@@ -19,7 +19,9 @@ test.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -31,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from skillvc.core.store import open_store
 from skillvc.models import simworld
 from skillvc.models.backends.sim import SimBackend
 from skillvc.models.prompts import prompt_kind
@@ -77,8 +80,9 @@ seed = {seed}
 class Recorder:
     """Times every simulated request (monkeypatched around ``SimBackend.complete``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, splits: dict[str, str] | None = None) -> None:
         self.calls: list[tuple[float, float, str]] = []
+        self.splits = splits or {}  # an item's input -> its split, to name target calls
         self.lock = threading.Lock()
 
     @contextmanager
@@ -90,6 +94,8 @@ class Recorder:
             start = time.perf_counter()
             result = original(backend, request)
             kind = request.role
+            if kind == "target" and request.user in recorder.splits:
+                kind = f"target/{recorder.splits[request.user]}"
             if request.role == "optimizer":
                 kind = f"optimizer/{prompt_kind(request.user) or 'other'}"
             with recorder.lock:
@@ -104,16 +110,98 @@ class Recorder:
 
     def rounds(self) -> list[tuple[float, float]]:
         """Maximal sets of overlapping intervals, as (start, end) of each set."""
-        out: list[tuple[float, float]] = []
-        for start, end, _ in sorted(self.calls):
+        return [(start, end) for start, end, _ in self.grouped()]
+
+    def depth(self) -> int:
+        """The longest chain of requests each sent after the one before it was answered: the
+        dependent rounds of the run's critical path (overlapping calls sent ahead no longer
+        hide a dependency, as they can in ``rounds``)."""
+        calls = sorted(self.calls, key=lambda c: c[1])
+        ends = [end for _, end, _ in calls]
+        best: list[int] = []
+        for start, _, _ in calls:
+            before = bisect.bisect_right(ends, start, hi=len(best))
+            best.append(1 + max(best[:before], default=0))
+        return max(best, default=0)
+
+    def grouped(self) -> list[tuple[float, float, Counter[str]]]:
+        """The rounds with the kinds of request each held."""
+        out: list[tuple[float, float, Counter[str]]] = []
+        for start, end, kind in sorted(self.calls):
             if out and start < out[-1][1]:
-                out[-1] = (out[-1][0], max(out[-1][1], end))
+                out[-1] = (out[-1][0], max(out[-1][1], end), out[-1][2])
             else:
-                out.append((start, end))
+                out.append((start, end, Counter()))
+            out[-1][2][kind] += 1
         return out
 
 
-def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> None:
+def chunks(n: int, workers: int) -> int:
+    """Dependent rounds of one early-stopping pass over ``n`` items (chunks of ``workers``)."""
+    return max(1, math.ceil(n / workers))
+
+
+def bound(
+    events: list[tuple[str, dict[str, Any]]], workers: int, minibatch: int, early_stop: bool
+) -> int:
+    """The dependent rounds this run's decisions need, however early calls are sent.
+
+    A round is one model latency, at most ``workers`` calls of one stage wide (twice that
+    where the loop's pool and the calls-ahead pool share a stage: the seed's val beside the
+    first step's rollouts, rollouts the loop waits for). Free (beside an earlier round): the
+    seed's test, the first step's rollouts, the slow-update
+    rollouts of the epoch's start skill, rollouts with the current skill while a gate that
+    rejects runs, the meta update (beside the slow update). Needed: a step's reflection
+    (``workers`` minibatches a round), the gate's chunks (early stopping: ``workers`` items at
+    a time, each chunk decides whether the next runs; attribution's tests likewise), a round
+    for rollouts with a skill a gate just accepted, one per epoch end for the slow and meta
+    updates' optimizer calls, and the final test of a best skill the last gate accepted. An
+    epoch end that repeats the last one word for word (no skill changed since) is answered
+    by the log: its slow update's gate costs nothing. Repair calls are not counted.
+    """
+    rounds = 0  # the baseline wave: added with the first step (its batch goes out beside it)
+    accepted_last = False  # the last decision changed the skill
+    changed = True  # a skill changed since the last epoch end
+    fresh_end = True  # this epoch end's prompts differ from the last one's
+    ended = False  # this epoch end's optimizer round is counted
+    skill, batch, baseline_calls = "", [], 0
+    hard: dict[tuple[str, str], float | None] = {}
+    for kind, payload in events:
+        if kind == "rollout":
+            skill = skill or payload["skill"]
+            if payload["split"] == "train":
+                hard[(payload["skill"], payload["item"])] = payload["hard"]
+        elif kind == "baseline":
+            baseline_calls = payload["n"]
+        elif kind == "step.started":
+            if not rounds:  # the seed's val beside the first step's rollouts, on both pools
+                rounds = chunks(baseline_calls + len(payload["batch"]), 2 * workers)
+            rounds += accepted_last  # the rollouts with the skill just accepted
+            accepted_last, ended, batch = False, False, payload["batch"]
+        elif kind == "edits.merged":  # the reflection: a call per minibatch
+            scores = [hard.get((skill, i)) for i in batch]
+            fails = sum(1 for h in scores if h is not None and h < 1)
+            oks = sum(1 for h in scores if h is not None and h >= 1)
+            rounds += chunks(math.ceil(fails / minibatch) + math.ceil(oks / minibatch), workers)
+        elif kind == "gate":
+            gate_rounds = chunks(payload["after"]["n"], workers) if early_stop else 1
+            for test in payload.get("attribution", {}).get("tests", []):
+                gate_rounds += chunks(test["n_evaluated"], workers) if early_stop else 1
+            if payload["kind"] == "slow_update" and not fresh_end:
+                gate_rounds = 0  # the same candidate as the last epoch end's
+            rounds += gate_rounds
+            accepted_last = payload["decision"] != "rejected"
+            if accepted_last:
+                skill, changed = payload["candidate"], True
+        elif kind in ("slow_update", "meta_update") and not ended:
+            rounds += 1 + (accepted_last and kind == "slow_update")
+            accepted_last, ended = False, True
+            fresh_end, changed = changed, False
+    return max(rounds, 1) + accepted_last  # the best skill's test, unless it was speculated
+
+
+def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> dict[str, str]:
+    """The bench repository; returns each item's input -> its split."""
     create_demo_repo(directory)
     n = sizes["train"] + sizes["val"] + sizes["test"]
     items, seen = [], set()
@@ -139,36 +227,50 @@ def make_repo(directory: Path, sizes: dict[str, int], seed: int) -> None:
     repo = Repo(directory)
     repo.git.add("--", "evals", "skillvc.toml")
     repo.git.commit("-q", "-m", "bench config")
+    return {row["input"]: name for name, rows in splits.items() for row in rows}
 
 
-def run_once(sizes: dict[str, int], speculate: bool, seed: int) -> dict[str, Any]:
-    recorder = Recorder()
+def run_once(
+    sizes: dict[str, int], speculate: bool, seed: int, bundle_gate: bool = False
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
-        make_repo(repo, sizes, seed)
-        overrides: dict[str, dict[str, Any]] = {}
-        if not speculate:
-            overrides = {"train": {"speculate": False}}
+        recorder = Recorder(make_repo(repo, sizes, seed))
+        overrides: dict[str, dict[str, Any]] = {"train": {"speculate": speculate}}
+        if bundle_gate:  # the paper's gate (SkillOpt's): no attribution, any strict gain
+            overrides["train"]["attribution"] = False
         with recorder.installed():
             start = time.perf_counter()
             summary: RunSummary = train(open_workspace(repo), overrides=overrides)
             wall = time.perf_counter() - start
+        with open_store(repo / ".skillvc" / "events.db") as store:
+            rows = store.query(
+                "SELECT type, payload FROM events WHERE run_id = ? AND seq IS NOT NULL "
+                "ORDER BY seq",
+                [summary.run_id],
+            )
+        events = [(r["type"], json.loads(r["payload"])) for r in rows]
     rounds = recorder.rounds()
     gaps = [b[0] - a[1] for a, b in zip(rounds, rounds[1:], strict=False)]
-    steps = summary.steps
     return {
         "summary": summary,
+        "latency_ms": float(os.environ.get("SKILLVC_SIM_LATENCY_MS", "200")),
         "requests": len(recorder.calls),
         "by_kind": Counter(kind for _, _, kind in recorder.calls),
         "rounds": len(rounds),
+        "depth": recorder.depth(),
+        "busy": sum(end - start for start, end in rounds),
+        "grouped": recorder.grouped(),
         "wall": wall,
         "gap_mean_ms": 1000 * statistics.mean(gaps) if gaps else 0.0,
         "gap_max_ms": 1000 * max(gaps) if gaps else 0.0,
-        "bound": 3 * steps + 2,
+        "bound": bound(events, workers=16, minibatch=2, early_stop=True),
     }
 
 
-def show(name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any]) -> None:
+def show(
+    name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any], detail: bool = False
+) -> None:
     s: RunSummary = r["summary"]
     wasted = getattr(s, "speculation_wasted_calls", 0)
     label = "speculate" if speculate else "no speculation"
@@ -178,7 +280,12 @@ def show(name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any]) -
     )
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["by_kind"].items()))
     print(f"  requests            {r['requests']:>6}   ({kinds})")
-    print(f"  dependent rounds    {r['rounds']:>6}   (lower bound {r['bound']})")
+    print(
+        f"  dependent rounds    {r['depth']:>6}   (bound {r['bound']}, from this run's decisions)"
+    )
+    print(f"  overlapping sets    {r['rounds']:>6}   (calls sent ahead can merge two rounds)")
+    busy = r["busy"] / (r["latency_ms"] / 1000)
+    print(f"  latencies waited    {busy:>8.1f}   (time with a request in flight / latency)")
     print(f"  wall time           {r['wall']:>8.1f} s")
     print(
         f"  skillvc time between rounds  mean {r['gap_mean_ms']:.0f} ms, "
@@ -190,6 +297,11 @@ def show(name: str, sizes: dict[str, int], speculate: bool, r: dict[str, Any]) -
         f"{s.slow_updates_accepted}/{s.slow_updates_rejected}; val {s.baseline_val} -> "
         f"{s.best_val}, test {s.baseline_test} -> {s.test}"
     )
+    if detail:  # what each round held, to see which dependency made it
+        t0 = r["grouped"][0][0] if r["grouped"] else 0.0
+        for i, (start, end, kinds) in enumerate(r["grouped"], 1):
+            held = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+            print(f"    round {i:>2}  {start - t0:6.2f}-{end - t0:6.2f} s  {held}")
 
 
 def main() -> None:
@@ -198,6 +310,10 @@ def main() -> None:
     parser.add_argument("--configs", default="small,large")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=["on", "off", "both"], default="both")
+    parser.add_argument(
+        "--bundle-gate", action="store_true", help="the paper's bundle gate (no attribution)"
+    )
+    parser.add_argument("--detail", action="store_true", help="print what each round held")
     args = parser.parse_args()
     os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     os.environ["SKILLVC_SIM_LATENCY_MS"] = str(args.latency_ms)
@@ -205,7 +321,13 @@ def main() -> None:
     for name in args.configs.split(","):
         sizes = CONFIGS[name]
         for speculate in modes:
-            show(name, sizes, speculate, run_once(sizes, speculate, args.seed))
+            show(
+                name,
+                sizes,
+                speculate,
+                run_once(sizes, speculate, args.seed, args.bundle_gate),
+                args.detail,
+            )
 
 
 if __name__ == "__main__":

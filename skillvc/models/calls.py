@@ -321,7 +321,10 @@ class ModelClient:
             if refused:
                 raise  # the backend's own error and hint
             raise error from None
-        return self.record(req, result, step=step)
+        # One write for the answer (its blobs and its event): a kill rarely finds an answered
+        # call not yet logged, which a resumed run would pay for again.
+        with self.store.transaction():
+            return self.record(req, result, step=step)
 
     def record_failure(
         self,

@@ -24,7 +24,7 @@ from skillvc.training.optimize import (
     apply_selected,
     apply_selected_package,
 )
-from skillvc.training.prefetch import Batch
+from skillvc.training.speculation import Bet
 from skillvc.training.state import Edits
 from skillvc.training.summary import Summaries
 from skillvc.training.trainer_base import Usage, fmt_val
@@ -77,13 +77,8 @@ class Gating(Summaries):
             else f"the gate of the epoch {epoch} slow update"
         )
         result = None
-        speculation: list[Batch | None] = []
-        if gated and self.t.speculate:
-            # Most gates reject: start what comes next with the current skill meanwhile.
-            speculation = [
-                self.prefetch(s.skill, items, split, speculative=True)
-                for items, split in self.upcoming
-            ]
+        # What comes next goes out while the gate runs, on its likely outcome.
+        bet = self.speculate(candidate_text) if gated else Bet(candidate_text)
         if gated:
             name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
             with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):
@@ -164,6 +159,7 @@ class Gating(Summaries):
             branch=self.branch_ref,
             significance_trailer=honesty.trailer() if honesty is not None else None,
         )
+        self.settle(bet, kind, decision, candidate_text, gate_event)
         if credit is not None and credit.dropped:
             s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
         if decision == "rejected":
@@ -174,15 +170,6 @@ class Gating(Summaries):
                 evidence=rejection_evidence(result, self.alphas) if self.t.attribution else None,
             )
         else:
-            if speculation and kind == "step" and s.skill == self.epoch_start:
-                # The epoch's slow update still runs the epoch-start skill (this one) on the
-                # slow items: rollouts sent ahead for them are used, not wasted.
-                speculation = [
-                    b
-                    for b, (items, _) in zip(speculation, self.upcoming, strict=True)
-                    if items is not self.slow_items
-                ]
-            self.waste(speculation, gate_event)
             alpha = self.alphas[-1] if self.t.attribution else significance.REVIEW_ALPHA
             p_value = result.p_value if result else None
             self.gains.append(
@@ -198,6 +185,7 @@ class Gating(Summaries):
                 }
             )
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
+            self.after_accept()
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             if result is not None and len(self.alphas) > 1:

@@ -21,11 +21,17 @@ Invariants:
   first failure nothing more is sent ahead, so an outage is not met twice.
 - Speculative and prefetched calls run in a pool of their own (``workers`` threads), so they
   never queue in front of the gate's calls: up to twice ``workers`` requests may be in flight.
+- That pool serves by priority, not arrival: each call is sent with the rank of the stage that
+  needs it (``NEXT`` before ``CERTAIN`` before ``LATER`` before ``SPECULATIVE``; arrival order
+  within a rank), and a call the loop waits for jumps to the front. ``wait`` waits for exactly
+  the calls a stage consumes, never for other batches of the same skill.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
+import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +45,105 @@ from skillvc.packages.render import TargetView
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import rollout_request
 
+# Ranks of the calls sent ahead, most urgent first (see the module docstring).
+NOW = -1  # a call the loop is waiting for
+NEXT = 0  # what the next dependent stage consumes
+CERTAIN = 1  # made whatever happens, but after the next stage
+LATER = 2  # made whatever happens, at the end of the run (the final test)
+SPECULATIVE = 3  # made only if a gate decides one way
+
+
+class _Job:
+    """One call of the pool: run at most once, by whichever queue entry reaches it first."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self.fn = fn
+        self.future: Future[Any] = Future()
+        self.taken = False
+
+
+class PriorityPool:
+    """A thread pool that starts the most urgent queued job first (a stable heap by rank).
+
+    ``promote`` moves queued jobs to the front: a second heap entry for the same job, and
+    whichever entry comes first runs it (``_Job.taken``)."""
+
+    def __init__(self, workers: int, name: str) -> None:
+        self._heap: list[tuple[int, int, _Job | None]] = []
+        self._order = itertools.count()
+        self._ready = threading.Condition()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+            for i in range(max(1, workers))
+        ]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, rank: int, fn: Callable[[], object]) -> _Job:
+        job = _Job(fn)
+        with self._ready:
+            if self._closed:
+                job.future.cancel()
+                return job
+            heapq.heappush(self._heap, (rank, next(self._order), job))
+            self._ready.notify()
+        return job
+
+    def promote(self, jobs: Sequence[_Job]) -> None:
+        with self._ready:
+            for job in jobs:
+                if not job.taken and not self._closed:
+                    heapq.heappush(self._heap, (NOW, next(self._order), job))
+            self._ready.notify_all()
+
+    def run_here(self, job: _Job) -> None:
+        """Run a queued job on the calling thread (a thread of the loop's own pool that would
+        otherwise wait for it); nothing when a thread of this pool took it first."""
+        with self._ready:
+            if job.taken:
+                return
+            job.taken = True
+        if job.future.set_running_or_notify_cancel():
+            try:
+                job.future.set_result(job.fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on it
+                job.future.set_exception(exc)
+
+    def shutdown(self, *, cancel: bool) -> None:
+        """Stop taking jobs (``cancel``: drop the queued ones) and wait for the running ones."""
+        with self._ready:
+            if cancel:
+                for _, _, job in self._heap:
+                    if job is not None and not job.taken:
+                        job.taken = True
+                        job.future.cancel()
+                self._heap.clear()
+            self._closed = True
+            for _ in self._threads:  # one stop mark per thread, after every queued job
+                heapq.heappush(self._heap, (SPECULATIVE + 1, next(self._order), None))
+            self._ready.notify_all()
+        for t in self._threads:
+            t.join()
+
+    def _work(self) -> None:
+        while True:
+            with self._ready:
+                while not self._heap:
+                    self._ready.wait()
+                _, _, job = heapq.heappop(self._heap)
+                if job is None:
+                    return
+                if job.taken:
+                    continue
+                job.taken = True
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                job.future.set_result(job.fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on it
+                job.future.set_exception(exc)
+
 
 @dataclass
 class Batch:
@@ -50,6 +155,7 @@ class Batch:
     speculative: bool
     items: list[str] = field(default_factory=list)  # "split:item" of rollout batches
     wasted: bool = False
+    jobs: list[_Job] = field(default_factory=list)
 
     def done(self) -> None:
         concurrent.futures.wait(self.futures)
@@ -67,9 +173,10 @@ class Prefetcher:
         render: TargetView | None = None,
     ) -> None:
         self.client, self.samples, self.render = client, samples, render
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillvc-ahead")
+        self.pool = PriorityPool(workers, "skillvc-ahead")
         self.batches: list[Batch] = []
-        self.sent: set[tuple[str, str, str]] = set()  # (skill hash, split, item id)
+        # (skill hash, split, item id) -> the jobs of that rollout's samples
+        self.sent: dict[tuple[str, str, str], list[_Job]] = {}
         # Set by the first failed call: an outage must not be met by every call sent ahead
         # too, so from then on only the loop sends (what is queued here is skipped).
         self.failed = threading.Event()
@@ -81,7 +188,7 @@ class Prefetcher:
         if exc_type is None:
             self.close()
         else:  # a stopped run: what has not started yet is not worth sending any more
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.shutdown(cancel=True)
 
     def rollouts(
         self,
@@ -91,8 +198,12 @@ class Prefetcher:
         *,
         speculative: bool = False,
         known: Mapping[tuple[str, str, str], object] | None = None,
+        rank: int | None = None,
     ) -> Batch | None:
-        """Send the target calls of ``items`` with ``skill`` (those not ``known`` nor sent)."""
+        """Send the target calls of ``items`` with ``skill`` (those not ``known`` nor sent),
+        ranked ``rank`` (default: ``SPECULATIVE`` when ``speculative``, else ``NEXT``)."""
+        if rank is None:
+            rank = SPECULATIVE if speculative else NEXT
         tag = sha256_hex(skill)
         todo = [
             it
@@ -102,40 +213,68 @@ class Prefetcher:
         ]
         if not todo:
             return None
-        self.sent.update((tag, split, it.id) for it in todo)
         fork = self.client.fork()
-        futures = [
-            self.pool.submit(self._warm, fork, *rollout_request(skill, it, self.render), k)
-            for it in todo
-            for k in range(self.samples)
-        ]
-        batch = Batch(tag, fork, futures, speculative, [f"{split}:{it.id}" for it in todo])
+        jobs: list[_Job] = []
+        for it in todo:
+            messages, files = rollout_request(skill, it, self.render)
+            mine = [
+                self.pool.submit(rank, self._warm_job(fork, messages, files, k))
+                for k in range(self.samples)
+            ]
+            self.sent[(tag, split, it.id)] = mine
+            jobs += mine
+        futures = [j.future for j in jobs]
+        labels = [f"{split}:{it.id}" for it in todo]
+        batch = Batch(tag, fork, futures, speculative, labels, jobs=jobs)
         self.batches.append(batch)
         return batch
 
     def call(self, tag: str, fn: Callable[[ModelClient], object]) -> Batch:
         """Run ``fn`` with a forked client ahead of the loop (e.g. the meta update's call)."""
         fork = self.client.fork()
-        batch = Batch(tag, fork, [self.pool.submit(self._quietly, fn, fork)], speculative=False)
+        job = self.pool.submit(NEXT, lambda: self._quietly(fn, fork))
+        batch = Batch(tag, fork, [job.future], speculative=False, jobs=[job])
         self.batches.append(batch)
         return batch
 
     def wait(self, tag: str) -> None:
-        """Wait for every batch under ``tag`` (a skill's text or a name) to finish."""
+        """Wait for every batch under ``tag`` (a name like ``meta``) to finish."""
         hashed = sha256_hex(tag)
         for b in self.batches:
             if b.tag in (tag, hashed):
+                self.pool.promote(b.jobs)
                 b.done()
+
+    def wait_for(
+        self,
+        skill: str,
+        items: Sequence[TaskItem],
+        split: str,
+        helpers: ThreadPoolExecutor | None = None,
+    ) -> None:
+        """Wait for the calls sent ahead for exactly these rollouts: queued ones go first, and
+        the idle threads of ``helpers`` (the loop's pool) take them too, so a stage's calls
+        run on both pools at once."""
+        tag = sha256_hex(skill)
+        jobs = [j for it in items for j in self.sent.get((tag, split, it.id), ())]
+        self.pool.promote(jobs)
+        queued = [j for j in jobs if not j.taken]
+        if helpers is not None and queued:
+            list(helpers.map(self.pool.run_here, queued))
+        concurrent.futures.wait([j.future for j in jobs])
 
     def waste(self, batches: Sequence[Batch | None]) -> tuple[list[str], int]:
         """Mark speculative batches as never to be used; returns their items and job count."""
         items: list[str] = []
         jobs = 0
         for b in batches:
-            if b is not None:
-                b.wasted = True
-                items += b.items
-                jobs += len(b.futures)
+            if b is None:
+                continue
+            # Not dropped: the calls a run makes must not depend on timing (a killed and
+            # resumed run makes the same ones as an uninterrupted run).
+            b.wasted = True
+            items += b.items
+            jobs += len(b.jobs)
         return items, jobs
 
     def wasted_calls(self) -> int:
@@ -148,16 +287,19 @@ class Prefetcher:
     def close(self) -> None:
         for b in self.batches:
             b.done()
-        self.pool.shutdown(wait=True)
+        self.pool.shutdown(cancel=False)
 
-    def _warm(
+    def _warm_job(
         self,
         client: ModelClient,
         messages: list[dict[str, str]],
         files: tuple[PackageFile, ...],
         sample: int,
-    ) -> None:
-        self._quietly(lambda c: c.call("target", messages, sample=sample, files=files), client)
+    ) -> Callable[[], None]:
+        def warm() -> None:
+            self._quietly(lambda c: c.call("target", messages, sample=sample, files=files), client)
+
+        return warm
 
     def _quietly(self, fn: Callable[[ModelClient], object], client: ModelClient) -> None:
         if self.failed.is_set():

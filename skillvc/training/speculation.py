@@ -10,6 +10,7 @@ run's sequence: each stage still asks for its calls itself, in order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from skillvc.core.events import Event
 from skillvc.core.hashing import sha256_hex
@@ -19,28 +20,44 @@ from skillvc.training.budget import Budget
 from skillvc.training.evaluate import (
     Rollout,
 )
-from skillvc.training.prefetch import Batch
+from skillvc.training.prefetch import CERTAIN, LATER, NEXT, SPECULATIVE, Batch
+
+
+@dataclass
+class Bet:
+    """What one gate's speculation sent: rollouts with the current skill (used if it
+    rejects) and with the candidate (used if it accepts; none is sent today)."""
+
+    candidate: str
+    on_current: list[Batch | None] = field(default_factory=list)
+    on_candidate: list[Batch | None] = field(default_factory=list)
 
 
 class Speculation(Budget):
     # Calls sent ahead (see training/prefetch.py) ----------------------------------------
 
     def prefetch(
-        self, skill: str, items: Sequence[TaskItem], split: str, *, speculative: bool = False
+        self,
+        skill: str,
+        items: Sequence[TaskItem],
+        split: str,
+        *,
+        speculative: bool = False,
+        rank: int | None = None,
     ) -> Batch | None:
         if self.config.target.mode == "batch" or self.t.executor != "threads":
             # Target calls go out as provider batches (for their price) or as executor tasks
             # (on other machines): sent ahead on the driver's threads they would bypass both.
             return None
         return self.ahead.rollouts(
-            skill, items, split, speculative=speculative, known=self.evaluator.memo
+            skill, items, split, speculative=speculative, known=self.evaluator.memo, rank=rank
         )
 
     def prefetch_start(self) -> None:
         """Calls the run makes whatever its gates decide: the seed skill on test, the first
         step's rollouts and the first slow update's evaluation of the seed skill."""
-        self.prefetch(self.ctx.base_skill, self.ctx.test, "test")
-        self.prefetch_epoch_start(1)
+        self.prefetch_epoch_start(1)  # first: step 1 waits for its rollouts, the test does not
+        self.prefetch(self.ctx.base_skill, self.ctx.test, "test", rank=LATER)
 
     def cannot_be_refused(self) -> bool:
         """True when the projection after the baseline cannot stop the run (it has a budget,
@@ -55,14 +72,73 @@ class Speculation(Budget):
     def prefetch_epoch_start(self, epoch: int) -> None:
         """The epoch's first rollouts and its slow update's evaluation of the epoch-start
         skill: both certain once the epoch has begun."""
-        self.prefetch(self.state.skill, self.batches(epoch)[0], "train")
+        self.prefetch(self.state.skill, self.batches(epoch)[0], "train", rank=NEXT)
         if self.t.slow_update:
-            self.prefetch(self.state.skill, self.slow_items, "train")
+            self.prefetch(self.state.skill, self.slow_items, "train", rank=CERTAIN)
 
     def rollouts(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
-        """``evaluator.run`` once the calls sent ahead for ``skill`` have come back."""
-        self.ahead.wait(skill)
+        """``evaluator.run`` once the calls sent ahead for these rollouts have come back."""
+        self.ahead.wait_for(skill, items, split, helpers=self.pool)
         return self.evaluator.run(skill, items, split)
+
+    def speculate(self, candidate: str) -> Bet:
+        """Before a gate: send what the loop runs next with the current skill if it rejects
+        (most gates reject), ranked last in the calls-ahead pool. A replayed gate that
+        rejected (its decision is in the log) sends those calls as certain. Every speculation
+        runs to its end, whatever the gate decides: the calls a run makes, wasted ones
+        included, are then the same however often it is killed and resumed."""
+        bet = Bet(candidate)
+        if self.t.speculate:
+            rank = NEXT if self.logged_decision() == "rejected" else SPECULATIVE
+            bet.on_current = self.send_upcoming(self.state.skill, rank)
+        return bet
+
+    def send_upcoming(self, skill: str, rank: int) -> list[Batch | None]:
+        speculative = rank == SPECULATIVE
+        return [
+            self.prefetch(skill, items, split, speculative=speculative, rank=rank)
+            for items, split in self.upcoming
+        ]
+
+    def settle(self, bet: Bet, kind: str, decision: str, kept: str, gate_event: Event) -> None:
+        """After a gate: record the rollouts its bet sent that the run will not use (``kept``:
+        the candidate as committed, which attribution may have pruned)."""
+        s = self.state
+        lost: list[Batch | None] = []
+        if decision == "rejected":
+            lost = bet.on_candidate
+        else:
+            current = bet.on_current
+            if current and kind == "step" and s.skill == self.epoch_start:
+                # The epoch's slow update still runs the epoch-start skill (this one) on the
+                # slow items: rollouts sent ahead for them are used, not wasted.
+                current = [
+                    b
+                    for b, (items, _) in zip(current, self.upcoming, strict=True)
+                    if items is not self.slow_items
+                ]
+            lost = current + (bet.on_candidate if kept != bet.candidate else [])
+        self.waste(lost, gate_event)
+
+    def logged_decision(self) -> str | None:
+        """The decision of the gate about to run, when a resumed run replays it (None: it
+        has not been made yet)."""
+        if not self.ctx.resumed:
+            return None
+        rows = self.store.query(
+            "SELECT json_extract(payload, '$.decision') AS decision FROM events "
+            "WHERE run_id = ? AND type = 'gate' AND seq > ? ORDER BY seq LIMIT 1",
+            (self.ctx.run_id, self.log.seq),
+        )
+        return str(rows[0]["decision"]) if rows else None
+
+    def after_accept(self) -> None:
+        """The candidate became the current skill: what the loop runs next with it is certain
+        now. It goes out here, on the calls-ahead pool, while the loop runs the new skill's
+        val pass on its own (free after a gate, a real pass after a forced update), so that
+        pass no longer blocks the next stage."""
+        for items, split in self.upcoming:
+            self.prefetch(self.state.skill, items, split, rank=NEXT)
 
     def after_step(
         self, epoch: int, following: Sequence[Sequence[TaskItem]]
