@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from conftest import SAMPLE_SKILL, git
+from helpers import pushed_demo
 
 from skillvc.cli import cli
 from skillvc.core.resources import read_text
@@ -570,14 +571,7 @@ def test_pre_push_keeps_and_feeds_an_existing_hook(
 
 @pytest.mark.skipif("check" not in cli.commands, reason="'skillvc check' is not registered yet")
 def test_pre_push_runs_the_real_check(tmp_path: Path) -> None:
-    from skillvc.training.demo import create_demo_repo
-
-    root = tmp_path / "demo"
-    create_demo_repo(root).close()
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(root, "remote", "add", "origin", str(bare))
-    git(root, "push", "-q", "origin", "main")
+    root, bare = pushed_demo(tmp_path)
     install_hooks(root, pre_push=True)
     new_commit(root, "NOTES.txt")  # the skill is unchanged, so the check passes
     result = push(root, "main")

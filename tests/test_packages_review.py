@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git, make_package_repo
+from conftest import copy_repo, git, make_demo_seed, make_package_repo, seed_env
 
 from skillvc.cli import cli
 from skillvc.core.store import open_store
 from skillvc.review.history import LOG_KEYS
-from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import train as train_run
 from skillvc.workspace.workspace import open_workspace
 
@@ -81,11 +80,8 @@ def demo_trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`skillvc demo --package`'s repository after its training run with the package-aware
     simulator (sim:support-package), made once per module; tests work on copies."""
     root = tmp_path_factory.mktemp("package-demo") / "repo"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        mp.setenv("HOME", str(root.parent))
-        create_demo_repo(root, package=True)
+    make_demo_seed(root, package=True)
+    with seed_env(root):
         # The paper's bundle gate: its history has the several-file candidates these review
         # tests read (attribution, the default, commits fewer and smaller ones).
         train_run(open_workspace(root), overrides={"train": {"attribution": False}})

@@ -56,6 +56,16 @@ def over_http(
     git(repo, "commit", "-qam", "Models over HTTP")
 
 
+@pytest.fixture
+def http_repo(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+) -> Path:
+    """A copy of the demo repo whose models are served over HTTP by the loopback server."""
+    repo = demo_copy(demo_seed, tmp_path / "repo")
+    over_http(repo, loopback, monkeypatch)
+    return repo
+
+
 def commit_skill(repo: Path, data: bytes) -> None:
     (repo / SKILL).write_bytes(data)
     git(repo, "commit", "-qam", "Change the skill")
@@ -115,14 +125,9 @@ VALIDATE_HINT = (
 
 @pytest.mark.parametrize("case", list(BAD_SKILLS))
 def test_train_and_eval_refuse_a_skill_validate_rejects_before_any_call(
-    case: str,
-    demo_seed: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    loopback: LoopbackServer,
+    http_repo: Path, case: str, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
+    repo = http_repo
     data, problem = BAD_SKILLS[case]
     commit_skill(repo, data)
     hint = {
@@ -318,14 +323,9 @@ STATES = {
 
 @pytest.mark.parametrize("state", list(STATES))
 def test_train_refuses_unusual_repository_states_before_any_call(
-    state: str,
-    demo_seed: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    loopback: LoopbackServer,
+    http_repo: Path, state: str, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
+    repo = http_repo
     _diverged(repo)
     make, message, hint = STATES[state]
     make(repo)
@@ -468,10 +468,9 @@ def test_a_budget_lets_an_expensive_projection_go_on(
 
 
 def test_eval_exits_6_when_every_item_errored(
-    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+    http_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
+    repo = http_repo
     for _ in range(30):
         loopback.error(500, "upstream exploded")
     result = run(repo, monkeypatch, "eval", "-q", "--workers", "1")
@@ -487,10 +486,9 @@ def test_eval_exits_6_when_every_item_errored(
 
 
 def test_eval_says_how_many_items_errored(
-    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+    http_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
+    repo = http_repo
     for _ in range(3):
         loopback.error(500, "upstream exploded")
     result = run(repo, monkeypatch, "eval", "-q", "--workers", "1", "--json")
