@@ -15,7 +15,7 @@ import anthropic
 
 from skillvc.models.backends.anthropic_backend import AnthropicBackend, cache_usage
 from skillvc.models.backends.base import CallRequest, CallResult
-from skillvc.models.backends.retry import translated_sdk_errors
+from skillvc.models.backends.retry import backend_sdk_errors
 from skillvc.models.batch.base import Status
 from skillvc.models.executors import CallFailure
 
@@ -31,15 +31,7 @@ class AnthropicBatches:
         self.backend = backend
 
     def _sdk(self) -> Any:
-        b = self.backend
-        return translated_sdk_errors(
-            anthropic,
-            anthropic.AnthropicError,
-            model=b.model,
-            timeout_s=b.config.timeout_s,
-            key=b._key,
-            key_env=b.key_env,
-        )
+        return backend_sdk_errors(anthropic, anthropic.AnthropicError, self.backend)
 
     def params(self, request: CallRequest) -> dict[str, Any]:
         args = self.backend._arguments(request)

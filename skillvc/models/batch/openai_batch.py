@@ -15,7 +15,7 @@ import openai
 
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.openai_backend import OpenAIBackend
-from skillvc.models.backends.retry import translated_sdk_errors
+from skillvc.models.backends.retry import backend_sdk_errors
 from skillvc.models.batch.base import TAG, Status
 from skillvc.models.executors import CallFailure
 
@@ -30,15 +30,7 @@ class OpenAIBatches:
         self.backend = backend
 
     def _sdk(self) -> Any:
-        b = self.backend
-        return translated_sdk_errors(
-            openai,
-            openai.OpenAIError,
-            model=b.model,
-            timeout_s=b.config.timeout_s,
-            key=b._key,
-            key_env=b.key_env,
-        )
+        return backend_sdk_errors(openai, openai.OpenAIError, self.backend)
 
     def line(self, request: CallRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
