@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from loopback import loopback  # noqa: F401 - the fixture, for every test file
 
 
 @pytest.fixture(autouse=True)

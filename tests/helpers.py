@@ -153,3 +153,27 @@ def record_gate(
         done = {"sha": sha, "ref": ref, "gate_id": gate.id}
         store.append("commit.done", done, run_id=run_id, seq=seq + 1, key=f"gate:{gate.id}")
     return gate
+
+
+def add_protected_region(repo: Path, path: Path, name: str, message: str) -> None:
+    """Append a protected region ``name`` holding ``Old.`` to ``path`` and commit it."""
+    from conftest import git
+
+    text = f"\n<!-- skillvc:protected {name} -->\nOld.\n<!-- /skillvc:protected {name} -->\n"
+    path.write_text(path.read_text() + text)
+    git(repo, "commit", "-qam", message)
+
+
+SIM_PRICES = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
+
+
+def priced_copies(seed: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Two copies of ``seed`` (``full``, ``stopped``) whose simulator is priced, committed."""
+    from conftest import copy_repo, git
+
+    copies = copy_repo(seed, tmp_path / "full"), copy_repo(seed, tmp_path / "stopped")
+    for repo in copies:
+        with open(repo / "skillvc.toml", "a") as fh:
+            fh.write(SIM_PRICES)
+        git(repo, "commit", "-qam", "price the simulator")
+    return copies

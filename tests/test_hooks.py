@@ -84,6 +84,14 @@ def head(root: Path) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
+def stage_skill(root: Path, text: str) -> str:
+    """Stage ``text`` as the skill file; the commit HEAD is at before committing it."""
+    before = head(root)
+    write(root, SKILL, text)
+    git(root, "add", SKILL)
+    return before
+
+
 def hooks_path(root: Path) -> Path:
     return root / ".git" / "hooks"
 
@@ -418,9 +426,7 @@ def test_commit_of_a_good_edit_passes(hooked: Path) -> None:
 
 
 def test_commit_with_bad_frontmatter_is_blocked(hooked: Path) -> None:
-    before = head(hooked)
-    write(hooked, SKILL, BAD_NAME)
-    git(hooked, "add", SKILL)
+    before = stage_skill(hooked, BAD_NAME)
     result = commit(hooked)
     assert result.returncode != 0
     assert NAME_PROBLEM in result.stderr  # git sends hook output to stderr
@@ -433,9 +439,7 @@ def test_commit_with_bad_frontmatter_is_blocked(hooked: Path) -> None:
 
 
 def test_commit_of_a_hand_edited_protected_region_is_blocked_unless_allowed(hooked: Path) -> None:
-    before = head(hooked)
-    write(hooked, SKILL, HAND_EDIT)
-    git(hooked, "add", SKILL)
+    before = stage_skill(hooked, HAND_EDIT)
     blocked = commit(hooked)
     assert blocked.returncode != 0
     assert PROTECTED_PROBLEM in blocked.stderr

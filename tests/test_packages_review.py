@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import copy_repo, git, make_demo_seed, make_package_repo, seed_env
+from helpers import add_protected_region
 
 from skillvc.cli import cli
 from skillvc.core.store import open_store
@@ -618,11 +619,7 @@ def test_with_many_skills_a_diff_inside_a_package_applies_to_that_skill(
 
 def test_a_hunk_in_a_protected_region_of_a_reference_file_is_refused(package_repo: Path) -> None:
     forms = package_repo / FORMS
-    forms.write_text(
-        forms.read_text() + "\n<!-- skillvc:protected notes -->\nOld.\n"
-        "<!-- /skillvc:protected notes -->\n"
-    )
-    git(package_repo, "commit", "-qam", "a protected region in the forms")
+    add_protected_region(package_repo, forms, "notes", "a protected region in the forms")
     forms.write_text(forms.read_text().replace("\nOld.\n", "\nNew.\n"))
     diff = worktree_diff(package_repo)
     code, out = refused(package_repo, SKILL_HUNK + diff)

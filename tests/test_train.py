@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import copy_repo, git
-from helpers import event_count, kill_at_fractions, train_env, train_to_the_end
+from helpers import event_count, kill_at_fractions, priced_copies, train_env, train_to_the_end
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -181,13 +181,7 @@ def test_resume_with_changed_settings_and_no_step_done_starts_over(
 
 
 def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: Path) -> None:
-    priced = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
-    full = copy_repo(seed_repo, tmp_path / "full")
-    stopped = copy_repo(seed_repo, tmp_path / "stopped")
-    for repo in (full, stopped):
-        with open(repo / "skillvc.toml", "a") as fh:
-            fh.write(priced)
-        git(repo, "commit", "-qam", "price the simulator")
+    full, stopped = priced_copies(seed_repo, tmp_path)
     reference = train(open_workspace(full))
 
     with pytest.raises(BudgetExceeded, match=r"stopped after step 1: it has cost \$0\.0\d+ of"):

@@ -19,7 +19,7 @@ from typing import Any
 
 from skillvc.review.charts import svg_bars, svg_curve
 from skillvc.review.curves import Curve
-from skillvc.review.report import edit_sentence, p_text
+from skillvc.review.report import edit_sentence, p_text, val_arrow
 
 PAGE = Template("""<!doctype html>
 <html lang="en">
@@ -105,14 +105,7 @@ def _cost(value: float | None) -> str:
 def _val(step: dict[str, Any]) -> str:
     if step["decision"] == "no candidate":
         return "–"
-    if step["decision"] == "forced":
-        return f"{_score(step['val_before'])} → (ungated)"
-    if step.get("early_stopped"):
-        return (
-            f"{_score(step['val_before'])} → ≤{_score(step.get('val_after_bound'))} "
-            f"(stopped early after {step.get('n_evaluated')} of {step.get('n')})"
-        )
-    return f"{_score(step['val_before'])} → {_score(step['val_after'])}"
+    return val_arrow(step["val_before"], step["val_after"], step)
 
 
 def _title(step: dict[str, Any]) -> str:

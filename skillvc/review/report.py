@@ -192,7 +192,8 @@ def _s(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def _arrow(before: float | None, after: float | None, entry: dict[str, Any]) -> str:
+def val_arrow(before: float | None, after: float | None, entry: dict[str, Any]) -> str:
+    """A gate's val score before -> after (an early stop's bound; a forced step's none)."""
     if entry["decision"] == "forced":
         return f"{_s(before)} → (ungated)"
     if entry.get("early_stopped"):
@@ -421,7 +422,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append(
             f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
             f"{icon.get(s['decision'], s['decision'])} | "
-            f"{_arrow(s['val_before'], s['val_after'], s)} | "
+            f"{val_arrow(s['val_before'], s['val_after'], s)} | "
             f"{p_text(s.get('p_value'), s['decision'], s.get('alpha') or P_WARN) or '–'} | "
             f"{len(s['edits'])} | {commit} |"
         )
@@ -435,7 +436,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             out += [
                 "",
                 f"#### {_title(s).capitalize()} — {_sha(s.get('commit'), s['decision'])} "
-                f"(val {_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
+                f"(val {val_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
                 "",
             ]
             out += [_edit_line(e) for e in s["edits"]] or [
@@ -458,7 +459,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ref = f" · `{s['ref']}`" if s.get("ref") else ""
             out += [
                 f"<details><summary>{_title(s).capitalize()}: val "
-                f"{_arrow(s['val_before'], s['val_after'], s)}{ref}</summary>",
+                f"{val_arrow(s['val_before'], s['val_after'], s)}{ref}</summary>",
                 "",
             ]
             out += [_edit_line(e) for e in s["edits"]] or ["- slow-update guidance"]
