@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from loopback import simulator_responder
+from loopback import serving, simulator_responder
 
 
 def _iso(t: float) -> str:
@@ -328,8 +328,4 @@ def _handler(fake: BatchFake) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def batch_fake() -> Iterator[BatchFake]:
-    fake = BatchFake().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
+    yield from serving(BatchFake())

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -359,10 +359,23 @@ def simulator_responder(world: str = "support") -> Callable[[dict[str, Any]], st
     return respond
 
 
-@pytest.fixture
-def loopback() -> Iterator[LoopbackServer]:
-    server = LoopbackServer().start()
+class Server(Protocol):
+    def start(self) -> Any: ...
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=Server)
+
+
+def serving(server: S) -> Iterator[S]:
+    """A fixture's body: ``server`` started, and stopped after the test."""
+    server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackServer]:
+    yield from serving(LoopbackServer())

@@ -467,13 +467,20 @@ def test_a_budget_lets_an_expensive_projection_go_on(
 # -- eval when items errored -------------------------------------------------------------------
 
 
+def eval_with_errors(
+    repo: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, n: int, *flags: str
+) -> Result:
+    """``skillvc eval`` on one worker, the server failing the first ``n`` calls with a 500."""
+    for _ in range(n):
+        server.error(500, "upstream exploded")
+    return run(repo, monkeypatch, "eval", "-q", "--workers", "1", *flags)
+
+
 def test_eval_exits_6_when_every_item_errored(
     http_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
     repo = http_repo
-    for _ in range(30):
-        loopback.error(500, "upstream exploded")
-    result = run(repo, monkeypatch, "eval", "-q", "--workers", "1")
+    result = eval_with_errors(repo, loopback, monkeypatch, 30)
     assert result.exit_code == 6, result.output
     assert result.stdout == ""
     first, hint = result.stderr.splitlines()
@@ -488,15 +495,13 @@ def test_eval_exits_6_when_every_item_errored(
 def test_eval_says_how_many_items_errored(
     http_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = http_repo
-    for _ in range(3):
-        loopback.error(500, "upstream exploded")
-    result = run(repo, monkeypatch, "eval", "-q", "--workers", "1", "--json")
+    result = eval_with_errors(http_repo, loopback, monkeypatch, 3, "--json")
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "warning: 3 of 30 items errored and are not scored; the score covers the other 27.\n"
     )
     data = json.loads(result.stdout)
     assert (data["errors"], data["n"]) == (3, 27)
-    text = run(repo, monkeypatch, "eval", "-q")  # the 3 are retried: the server answers them now
+    # The 3 are retried: the server answers them now.
+    text = run(http_repo, monkeypatch, "eval", "-q")
     assert text.exit_code == 0 and text.stderr == ""

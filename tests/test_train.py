@@ -348,13 +348,11 @@ def test_repeated_samples_average_scores_and_resume_like_single_ones(
     repo = copy_repo(seed_repo, tmp_path / "r")
     summary = train(open_workspace(repo), overrides={"train": {"samples": 3, "epochs": 1}})
     with open_store(repo / ".skillvc/events.db") as store:
-        samples = {
-            r["sample"]
-            for r in store.query(
-                "SELECT json_extract(payload, '$.sample') AS sample FROM events "
-                "WHERE type = 'model.call' AND json_extract(payload, '$.role') = 'target'"
-            )
-        }
+        target_calls = store.query(
+            "SELECT json_extract(payload, '$.sample') AS sample FROM events "
+            "WHERE type = 'model.call' AND json_extract(payload, '$.role') = 'target'"
+        )
+        samples = {r["sample"] for r in target_calls}
         scores = {
             r["hard"]
             for r in store.query(

@@ -105,7 +105,7 @@ def _cost(value: float | None) -> str:
 def _val(step: dict[str, Any]) -> str:
     if step["decision"] == "no candidate":
         return "–"
-    return val_arrow(step["val_before"], step["val_after"], step)
+    return val_arrow(step.get("val_before"), step.get("val_after"), step)
 
 
 def _title(step: dict[str, Any]) -> str:

@@ -70,6 +70,26 @@ def table_options(fn: F) -> F:
     return checked  # type: ignore[return-value]
 
 
+def echo_listing(
+    rows: Sequence[dict[str, Any]],
+    as_json: bool,
+    table_format: str | None,
+    columns: Sequence[str],
+    none: str,
+) -> bool:
+    """Print ``rows`` as JSON or a table (``--json``, ``--nl``/``--csv``), or say ``none`` on
+    stderr when there are no rows; False when the caller is to print its text form."""
+    if as_json:
+        echo_json(rows)
+    elif table_format:
+        echo_rows(rows, table_format, columns)
+    elif not rows:
+        click.echo(none, err=True)  # not an empty line on stdout as well
+    else:
+        return False
+    return True
+
+
 def echo_rows(
     rows: Sequence[dict[str, Any]], table_format: str, columns: Sequence[str] = ()
 ) -> None:
