@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillvc.core.records import fields_of
+from skillvc.core.records import entries_of, fields_of
 
 
 @dataclass(frozen=True)
@@ -134,15 +134,5 @@ def event_from_row(row: Mapping[str, Any]) -> Event:
         version = row["version"]  # never upcast: an upcaster would fail on it
     else:
         version, payload = upcast(row["type"], row["version"], payload)
-    return Event(
-        id=row["id"],
-        type=row["type"],
-        payload=payload,
-        run_id=row["run_id"],
-        seq=row["seq"],
-        step=row["step"],
-        epoch=row["epoch"],
-        key=row["key"],
-        created_at=row["created_at"],
-        version=version,
-    )
+    names = "id type run_id seq step epoch key created_at"
+    return Event(payload=payload, version=version, **entries_of(row, names))

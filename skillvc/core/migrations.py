@@ -56,16 +56,25 @@ def m001_events_and_blobs(db: Database) -> None:
     _create_views(db)
 
 
+def _json_columns(source: str, spec: str) -> str:
+    """One ``json_extract`` column of ``source`` (``e.payload``) a line for each
+    ``path[:name]`` of ``spec`` (the name is the path's when not given), each ending in a comma."""
+    lines = []
+    for item in spec.split():
+        path, _, name = item.partition(":")
+        lines.append(f"               json_extract({source}, '$.{path}') AS {name or path},")
+    return "\n".join(lines)
+
+
+# The columns of an edit in a gate's list of edits (``j``: json_each over it).
+_EDIT_FIELDS = _json_columns("j.value", "id:edit_id op target content anchor rationale")
+
+
 def _edits_of_gates(decision: str) -> str:
     """One row per edit of the candidates whose gate decision matches ``decision``."""
     return f"""
         SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
+{_EDIT_FIELDS}
                json_extract(g.payload, '$.before.mean') AS val_before,
                json_extract(g.payload, '$.after.mean') AS val_after
         FROM events g, json_each(json_extract(g.payload, '$.edits')) j
@@ -137,21 +146,22 @@ def _commit_of(gate: str) -> str:
                    AND json_extract(c.payload, '$.gate_id') = {gate}.id) AS ref"""
 
 
+_GATE_FIELDS_001 = _json_columns(
+    "e.payload",
+    "kind decision metric before.mean:val_before after.mean:val_after before.n:n "
+    "after.n:n_evaluated early_stopped lr",
+)
+_GATE_FIELDS_002 = _json_columns(
+    "g.payload", "kind decision metric before.n:n after.n:n_evaluated early_stopped test lr"
+)
+
 # The views as migration 001 created them. Frozen: later migrations replace views, they never
 # change what an earlier migration did.
 _VIEWS_001 = {
     "proposed_edits": _proposed_edits(),
     "gates": f"""
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.kind') AS kind,
-               json_extract(e.payload, '$.decision') AS decision,
-               json_extract(e.payload, '$.metric') AS metric,
-               json_extract(e.payload, '$.before.mean') AS val_before,
-               json_extract(e.payload, '$.after.mean') AS val_after,
-               json_extract(e.payload, '$.before.n') AS n,
-               json_extract(e.payload, '$.after.n') AS n_evaluated,
-               json_extract(e.payload, '$.early_stopped') AS early_stopped,
-               json_extract(e.payload, '$.lr') AS lr,
+{_GATE_FIELDS_001}
                json_array_length(json_extract(e.payload, '$.edits')) AS edits,
 {_commit_of("e")}
         FROM events e WHERE e.type = 'gate'
@@ -201,12 +211,7 @@ def _edits_of_gates_002(decision: str, extra: str = "") -> str:
     return f"""
         SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
                json_extract(g.payload, '$.kind') AS kind,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
+{_EDIT_FIELDS}
                {_GATE_COLUMNS_002.rstrip()}{extra}
         FROM events g, json_each(json_extract(g.payload, '$.edits')) j
         WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
@@ -223,14 +228,7 @@ VIEWS = {
     **_VIEWS_001,
     "gates": f"""
         SELECT g.id AS event_id, g.run_id, g.step, g.epoch, g.created_at,
-               json_extract(g.payload, '$.kind') AS kind,
-               json_extract(g.payload, '$.decision') AS decision,
-               json_extract(g.payload, '$.metric') AS metric,
-               json_extract(g.payload, '$.before.n') AS n,
-               json_extract(g.payload, '$.after.n') AS n_evaluated,
-               json_extract(g.payload, '$.early_stopped') AS early_stopped,
-               json_extract(g.payload, '$.test') AS test,
-               json_extract(g.payload, '$.lr') AS lr,
+{_GATE_FIELDS_002}
                json_array_length(json_extract(g.payload, '$.edits')) AS edits,
                {_GATE_COLUMNS_002},
 {_commit_of("g")}

@@ -39,7 +39,7 @@ from skillvc.core.config import Config, ModelConfig, listing
 from skillvc.core.errors import ApplyRegression, BackendError, SkillDocumentError, TaskSetError
 from skillvc.core.hashing import content_id
 from skillvc.core.progress import Progress
-from skillvc.core.records import fields_of
+from skillvc.core.records import entries_of, fields_of
 from skillvc.core.store import EventStore
 from skillvc.models.backends import Backend, LazyBackend, lazy_backend
 from skillvc.models.calls import ModelClient, RoleStats, model_params
@@ -531,12 +531,7 @@ def _record(
         model=config.target.model,
         metric=metric,
         items=results,
-        mean=payload["mean"],
-        hard=payload["hard"],
-        soft=payload["soft"],
-        stderr=payload["stderr"],
-        n=payload["n"],
-        errors=payload["errors"],
+        **entries_of(payload, "mean hard soft stderr n errors"),
         calls=totals.replies,
         fresh_calls=totals.fresh,
         failed_calls=totals.errors,

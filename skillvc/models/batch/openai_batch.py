@@ -15,22 +15,17 @@ import openai
 
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.openai_backend import OpenAIBackend
-from skillvc.models.backends.retry import backend_sdk_errors
-from skillvc.models.batch.base import TAG, Status
+from skillvc.models.batch.base import TAG, SdkBatches, Status
 from skillvc.models.executors import CallFailure
 
 ENDPOINT = "/v1/chat/completions"
 ENDED = ("completed", "failed", "expired", "cancelled")
 
 
-class OpenAIBatches:
+class OpenAIBatches(SdkBatches[OpenAIBackend]):
     name = "openai"
-
-    def __init__(self, backend: OpenAIBackend) -> None:
-        self.backend = backend
-
-    def _sdk(self) -> Any:
-        return backend_sdk_errors(openai, openai.OpenAIError, self.backend)
+    sdk = openai
+    sdk_error = openai.OpenAIError
 
     def line(self, request: CallRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
