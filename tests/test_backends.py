@@ -129,10 +129,15 @@ def test_openai_base_url_and_key_from_environment(
     assert "seed" not in sent.json and "max_tokens" not in sent.json
 
 
-def test_azure_uses_deployment_path_api_version_and_api_key_header(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def azure_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+
+
+@pytest.mark.usefixtures("azure_key")
+def test_azure_uses_deployment_path_api_version_and_api_key_header(
+    loopback: LoopbackServer,
+) -> None:
     config = ModelConfig(
         model="openai:gpt-4o",
         azure=True,
@@ -149,10 +154,10 @@ def test_azure_uses_deployment_path_api_version_and_api_key_header(
     assert "authorization" not in sent.headers
 
 
+@pytest.mark.usefixtures("azure_key")
 def test_azure_from_environment_deployment_defaults_to_model(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", loopback.url)
     monkeypatch.setenv("AZURE_OPENAI_API_VERSION", "2025-01-01-preview")
     config = ModelConfig(model="openai:gpt-4o-mini", azure=True)
@@ -171,8 +176,8 @@ def test_azure_endpoint_in_environment_alone_does_not_switch_to_azure(
     assert loopback.requests[0].path == "/v1/chat/completions"
 
 
-def test_azure_without_api_version_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+@pytest.mark.usefixtures("azure_key")
+def test_azure_without_api_version_is_a_config_error() -> None:
     config = ModelConfig(model="openai:gpt-4o", azure=True, azure_endpoint="http://127.0.0.1:9")
     with pytest.raises(ConfigError, match="api_version"):
         OpenAIBackend.from_config(config).complete(request(config))

@@ -204,18 +204,12 @@ def test_a_crash_between_create_and_its_event_is_reconciled_from_the_provider(
             raise Crash
 
     skill = "---\nname: acme\ndescription: Acme support.\n---\n# Acme\n"
-    calls = [
-        Call(
-            config,
-            CallRequest(
-                role="target",
-                model=config.model,
-                messages=({"role": "system", "content": skill}, {"role": "user", "content": q}),
-                params=model_params(config),
-            ),
-        )
-        for q in ("Where is my order?", "Can I return shoes?", "Do you ship to Mars?")
-    ]
+
+    def ask(question: str) -> Call:
+        messages = ({"role": "system", "content": skill}, {"role": "user", "content": question})
+        return Call(config, CallRequest("target", config.model, messages, model_params(config)))
+
+    calls = [ask(q) for q in ("Where is my order?", "Can I return shoes?", "Do you ship to Mars?")]
     with open_store(tmp_path / "events.db") as store:
         with pytest.raises(Crash):
             BatchExecutor(store, CrashesAfterCreate(real.backend), poll_s=0.01).map(run_call, calls)

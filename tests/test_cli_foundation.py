@@ -79,28 +79,30 @@ def test_init_without_a_skill(git_repo: Path, run) -> None:
     assert not (git_repo / "skillvc.toml").exists()
 
 
+def log_refused(run, repo: Path, code: int, *says: str) -> str:
+    """``skillvc log`` in ``repo`` exits ``code`` saying each of ``says``; what it printed."""
+    result = run(repo, "log")
+    assert result.exit_code == code
+    for text in says:
+        assert text in result.output
+    return result.output
+
+
 def test_not_a_git_repo(tmp_path: Path, run) -> None:
-    result = run(tmp_path, "log")
-    assert result.exit_code == 3
-    assert result.output.startswith("Error: ")
-    assert "not" in result.output.lower() and "git" in result.output.lower()
-    assert "Hint: Run it inside a skills repository" in result.output
+    output = log_refused(run, tmp_path, 3, "Hint: Run it inside a skills repository")
+    assert output.startswith("Error: ")
+    assert "not" in output.lower() and "git" in output.lower()
 
 
 def test_not_initialised(skill_repo: Path, run) -> None:
-    result = run(skill_repo, "log")
-    assert result.exit_code == 3
-    assert "Error: No skillvc.toml in" in result.output
-    assert "Hint: Run 'skillvc init' in the repository first." in result.output
+    hint = "Hint: Run 'skillvc init' in the repository first."
+    log_refused(run, skill_repo, 3, "Error: No skillvc.toml in", hint)
 
 
 def test_event_log_that_is_not_sqlite(skill_repo: Path, run) -> None:
     run(skill_repo, "init")
     (skill_repo / ".skillvc" / "events.db").write_text("garbage " * 100)
-    result = run(skill_repo, "log")
-    assert result.exit_code == 5
-    assert "is not a SQLite database." in result.output
-    assert "Hint: Move the file aside" in result.output
+    log_refused(run, skill_repo, 5, "is not a SQLite database.", "Hint: Move the file aside")
 
 
 def test_event_log_from_a_newer_schema(skill_repo: Path, run) -> None:
@@ -111,10 +113,8 @@ def test_event_log_from_a_newer_schema(skill_repo: Path, run) -> None:
     raw.execute("PRAGMA user_version=999")
     raw.commit()
     raw.close()
-    result = run(skill_repo, "log")
-    assert result.exit_code == 5
-    assert "has schema version 999, newer than this skillvc understands" in result.output
-    assert "Hint: Upgrade skillvc" in result.output
+    newer = "has schema version 999, newer than this skillvc understands"
+    log_refused(run, skill_repo, 5, newer, "Hint: Upgrade skillvc")
 
 
 def _seed_log(repo: Path) -> dict[str, int]:

@@ -66,8 +66,21 @@ def _json_columns(source: str, spec: str) -> str:
     return "\n".join(lines)
 
 
-# The columns of an edit in a gate's list of edits (``j``: json_each over it).
+# The columns of an edit in a gate's list of edits (``j``: json_each over it), of a proposed
+# edit, a rollout and a model call.
 _EDIT_FIELDS = _json_columns("j.value", "id:edit_id op target content anchor rationale")
+_PROPOSED_FIELDS = _json_columns(
+    "e.payload",
+    "edit.id:edit_id edit.op:op edit.target:target edit.content:content edit.anchor:anchor "
+    "edit.rationale:rationale",
+)
+_ROLLOUT_FIELDS = _json_columns(
+    "e.payload", "item:task_id split hard soft error skill:skill_blob call:cache_key"
+)
+_CALL_FIELDS = _json_columns(
+    "e.payload",
+    "role model prompt_tokens completion_tokens latency_ms cost_usd prompt:prompt_blob",
+)
 
 
 def _edits_of_gates(decision: str) -> str:
@@ -86,12 +99,7 @@ def _proposed_edits(extra: str = "") -> str:
     """One row per proposed edit; ``extra`` appends columns (later migrations)."""
     return f"""
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.edit.id') AS edit_id,
-               json_extract(e.payload, '$.edit.op') AS op,
-               json_extract(e.payload, '$.edit.target') AS target,
-               json_extract(e.payload, '$.edit.content') AS content,
-               json_extract(e.payload, '$.edit.anchor') AS anchor,
-               json_extract(e.payload, '$.edit.rationale') AS rationale,
+{_PROPOSED_FIELDS}
                json_extract(e.payload, '$.source') AS source{extra}
         FROM events e WHERE e.type = 'edit.proposed'
     """
@@ -123,15 +131,9 @@ _RUN_TAIL = """\
         FROM events s
         LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
         WHERE s.type = 'run.started'"""
-_CALL_COLUMNS = """\
+_CALL_COLUMNS = f"""\
         SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
-               json_extract(e.payload, '$.role') AS role,
-               json_extract(e.payload, '$.model') AS model,
-               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
-               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
-               json_extract(e.payload, '$.latency_ms') AS latency_ms,
-               json_extract(e.payload, '$.cost_usd') AS cost_usd,
-               json_extract(e.payload, '$.prompt') AS prompt_blob,
+{_CALL_FIELDS}
                json_extract(e.payload, '$.response') AS response_blob"""
 
 
@@ -236,15 +238,9 @@ VIEWS = {
     """,
     "accepted_edits": _edits_of_gates_002("IN ('accepted', 'forced')"),
     "rejected_edits": _edits_of_gates_002("= 'rejected'"),
-    "rollouts": """
+    "rollouts": f"""
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.item') AS task_id,
-               json_extract(e.payload, '$.split') AS split,
-               json_extract(e.payload, '$.hard') AS hard,
-               json_extract(e.payload, '$.soft') AS soft,
-               json_extract(e.payload, '$.error') AS error,
-               json_extract(e.payload, '$.skill') AS skill_blob,
-               json_extract(e.payload, '$.call') AS cache_key,
+{_ROLLOUT_FIELDS}
                b.content AS answer
         FROM events e
         LEFT JOIN blobs b ON b.hash = json_extract(e.payload, '$.output')
