@@ -127,6 +127,7 @@ def main() -> None:
 
     ds_caught = sk_caught = 0
     only_ds = []
+    print("form: caught by (detect-secrets alone / skillvc); '-' where it leaks")
     for name, text, secret in M.FORMS:
         ds = detect_secrets_catches(text, secret)
         sk = not M.found_in(scrub(text), secret)
@@ -134,6 +135,7 @@ def main() -> None:
         sk_caught += sk
         if ds and not sk:
             only_ds.append(name)
+        print(f"  {name}: {'detect-secrets' if ds else '-'} / {'skillvc' if sk else '-'}")
     print(f"forms: {len(M.FORMS)}")
     print(f"detect-secrets 1.5 alone catches: {ds_caught}")
     print(f"skillvc pipeline catches:         {sk_caught}")

@@ -111,6 +111,120 @@ ENV = {
     "ACME_BLOB": pick(UPPER, 4) + pick(LOWER, 8) + pick(DIGITS, 4) + pick(ALNUM, 20),
 }
 
+# -- more vendor formats (issue 20's held-out audit: gitleaks/trufflehog vendors we lacked) ----
+
+BECH32_UPPER = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+age_key = "AGE-SECRET-KEY-1" + pick(BECH32_UPPER, 58)
+postman = f"PMAK-{pick(HEX, 24)}-{pick(HEX, 34)}"
+newrelic = "NRAK-" + pick(UPPER + DIGITS, 27)
+heroku = "HRKU-AA" + pick(ALNUM + "_-", 58)
+heroku_uuid = f"{pick(HEX, 8)}-{pick(HEX, 4)}-4{pick(HEX, 3)}-a{pick(HEX, 3)}-{pick(HEX, 12)}"
+atlassian = "ATATT3xFfGF0" + pick(ALNUM + "_-", 170) + "=" + pick(UPPER[:6] + DIGITS, 8)
+google_oauth_secret = "GOCSPX-" + pick(ALNUM + "_-", 28)
+alibaba = "LTAI" + pick(ALNUM, 20)
+vault = "hvs." + pick(ALNUM + "_-", 90)
+doppler = "dp.pt." + pick(ALNUM, 43)
+grafana_sa = "glsa_" + pick(ALNUM, 32) + "_" + pick(HEX, 8)
+sentry_token = "sntrys_" + pick(ALNUM, 80)
+sentry_key = pick(HEX, 32)
+stripe_webhook = "whsec_" + pick(ALNUM, 32)
+databricks = "dapi" + pick(HEX, 32)
+linear = "lin_api_" + pick(ALNUM, 40)
+gh_app = "ghs_" + pick(ALNUM, 36)
+gitlab_runner = "glrt-" + pick(ALNUM + "_-", 20)
+openai_svcacct = "sk-svcacct-" + pick(ALNUM + "_-", 74)
+slack_app = f"xapp-1-A{pick(UPPER + DIGITS, 10)}-{pick(DIGITS, 13)}-{pick(HEX, 64)}"
+discord_bot = f"M{pick(ALNUM, 25)}.{pick(ALNUM + '_-', 6)}.{pick(ALNUM + '_-', 38)}"
+azure_ad_secret = pick(ALNUM, 3) + "8Q~" + pick(ALNUM + "_~.-", 34)
+azure_sas = pick(ALNUM, 40) + "%2B" + pick(ALNUM, 3) + "%3D"
+dd_app_key = pick(HEX, 40)
+okta = "00" + pick(ALNUM + "_-", 40)
+docker_login_pass = "Dl" + pick(ALNUM, 14)
+pg_env_pass = "Pe" + pick(ALNUM, 14)
+kube_token = pick(ALNUM, 40)
+gcp_body = pick(B64, 64) + "\\n" + pick(B64, 64)
+gcp_json = (
+    '{"type": "service_account", "project_id": "acme", "private_key": '
+    f'"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADAN{gcp_body}\\n-----END PRIVATE KEY-----\\n"}}'
+)
+encrypted_body = "\n".join(textwrap.wrap(pick(B64, 192), 64))
+encrypted_pem = (
+    f"-----BEGIN ENCRYPTED PRIVATE KEY-----\n{encrypted_body}\n-----END ENCRYPTED PRIVATE KEY-----"
+)
+pgp_body = "\n".join(textwrap.wrap(pick(B64, 192), 64))
+pgp = f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{pgp_body}\n-----END PGP PRIVATE KEY BLOCK-----"
+putty = "Nn" + pick(B64, 60)
+mailgun = "key-" + pick(HEX, 32)
+groq = "gsk_" + pick(ALNUM, 52)
+supabase = "sbp_" + pick(HEX, 40)
+terraform = pick(ALNUM, 14) + ".atlasv1." + pick(ALNUM + "_-", 67)
+langsmith = f"lsv2_pt_{pick(HEX, 32)}_{pick(HEX, 10)}"
+pinecone = "pcsk_" + pick(ALNUM, 6) + "_" + pick(ALNUM, 60)
+tavily = "tvly-" + pick(ALNUM, 32)
+elevenlabs = "sk_" + pick(HEX, 48)
+brevo = f"xkeysib-{pick(HEX, 64)}-{pick(ALNUM, 16)}"
+fcm = f"AAAA{pick(ALNUM + '_-', 7)}:APA91b{pick(ALNUM + '_-', 134)}"
+codecov = f"{pick(HEX, 8)}-{pick(HEX, 4)}-4{pick(HEX, 3)}-8{pick(HEX, 3)}-{pick(HEX, 12)}"
+
+NEW_FORMS: list[tuple[str, str, str]] = [
+    ("age secret key", f"# created: 2026\n{age_key}\n", age_key),
+    ("postman api key", f"x-api-key header set from {postman}", postman),
+    ("new relic user key", f"NEW_RELIC_KEY {newrelic} works", newrelic),
+    ("heroku api key", f"heroku auth token: {heroku}", heroku),
+    ("heroku legacy uuid key", f"export HEROKU_API_KEY={heroku_uuid}", heroku_uuid),
+    ("atlassian api token", f"jira token {atlassian}", atlassian),
+    (
+        "google oauth client secret",
+        f"client {google_oauth_secret} for the app",
+        google_oauth_secret,
+    ),
+    ("alibaba access key id", f"aliyun {alibaba}", alibaba),
+    ("vault token", f"VAULT_TOKEN {vault} expires", vault),
+    ("doppler token", f"doppler run --token {doppler}", doppler),
+    ("grafana service account", f"grafana {grafana_sa}", grafana_sa),
+    ("sentry auth token", f"sentry-cli uses {sentry_token}", sentry_token),
+    ("sentry dsn", f"dsn = https://{sentry_key}@o4504.ingest.sentry.io/45", sentry_key),
+    ("stripe webhook secret", f"endpoint secret {stripe_webhook}", stripe_webhook),
+    ("databricks token", f"databricks {databricks}", databricks),
+    ("linear api key", f"linear {linear}", linear),
+    ("github app token", f"installation {gh_app}", gh_app),
+    ("gitlab runner token", f"gitlab-runner register --token {gitlab_runner}", gitlab_runner),
+    ("openai service account key", f"{openai_svcacct} in CI", openai_svcacct),
+    ("slack app token", f"socket mode {slack_app}", slack_app),
+    ("discord bot token", f"bot.run({discord_bot!r})", discord_bot),
+    ("azure ad client secret", f"client secret value {azure_ad_secret}", azure_ad_secret),
+    (
+        "azure sas url",
+        f"https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&se=2026-01-01&sig={azure_sas}",
+        azure_sas.split("%")[0],
+    ),
+    ("datadog app key", f"DD_APP_KEY={dd_app_key}", dd_app_key),
+    ("okta ssws header", f"Authorization: SSWS {okta}", okta),
+    ("docker login -p", f"docker login -u bob -p {docker_login_pass} r.io", docker_login_pass),
+    ("PGPASSWORD", f"PGPASSWORD={pg_env_pass} psql -h db app", pg_env_pass),
+    ("kubeconfig token", f"users:\n- name: admin\n  user:\n    token: {kube_token}\n", kube_token),
+    ("gcp service account json", gcp_json, gcp_body.split("\\n")[1]),
+    ("encrypted private key", encrypted_pem, encrypted_body.splitlines()[1]),
+    ("pgp private key", pgp, pgp_body.splitlines()[1]),
+    (
+        "putty private key",
+        f"PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\n{putty}\n"
+        f"Private-MAC: {pick(HEX, 64)}",
+        putty,
+    ),
+    ("mailgun key", f"mailgun {mailgun}", mailgun),
+    ("groq key", f"GROQ {groq}", groq),
+    ("supabase token", f"supabase login --token {supabase}", supabase),
+    ("terraform cloud token", f'credentials "app.terraform.io" {{ t = {terraform} }}', terraform),
+    ("langsmith key", f"LANGCHAIN_API_KEY {langsmith}", langsmith),
+    ("pinecone key", f"Pinecone(api_key=os.environ['PC']) # was {pinecone}", pinecone),
+    ("tavily key", f"tavily search --key {tavily}", tavily),
+    ("elevenlabs key", f"xi {elevenlabs}", elevenlabs),
+    ("brevo key", f"brevo {brevo}", brevo),
+    ("firebase fcm server key", f"key={fcm}", fcm),
+    ("uuid token under a *_TOKEN name", f"export CODECOV_TOKEN={codecov}", codecov),
+]
+
 
 def _env_forms() -> list[tuple[str, str, str]]:
     out = []
@@ -199,6 +313,7 @@ FORMS: list[tuple[str, str, str]] = [
         anthropic_key,
     ),
     *_env_forms(),
+    *NEW_FORMS,
 ]
 
 assert len(FORMS) >= 60, len(FORMS)

@@ -80,14 +80,14 @@ def test_attribution_drops_passengers_and_says_why(trained: tuple[Path, RunSumma
     assert "Skillvc-Significance: p=" in body
     # Dropped edits reach the optimizer's rejected buffer with their evidence.
     assert "dropped_as" in _optimizer_prompts(repo)
-    # Dropped edits are not in the skill.
-    skill = (repo / SKILL).read_text()
+    # Dropped edits are not in the skill their step commits (a later step may propose one
+    # again and keep it on its own evidence).
     with open_store(repo / ".skillvc/events.db") as store:
         entries = [e.to_dict() for e in log_entries(store, decision="accepted")]
-    dropped = [d for e in entries for d in e["dropped"]]
+    dropped = [(e["commit"], d) for e in entries for d in e["dropped"]]
     assert dropped
-    for d in dropped:
-        assert d["content"].lstrip("- ") not in skill
+    for commit, d in dropped:
+        assert d["content"] not in git(repo, "show", f"{commit}:{SKILL}")
         assert d["outcome"] in ("neutral", "harmful")
     for e in entries:
         assert e["verdict"] in ("significant", "within noise")
@@ -136,8 +136,8 @@ def test_the_paper_gate_is_unchanged_with_attribution_off(demo_seed: Path, tmp_p
     prompts = _optimizer_prompts(repo)
     assert splits <= {"train", "val", "test"}
     assert "inconclusive" not in prompts and "dropped_as" not in prompts
-    # The paper's gate accepts any strict gain, the demo's fluff too (p = 0.5).
-    assert summary.accepted > 2
+    # The paper's gate accepts any strict gain, one within noise too (p >= 0.5).
+    assert summary.accepted + summary.slow_updates_accepted > 2
     assert any(g["decision"] == "accepted" and (g["p_value"] or 0) >= 0.5 for g in _gates(repo))
 
 

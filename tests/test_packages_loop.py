@@ -226,11 +226,14 @@ def test_a_single_file_reflection_prompt_is_rendered_as_it_always_was() -> None:
         meta="m",
     )
     text = user["content"]
-    assert "</skill>\n\n<cases>" in text and "package" not in text and '"file"' not in text
-    assert text.endswith(
+    # Nothing of a package between the skill and what follows it (the prompt is laid out
+    # cache-first since issue 27: the cases come last).
+    assert "</skill>\n\n<rejected_edits>" in text and "package" not in text
+    assert '"file"' not in text
+    assert (
         '{"edits": [{"op": "add|replace|delete", "target": "...", "content": "...", '
-        '"anchor": "...", "rationale": "why, citing the tasks"}]}'
-    )
+        '"anchor": "...", "rationale": "why, citing the tasks"}]}\n\n<cases>'
+    ) in text
 
 
 # -- training a package end to end ---------------------------------------------------------------

@@ -89,6 +89,30 @@ def test_ordinary_text_and_ids_are_left_alone() -> None:
     assert findings(demo) == [], "the demo's text is no credential"
 
 
+def test_a_skill_its_code_and_our_log_lines_are_left_alone() -> None:
+    """Prose that names key prefixes, code, URLs with a user, ids, hashes and skillvc's own log
+    lines: nothing here is a credential, so nothing is redacted."""
+    sha256 = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+    sha1 = "11f6ad8ec52a2984abaafd7c3b516503785c2072"
+    text = (
+        "# Refunds skill\nWhen the customer asks for a refund, check the order id and the "
+        "policy.\nThe path /home/u/src/app/main.py:42 and https://docs.example.com/api/v1/keys/ "
+        "describe key rotation.\nUse `git@github.com:org/repo.git` or ssh://git@host/repo; "
+        "https://user@example.com/x is a login page.\n"
+        "```python\ndef api_key_name(cache_key: str) -> str:\n"
+        '    return cache_key.replace("-", "_")  # see key-value stores\n```\n'
+        f"run {uuid.UUID(int=12345)} commit {sha1} blob {sha256} short {sha1[:7]}\n"
+        f"request_id=req_0123456789abcdef01234567 cache_key={sha256} event_token_count=512\n"
+        "The signature (sig=) field is optional; tokens look like hvs. or sk- or EAA or AIza, "
+        "ATATT, NRAK- and PMAK-; secret_key_base is a Rails setting.\n"
+        "Sentry: https://o4504.ingest.sentry.io/45. max_tokens: 4096, model: "
+        "claude-3-5-sonnet-20241022.\n"
+        f"2026-11-25T20:00:00Z edit.applied run=run-20261125-200000 skill=acme@{sha1[:12]}\n"
+    )
+    assert findings(text) == []
+    assert scrub(text) == text
+
+
 def test_a_key_pasted_into_api_key_env_is_named_never_echoed(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     create_demo_repo(root)
@@ -210,6 +234,8 @@ def test_one_run_carrying_every_form_leaks_on_no_surface(
         ("log", "-p"),
         ("log", "--rejected", "-p"),
         ("eval", "--json"),
+        ("calls", "-n", "0"),
+        ("calls", "-n", "0", "--json"),
     ):
         run(*args)
     db = root / ".skillvc" / "events.db"

@@ -215,11 +215,11 @@ def _reflect_prompt(rejected: list[dict]) -> list[dict[str, str]]:
             "expected": it["target"],
             "score": 0.0,
         }
-        for it in items[:8]
+        for it in items[:16]
     ]
     return prompts.render(
         "reflect",
-        n_cases="8",
+        n_cases="16",
         kind="failures",
         kind_note="",
         budget="4",

@@ -225,7 +225,8 @@ TERMS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
                 "",
                 "In a progress line: answers this stage found ready, made "
                 "earlier by this run ahead of time or by an earlier command. A run's summary "
-                "counts only answers from earlier runs as answered from the log.",
+                "counts as answered from the log every answer it did not pay for: one an "
+                "earlier run made, or one this run made before for the same input.",
             ),
             (
                 "speculation",

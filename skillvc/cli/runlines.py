@@ -47,7 +47,7 @@ def summary_lines(summary: Any) -> list[str]:
         f"test {fmt_score(summary.baseline_test)} -> {fmt_score(summary.test)}  "
         "(held out: reported, never used to decide)",
         f"model calls {calls} ({summary.fresh_calls} made by this run, "
-        f"{calls - summary.fresh_calls} answered from the log of earlier runs), "
+        f"{calls - summary.fresh_calls} answered from the log), "
         f"tokens {summary.tokens:,}, cost {cost}",
     ]
     if summary.calls_saved_by_early_stop:
