@@ -24,19 +24,19 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from loopback import simulator_responder
+from loopback import HttpFake, serving, simulator_responder
 
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class BatchFake:
+class BatchFake(HttpFake):
     def __init__(self) -> None:
         self.responder: Callable[[dict[str, Any]], str] = simulator_responder("support")
         self.fails: Callable[[str], bool] = lambda custom_id: False
@@ -49,15 +49,7 @@ class BatchFake:
         self._inputs: dict[str, list[dict[str, Any]]] = {}
         self._n = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._listen(_handler(self))
 
     def new_id(self, prefix: str) -> str:
         with self._lock:
@@ -211,16 +203,6 @@ class BatchFake:
             batch["results_url"] = f"{self.url}/v1/messages/batches/{bid}/results"
         return batch
 
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def start(self) -> BatchFake:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
 
 def _result(req: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     return {"custom_id": req["custom_id"], "result": result}
@@ -328,8 +310,4 @@ def _handler(fake: BatchFake) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def batch_fake() -> Iterator[BatchFake]:
-    fake = BatchFake().start()
-    try:
-        yield fake
-    finally:
-        fake.stop()
+    yield from serving(BatchFake())

@@ -7,9 +7,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from loopback import loopback  # noqa: F401 - the fixture, for every test file
 
 
 @pytest.fixture(autouse=True)
@@ -84,15 +87,29 @@ def skill_repo(git_repo: Path) -> Path:
 def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's seed skills repo, made once per session; tests copy it (``copy_repo``), so
     every copy has the same seed commit sha and therefore the same run ids."""
+    root = tmp_path_factory.mktemp("seed") / "repo"
+    make_demo_seed(root)
+    return root
+
+
+def make_demo_seed(root: Path, package: bool = False) -> None:
+    """``skillvc demo``'s seed repo at ``root`` (``--package``: the package demo's), made
+    outside any test's environment, so its commits are the same in every session."""
     from skillvc.training.demo import create_demo_repo
 
-    root = tmp_path_factory.mktemp("seed") / "repo"
+    with seed_env(root):
+        create_demo_repo(root, package=package)
+
+
+@contextmanager
+def seed_env(root: Path) -> Iterator[None]:
+    """No git configuration but git's defaults, and a home beside ``root``: what session-wide
+    seeds are made in (the per-test ``isolated_env`` is not there yet)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
         mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
         mp.setenv("HOME", str(root.parent))
-        create_demo_repo(root)
-    return root
+        yield
 
 
 def copy_repo(seed: Path, dest: Path) -> Path:

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -86,7 +86,36 @@ def _default_responder(body: dict[str, Any]) -> str:
     return "ok"
 
 
-class LoopbackServer:
+_T = TypeVar("_T", bound="HttpFake")
+
+
+class HttpFake:
+    """An HTTP server on a free port of 127.0.0.1, served from a thread between ``start`` and
+    ``stop``: what the loopback server and the batch fake share."""
+
+    def _listen(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        # Daemon threads: a handler still sleeping in a "slow" behaviour must not block teardown.
+        self._httpd.daemon_threads = True
+        # A short poll interval keeps shutdown (each test's teardown) fast.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self: _T) -> _T:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class LoopbackServer(HttpFake):
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.gets: list[str] = []
@@ -99,18 +128,7 @@ class LoopbackServer:
         self.responder: Responder = _default_responder
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        # Daemon threads: a handler still sleeping in a "slow" behaviour must not block teardown.
-        self._httpd.daemon_threads = True
-        # A short poll interval keeps shutdown (each test's teardown) fast.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        port = self._httpd.server_address[1]
-        return f"http://127.0.0.1:{port}"
+        self._listen(_handler_for(self))
 
     # -- scripting --------------------------------------------------------------------------
 
@@ -151,16 +169,6 @@ class LoopbackServer:
     def _record(self, rec: Recorded) -> None:
         with self._lock:
             self.requests.append(rec)
-
-    # -- lifecycle --------------------------------------------------------------------------
-
-    def start(self) -> LoopbackServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def _openai_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]:
@@ -359,10 +367,23 @@ def simulator_responder(world: str = "support") -> Callable[[dict[str, Any]], st
     return respond
 
 
-@pytest.fixture
-def loopback() -> Iterator[LoopbackServer]:
-    server = LoopbackServer().start()
+class Server(Protocol):
+    def start(self) -> Any: ...
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=Server)
+
+
+def serving(server: S) -> Iterator[S]:
+    """A fixture's body: ``server`` started, and stopped after the test."""
+    server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackServer]:
+    yield from serving(LoopbackServer())

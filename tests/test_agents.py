@@ -61,6 +61,13 @@ def fake_cli(directory: Path, preset: str, version: str | None = None) -> Path:
     return path
 
 
+def python_cli(path: Path, script: Path) -> Path:
+    """An executable at ``path`` that runs ``script`` with this interpreter."""
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
 def backend(
     tmp_path: Path, preset: str = "claude-code", version: str | None = None, **kw: Any
 ) -> AgentBackend:
@@ -132,9 +139,7 @@ def test_the_environment_is_explicit(tmp_path: Path, monkeypatch: pytest.MonkeyP
         "print(json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False,"
         " 'result': json.dumps(env)}))\n"
     )
-    exe = tmp_path / "claude"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    exe.chmod(0o755)
+    exe = python_cli(tmp_path / "claude", script)
     monkeypatch.setenv("MY_KEY", SECRET)
     monkeypatch.setenv("PERSONAL_TOKEN", "do-not-pass-me")
     config = ModelConfig(
@@ -168,9 +173,7 @@ def test_setup_files_are_copied_into_the_config_dir(tmp_path: Path) -> None:
         "text = open(os.path.join(os.environ['CLAUDE_CONFIG_DIR'], 'settings.json')).read()\n"
         "print(json.dumps({'type': 'result', 'subtype': 'success', 'result': text}))\n"
     )
-    exe = tmp_path / "claude"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    exe.chmod(0o755)
+    python_cli(tmp_path / "claude", script)
     config = ModelConfig(
         model="command:claude-code",
         harness="claude-code",
@@ -425,12 +428,16 @@ def agent_repo(seed: Path, dest: Path, preset: str, exe: Path, extra: str = "") 
     return root
 
 
+def fake_agent_repo(seed: Path, tmp_path: Path, preset: str) -> Path:
+    """``agent_repo`` at ``tmp_path/repo`` with the fake CLI of ``preset`` in ``tmp_path/bin``."""
+    return agent_repo(seed, tmp_path / "repo", preset, fake_cli(tmp_path / "bin", preset))
+
+
 @pytest.mark.parametrize("preset", ["claude-code", "codex"])
 def test_training_through_each_preset(
     demo_seed: Path, tmp_path: Path, preset: str, scratch_tmp: Path, isolated_env: Path
 ) -> None:
-    exe = fake_cli(tmp_path / "bin", preset)
-    root = agent_repo(demo_seed, tmp_path / "repo", preset, exe)
+    root = fake_agent_repo(demo_seed, tmp_path, preset)
     home_before = sorted(isolated_env.rglob("*"))
     # The paper's bundle gate: this small val cannot make a gain significant at the default
     # confidence, and the preset's plumbing, not the gate, is what this test is about.
@@ -533,8 +540,7 @@ def test_personal_claude_md_changes_no_score(
 def test_eval_and_doctor_show_the_agent(
     demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    exe = fake_cli(tmp_path / "bin", "codex")
-    root = agent_repo(demo_seed, tmp_path / "repo", "codex", exe)
+    root = fake_agent_repo(demo_seed, tmp_path, "codex")
     monkeypatch.chdir(root)
 
     result = CliRunner().invoke(cli, ["eval"])
@@ -597,9 +603,7 @@ def test_timeout_and_missing_result_are_errors(tmp_path: Path, scratch_tmp: Path
         "print('working on it', file=sys.stderr, flush=True)\n"
         "if 'slow' in task:\n    time.sleep(30)\n"
     )
-    exe = tmp_path / "claude"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    exe.chmod(0o755)
+    exe = python_cli(tmp_path / "claude", script)
     config = ModelConfig(
         model="command:claude-code", harness="claude-code", executable=str(exe), task_timeout_s=1
     )
@@ -624,8 +628,7 @@ def test_timeout_and_missing_result_are_errors(tmp_path: Path, scratch_tmp: Path
 
 
 def test_train_description_makes_the_agent_load_the_skill(demo_seed: Path, tmp_path: Path) -> None:
-    exe = fake_cli(tmp_path / "bin", "claude-code")
-    root = agent_repo(demo_seed, tmp_path / "repo", "claude-code", exe)
+    root = fake_agent_repo(demo_seed, tmp_path, "claude-code")
     skill = root / "skills" / "acme-returns" / "SKILL.md"
     rules = "\n".join(f"- {r.text}" for r in GOOD)
     skill.write_text(

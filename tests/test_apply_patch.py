@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import copy_repo, git
+from helpers import add_protected_region
 
 from skillvc.cli import cli
 from skillvc.core.store import open_store
@@ -121,16 +122,11 @@ def test_a_patch_that_no_longer_applies_writes_nothing(repo: Path) -> None:
 
 
 def test_a_patch_into_a_protected_region_is_refused(repo: Path) -> None:
-    skill = repo / SKILL
-    skill.write_text(
-        skill.read_text() + "\n<!-- skillvc:protected slow-update -->\nOld.\n"
-        "<!-- /skillvc:protected slow-update -->\n"
-    )
-    git(repo, "commit", "-qam", "a protected region")
+    add_protected_region(repo, repo / SKILL, "slow-update", "a protected region")
     patch = diff_of(repo, "\nOld.\n", "\nNew.\n")
     result = CliRunner().invoke(cli, ["apply", str(patch)])
     assert result.exit_code == 5 and "protected" in result.output
-    assert "Old." in skill.read_text()
+    assert "Old." in (repo / SKILL).read_text()
     with open_store(repo / ".skillvc/events.db") as store:
         assert store.query("SELECT COUNT(*) AS n FROM proposed_edits")[0]["n"] == 0
 

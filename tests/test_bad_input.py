@@ -19,6 +19,7 @@ from types import ModuleType
 import pytest
 from click.testing import CliRunner, Result
 from conftest import git
+from helpers import copy_and_enter
 
 from skillvc.cli import cli
 from skillvc.core.errors import DiskFull, TaskSetError
@@ -31,9 +32,7 @@ RANGE_HINT = "to a value in that range."
 
 @pytest.fixture
 def demo(demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = Path(shutil.copytree(demo_seed, tmp_path / "demo"))
-    monkeypatch.chdir(root)
-    return root
+    return copy_and_enter(demo_seed, tmp_path / "demo", monkeypatch)
 
 
 def run(*args: str) -> Result:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from batch_fake import BatchFake, batch_fake  # noqa: F401 (the fixture)
 from click.testing import CliRunner
 from conftest import copy_repo, git
+from helpers import start_train, train_env
 
 from skillvc.cli import cli
 from skillvc.core.config import ModelConfig
@@ -77,8 +77,17 @@ def submitted(repo: Path) -> list[str]:
         return [str(e.payload["batch_id"]) for e in store.events(types=["batch.submitted"])]
 
 
-@pytest.fixture
+def trained_sync(batch_fake: BatchFake, seed: Path, dest: Path) -> Path:  # noqa: F811
+    """A copy of ``seed`` trained on the fake's synchronous OpenAI API: what batches must equal."""
+    normal = copy_repo(seed, dest)
+    overrides = {"target": target(batch_fake, "openai", "sync"), "train": NO_SPECULATION}
+    train(open_workspace(normal), overrides=overrides)
+    return normal
+
+
+@pytest.fixture(autouse=True)
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake's keys, for every test of this file (each speaks to the fake or needs none)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-openai")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-loopback")
 
@@ -87,15 +96,10 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_demo_trains_through_batches_to_the_result_of_a_normal_run_at_half_the_price(
     provider: str,
     batch_fake: BatchFake,  # noqa: F811
-    keys: None,
     demo_seed: Path,
     tmp_path: Path,
 ) -> None:
-    normal = copy_repo(demo_seed, tmp_path / "sync")
-    train(
-        open_workspace(normal),
-        overrides={"target": target(batch_fake, "openai", "sync"), "train": NO_SPECULATION},
-    )
+    normal = trained_sync(batch_fake, demo_seed, tmp_path / "sync")
     assert batch_fake.sync_calls > 0 and sum(batch_fake.creates.values()) == 0
 
     batched = copy_repo(demo_seed, tmp_path / "batch")
@@ -109,7 +113,6 @@ def test_the_demo_trains_through_batches_to_the_result_of_a_normal_run_at_half_t
 
 def test_a_request_the_batch_failed_is_a_model_error_of_that_item(
     batch_fake: BatchFake,  # noqa: F811
-    keys: None,
     demo_seed: Path,
     tmp_path: Path,
 ) -> None:
@@ -145,15 +148,10 @@ def test_a_request_the_batch_failed_is_a_model_error_of_that_item(
 
 def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
     batch_fake: BatchFake,  # noqa: F811
-    keys: None,
     demo_seed: Path,
     tmp_path: Path,
 ) -> None:
-    normal = copy_repo(demo_seed, tmp_path / "sync")
-    train(
-        open_workspace(normal),
-        overrides={"target": target(batch_fake, "openai", "sync"), "train": NO_SPECULATION},
-    )
+    normal = trained_sync(batch_fake, demo_seed, tmp_path / "sync")
     sync_calls = batch_fake.sync_calls
 
     repo = copy_repo(demo_seed, tmp_path / "killed")
@@ -166,14 +164,7 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
         )
     )
     batch_fake.hold = True  # the first batch stays pending, as one that takes hours
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_train(repo, train_env(), out=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not (repo / ".skillvc/events.db").exists() or not submitted(repo):
         assert proc.poll() is None and time.monotonic() < deadline
@@ -202,7 +193,6 @@ class Crash(BaseException):
 def test_a_crash_between_create_and_its_event_is_reconciled_from_the_provider(
     provider: str,
     batch_fake: BatchFake,  # noqa: F811
-    keys: None,
     tmp_path: Path,
 ) -> None:
     config = ModelConfig(**target(batch_fake, provider, "batch"))
@@ -214,18 +204,12 @@ def test_a_crash_between_create_and_its_event_is_reconciled_from_the_provider(
             raise Crash
 
     skill = "---\nname: acme\ndescription: Acme support.\n---\n# Acme\n"
-    calls = [
-        Call(
-            config,
-            CallRequest(
-                role="target",
-                model=config.model,
-                messages=({"role": "system", "content": skill}, {"role": "user", "content": q}),
-                params=model_params(config),
-            ),
-        )
-        for q in ("Where is my order?", "Can I return shoes?", "Do you ship to Mars?")
-    ]
+
+    def ask(question: str) -> Call:
+        messages = ({"role": "system", "content": skill}, {"role": "user", "content": question})
+        return Call(config, CallRequest("target", config.model, messages, model_params(config)))
+
+    calls = [ask(q) for q in ("Where is my order?", "Can I return shoes?", "Do you ship to Mars?")]
     with open_store(tmp_path / "events.db") as store:
         with pytest.raises(Crash):
             BatchExecutor(store, CrashesAfterCreate(real.backend), poll_s=0.01).map(run_call, calls)
@@ -253,7 +237,6 @@ def submitted_in(store: Any) -> list[str]:
 
 def test_the_optimizer_s_reflections_go_out_as_batches_too(
     batch_fake: BatchFake,  # noqa: F811
-    keys: None,
     demo_seed: Path,
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import git
+from helpers import edit_dict, gate_payload, record_gate
 
 from skillvc.cli import cli
 from skillvc.core.store import open_store
@@ -78,28 +79,30 @@ def test_init_without_a_skill(git_repo: Path, run) -> None:
     assert not (git_repo / "skillvc.toml").exists()
 
 
+def log_refused(run, repo: Path, code: int, *says: str) -> str:
+    """``skillvc log`` in ``repo`` exits ``code`` saying each of ``says``; what it printed."""
+    result = run(repo, "log")
+    assert result.exit_code == code
+    for text in says:
+        assert text in result.output
+    return result.output
+
+
 def test_not_a_git_repo(tmp_path: Path, run) -> None:
-    result = run(tmp_path, "log")
-    assert result.exit_code == 3
-    assert result.output.startswith("Error: ")
-    assert "not" in result.output.lower() and "git" in result.output.lower()
-    assert "Hint: Run it inside a skills repository" in result.output
+    output = log_refused(run, tmp_path, 3, "Hint: Run it inside a skills repository")
+    assert output.startswith("Error: ")
+    assert "not" in output.lower() and "git" in output.lower()
 
 
 def test_not_initialised(skill_repo: Path, run) -> None:
-    result = run(skill_repo, "log")
-    assert result.exit_code == 3
-    assert "Error: No skillvc.toml in" in result.output
-    assert "Hint: Run 'skillvc init' in the repository first." in result.output
+    hint = "Hint: Run 'skillvc init' in the repository first."
+    log_refused(run, skill_repo, 3, "Error: No skillvc.toml in", hint)
 
 
 def test_event_log_that_is_not_sqlite(skill_repo: Path, run) -> None:
     run(skill_repo, "init")
     (skill_repo / ".skillvc" / "events.db").write_text("garbage " * 100)
-    result = run(skill_repo, "log")
-    assert result.exit_code == 5
-    assert "is not a SQLite database." in result.output
-    assert "Hint: Move the file aside" in result.output
+    log_refused(run, skill_repo, 5, "is not a SQLite database.", "Hint: Move the file aside")
 
 
 def test_event_log_from_a_newer_schema(skill_repo: Path, run) -> None:
@@ -110,10 +113,8 @@ def test_event_log_from_a_newer_schema(skill_repo: Path, run) -> None:
     raw.execute("PRAGMA user_version=999")
     raw.commit()
     raw.close()
-    result = run(skill_repo, "log")
-    assert result.exit_code == 5
-    assert "has schema version 999, newer than this skillvc understands" in result.output
-    assert "Hint: Upgrade skillvc" in result.output
+    newer = "has schema version 999, newer than this skillvc understands"
+    log_refused(run, skill_repo, 5, newer, "Hint: Upgrade skillvc")
 
 
 def _seed_log(repo: Path) -> dict[str, int]:
@@ -128,76 +129,36 @@ def _seed_log(repo: Path) -> dict[str, int]:
             run_id="run-a",
             seq=1,
         )
-        edit = {
-            "id": "5e1f00aa11",
-            "op": "add",
-            "target": "",
-            "content": "- Offer a replacement first.",
-            "anchor": "- Be polite.",
-            "rationale": "damaged-item cases failed",
-        }
-        bad = {
-            "id": "badd00bb22",
-            "op": "replace",
-            "target": "- Be polite.",
-            "content": "- Be curt.",
-            "anchor": None,
-            "rationale": "answers were long",
-        }
+        edit = edit_dict(
+            "5e1f00aa11",
+            "add",
+            "- Offer a replacement first.",
+            "damaged-item cases failed",
+            anchor="- Be polite.",
+        )
+        bad = edit_dict(
+            "badd00bb22", "replace", "- Be curt.", "answers were long", target="- Be polite."
+        )
         store.append("edit.proposed", {"edit": edit, "source": "optimizer"}, run_id="run-a", seq=2)
-        g1 = store.append(
-            "gate",
-            {
-                "kind": "step",
-                "decision": "accepted",
-                "metric": "hard",
-                "before": {"mean": 0.5, "n": 20},
-                "after": {"mean": 0.6, "n": 20},
-                "edits": [edit],
-                "current": cur,
-                "candidate": cand,
-                "lr": 4,
-                "flipped": {"gained": ["v1", "v2"], "lost": []},
-            },
-            run_id="run-a",
-            seq=3,
-            step=1,
-            epoch=1,
+        flips = {"gained": ["v1", "v2"], "lost": []}
+        accepted = gate_payload(
+            "accepted", 0.5, 0.6, 20, [edit], current=cur, candidate=cand, lr=4, flipped=flips
         )
-        store.append(
-            "commit.done",
-            {"sha": "c0ffee1234abcd", "ref": "refs/heads/main", "gate_id": g1.id},
-            run_id="run-a",
-            seq=4,
-            key=f"gate:{g1.id}",
+        main = ("c0ffee1234abcd", "refs/heads/main")
+        g1 = record_gate(store, accepted, run_id="run-a", seq=3, step=1, commit=main)
+        flips = {"gained": [], "lost": []}
+        rejected = gate_payload(
+            "rejected", 0.6, 0.6, 20, [bad], current=cand, candidate=cand, lr=3, flipped=flips
         )
-        g2 = store.append(
-            "gate",
-            {
-                "kind": "step",
-                "decision": "rejected",
-                "metric": "hard",
-                "before": {"mean": 0.6, "n": 20},
-                "after": {"mean": 0.6, "n": 20},
-                "edits": [bad],
-                "current": cand,
-                "candidate": cand,
-                "lr": 3,
-                "flipped": {"gained": [], "lost": []},
-            },
-            run_id="run-a",
-            seq=5,
-            step=2,
-            epoch=1,
-        )
-        store.append(
-            "commit.done",
-            {"sha": "dead00beef99", "ref": "refs/skillvc/rejected/run-a/2", "gate_id": g2.id},
-            run_id="run-a",
-            seq=6,
-            key=f"gate:{g2.id}",
-        )
+        ref = ("dead00beef99", "refs/skillvc/rejected/run-a/2")
+        g2 = record_gate(store, rejected, run_id="run-a", seq=5, step=2, commit=ref)
     return {"accepted": g1.id, "rejected": g2.id}
+
+
+# The keys of one entry of 'skillvc log --json' (the public schema; compare review/history.py).
+LOG_JSON_KEYS = """id run step epoch kind decision metric val_before val_after val_after_bound n
+n_evaluated early_stopped lr commit ref created_at edits unmatched flipped p_value test alpha
+verdict dropped"""
 
 
 def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
@@ -206,33 +167,7 @@ def test_log_filters_and_json_keys(skill_repo: Path, run) -> None:
 
     everything = json.loads(run(skill_repo, "log", "--json").output)
     assert [e["id"] for e in everything] == [ids["rejected"], ids["accepted"]]
-    assert set(everything[0]) == {
-        "id",
-        "run",
-        "step",
-        "epoch",
-        "kind",
-        "decision",
-        "metric",
-        "val_before",
-        "val_after",
-        "val_after_bound",
-        "n",
-        "n_evaluated",
-        "early_stopped",
-        "lr",
-        "commit",
-        "ref",
-        "created_at",
-        "edits",
-        "unmatched",
-        "flipped",
-        "p_value",
-        "test",
-        "alpha",
-        "verdict",
-        "dropped",
-    }
+    assert set(everything[0]) == set(LOG_JSON_KEYS.split())
 
     rejected = json.loads(run(skill_repo, "log", "--rejected", "--json").output)
     assert [e["decision"] for e in rejected] == ["rejected"]

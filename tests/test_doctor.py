@@ -58,6 +58,13 @@ def line(result: Result, name: str) -> str:
     return found
 
 
+@pytest.fixture
+def openai_env(loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenAI's key and the loopback server as its base URL."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+
+
 def event_count(repo: Path) -> int:
     with open_store(repo / ".skillvc/events.db") as store:
         return store.count()
@@ -79,11 +86,10 @@ def test_simulator_needs_nothing(repo: Path) -> None:
     assert lines(result)[-1] == "All 5 checks passed."
 
 
+@pytest.mark.usefixtures("openai_env")
 def test_openai_is_reached_with_one_tiny_unrecorded_call(
-    repo: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    repo: Path, loopback: LoopbackServer
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
     configure(repo, 'model = "openai:gpt-4o-mini"\ntemperature = 0.3\nmax_tokens = 2000')
     before = event_count(repo)
 
@@ -214,11 +220,10 @@ def test_refused_key_is_reported_without_the_key(
     assert KEY not in result.output and KEY not in doctor("--json").output
 
 
+@pytest.mark.usefixtures("openai_env")
 def test_server_error_is_reported_after_one_call_without_retries(
-    repo: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    repo: Path, loopback: LoopbackServer
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
     configure(repo, 'model = "openai:gpt-4o-mini"\nmax_retries = 5')
     loopback.enqueue(Behaviour(kind="status", status=503, headers={"Retry-After": "0"}))
 
@@ -230,11 +235,8 @@ def test_server_error_is_reported_after_one_call_without_retries(
     assert len(loopback.requests) == 1
 
 
-def test_wrong_model_name_says_to_check_it(
-    repo: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+@pytest.mark.usefixtures("openai_env")
+def test_wrong_model_name_says_to_check_it(repo: Path, loopback: LoopbackServer) -> None:
     configure(repo, 'model = "openai:gpt-nope"')
     loopback.error(404, "The model `gpt-nope` does not exist")
 

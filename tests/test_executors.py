@@ -135,13 +135,21 @@ def test_a_worker_lost_more_often_than_the_retries_stops_with_one_clear_error(
         RayExecutor(max_retries=0).map(_always_dies, [1])
 
 
+def demo_with_executor(
+    seed: Path, dest: Path, monkeypatch: pytest.MonkeyPatch, executor: str
+) -> Path:
+    """A copy of the demo with ``[train] executor`` set, made the working directory."""
+    repo = copy_repo(seed, dest)
+    toml = repo / "skillvc.toml"
+    toml.write_text(toml.read_text().replace("[train]\n", f'[train]\nexecutor = "{executor}"\n'))
+    monkeypatch.chdir(repo)
+    return repo
+
+
 def test_an_unknown_executor_is_one_clear_error(
     demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = copy_repo(demo_seed, tmp_path / "r")
-    toml = repo / "skillvc.toml"
-    toml.write_text(toml.read_text().replace("[train]\n", '[train]\nexecutor = "dask"\n'))
-    monkeypatch.chdir(repo)
+    demo_with_executor(demo_seed, tmp_path / "r", monkeypatch, "dask")
     result = CliRunner().invoke(cli, ["train", "-q"])
     assert result.exit_code == 5
     assert "[train] executor 'dask' is not one of threads, ray." in result.output
@@ -164,10 +172,7 @@ def test_tasks_ask_for_their_resources_and_a_missing_one_is_one_clear_error(
 def test_executor_ray_without_ray_installed_is_one_clear_error(
     demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = copy_repo(demo_seed, tmp_path / "r")
-    toml = repo / "skillvc.toml"
-    toml.write_text(toml.read_text().replace("[train]\n", '[train]\nexecutor = "ray"\n'))
-    monkeypatch.chdir(repo)
+    repo = demo_with_executor(demo_seed, tmp_path / "r", monkeypatch, "ray")
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` sees without the extra
     result = CliRunner().invoke(cli, ["train", "-q"])
     assert result.exit_code == 5

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from conftest import SAMPLE_SKILL, git
+from helpers import pushed_demo
 
 from skillvc.cli import cli
 from skillvc.core.resources import read_text
@@ -81,6 +82,14 @@ def commit(
 
 def head(root: Path) -> str:
     return git(root, "rev-parse", "HEAD")
+
+
+def stage_skill(root: Path, text: str) -> str:
+    """Stage ``text`` as the skill file; the commit HEAD is at before committing it."""
+    before = head(root)
+    write(root, SKILL, text)
+    git(root, "add", SKILL)
+    return before
 
 
 def hooks_path(root: Path) -> Path:
@@ -417,9 +426,7 @@ def test_commit_of_a_good_edit_passes(hooked: Path) -> None:
 
 
 def test_commit_with_bad_frontmatter_is_blocked(hooked: Path) -> None:
-    before = head(hooked)
-    write(hooked, SKILL, BAD_NAME)
-    git(hooked, "add", SKILL)
+    before = stage_skill(hooked, BAD_NAME)
     result = commit(hooked)
     assert result.returncode != 0
     assert NAME_PROBLEM in result.stderr  # git sends hook output to stderr
@@ -432,9 +439,7 @@ def test_commit_with_bad_frontmatter_is_blocked(hooked: Path) -> None:
 
 
 def test_commit_of_a_hand_edited_protected_region_is_blocked_unless_allowed(hooked: Path) -> None:
-    before = head(hooked)
-    write(hooked, SKILL, HAND_EDIT)
-    git(hooked, "add", SKILL)
+    before = stage_skill(hooked, HAND_EDIT)
     blocked = commit(hooked)
     assert blocked.returncode != 0
     assert PROTECTED_PROBLEM in blocked.stderr
@@ -570,14 +575,7 @@ def test_pre_push_keeps_and_feeds_an_existing_hook(
 
 @pytest.mark.skipif("check" not in cli.commands, reason="'skillvc check' is not registered yet")
 def test_pre_push_runs_the_real_check(tmp_path: Path) -> None:
-    from skillvc.training.demo import create_demo_repo
-
-    root = tmp_path / "demo"
-    create_demo_repo(root).close()
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(root, "remote", "add", "origin", str(bare))
-    git(root, "push", "-q", "origin", "main")
+    root, bare = pushed_demo(tmp_path)
     install_hooks(root, pre_push=True)
     new_commit(root, "NOTES.txt")  # the skill is unchanged, so the check passes
     result = push(root, "main")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from conftest import git
+from helpers import copy_and_enter
 
 from skillvc.cli import cli
 from skillvc.training.loop import train
@@ -29,9 +30,7 @@ def trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def repo(trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    copy = Path(shutil.copytree(trained, tmp_path / "demo"))
-    monkeypatch.chdir(copy)
-    return copy
+    return copy_and_enter(trained, tmp_path / "demo", monkeypatch)
 
 
 def run(*args: str) -> Result:

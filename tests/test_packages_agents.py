@@ -191,15 +191,24 @@ def sha(data: bytes | str) -> str:
 # -- installing the whole directory ------------------------------------------------------------
 
 
+def repo_with_links(seed: Path, tmp_path: Path, outside: str, name: str) -> Path:
+    """A command-target package repo whose package holds two committed symbolic links:
+    ``scripts/latest`` to a script beside it and ``references/<name>`` to the repository's
+    ``outside`` file."""
+    root = make_repo(seed, tmp_path, "command")
+    folder = root / PACKAGE
+    os.symlink(f"../../../{outside}", folder / "references" / name)
+    os.symlink("policy.sh", folder / "scripts" / "latest")
+    commit(root, "links")
+    return root
+
+
 def test_carried_files_are_installed_byte_for_byte_with_their_executable_bits(
     demo_seed: Path, tmp_path: Path, scratch_tmp: Path
 ) -> None:
-    root = make_repo(demo_seed, tmp_path, "command")
-    folder = root / PACKAGE
     # Symbolic links, inside the package and out of it: never followed nor installed.
-    os.symlink("policy.sh", folder / "scripts" / "latest")
-    os.symlink("../../../skillvc.toml", folder / "references" / "config.md")
-    commit(root, "links")
+    root = repo_with_links(demo_seed, tmp_path, "skillvc.toml", "config.md")
+    folder = root / PACKAGE
     (folder / "scripts" / "policy.sh").write_text('#!/bin/sh\necho "uncommitted"\n')
 
     _, installed = manifest_request(root, "HEAD")
@@ -460,11 +469,8 @@ def test_eval_refuses_a_broken_package_before_any_call(
 def test_symlinks_in_a_package_are_left_out_and_named(
     demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = make_repo(demo_seed, tmp_path, "command")
+    root = repo_with_links(demo_seed, tmp_path, "evals/val.jsonl", "answers.md")
     folder = root / PACKAGE
-    os.symlink("../../../evals/val.jsonl", folder / "references" / "answers.md")
-    os.symlink("policy.sh", folder / "scripts" / "latest")
-    commit(root, "links")
 
     result = run_cli(root, monkeypatch, "eval", "HEAD", "-q", "--json")
     assert result.exit_code == 0, result.output

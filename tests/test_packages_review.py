@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git, make_package_repo
+from conftest import copy_repo, git, make_demo_seed, make_package_repo, seed_env
+from helpers import add_protected_region
 
 from skillvc.cli import cli
 from skillvc.core.store import open_store
 from skillvc.review.history import LOG_KEYS
-from skillvc.training.demo import create_demo_repo
 from skillvc.training.loop import train as train_run
 from skillvc.workspace.workspace import open_workspace
 
@@ -81,11 +81,8 @@ def demo_trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`skillvc demo --package`'s repository after its training run with the package-aware
     simulator (sim:support-package), made once per module; tests work on copies."""
     root = tmp_path_factory.mktemp("package-demo") / "repo"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        mp.setenv("HOME", str(root.parent))
-        create_demo_repo(root, package=True)
+    make_demo_seed(root, package=True)
+    with seed_env(root):
         # The paper's bundle gate: its history has the several-file candidates these review
         # tests read (attribution, the default, commits fewer and smaller ones).
         train_run(open_workspace(root), overrides={"train": {"attribution": False}})
@@ -625,11 +622,7 @@ def test_with_many_skills_a_diff_inside_a_package_applies_to_that_skill(
 
 def test_a_hunk_in_a_protected_region_of_a_reference_file_is_refused(package_repo: Path) -> None:
     forms = package_repo / FORMS
-    forms.write_text(
-        forms.read_text() + "\n<!-- skillvc:protected notes -->\nOld.\n"
-        "<!-- /skillvc:protected notes -->\n"
-    )
-    git(package_repo, "commit", "-qam", "a protected region in the forms")
+    add_protected_region(package_repo, forms, "notes", "a protected region in the forms")
     forms.write_text(forms.read_text().replace("\nOld.\n", "\nNew.\n"))
     diff = worktree_diff(package_repo)
     code, out = refused(package_repo, SKILL_HUNK + diff)

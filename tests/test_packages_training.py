@@ -8,17 +8,13 @@ import json
 import os
 import random
 import re
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git, make_package_repo
+from conftest import copy_repo, git, make_demo_seed, make_package_repo
+from helpers import event_count, kill_at_fractions, train_env, train_to_the_end
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +31,7 @@ from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.prompt import optimizer_files
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.skill.edits import Edit
-from skillvc.training.demo import PACKAGE_INTRO, create_demo_repo
+from skillvc.training.demo import PACKAGE_INTRO
 from skillvc.training.loop import train
 from skillvc.training.optimize import apply_selected_package
 from skillvc.workspace.workspace import open_workspace
@@ -268,11 +264,7 @@ def test_meta_notes_avoid_an_edit_in_one_file_only() -> None:
 def package_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package demo's seed repo (``skillvc demo --package``), made once per module."""
     root = tmp_path_factory.mktemp("package-seed") / "repo"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        mp.setenv("HOME", str(root.parent))
-        create_demo_repo(root, package=True)
+    make_demo_seed(root, package=True)
     return root
 
 
@@ -427,49 +419,21 @@ def _history(repo: Path) -> dict:
     }
 
 
-def _events(db: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
 def test_a_package_run_killed_and_resumed_ends_like_an_uninterrupted_one(
     package_seed: Path, tmp_path: Path
 ) -> None:
-    env = dict(
-        os.environ,
-        SKILLVC_SIM_LATENCY_MS="15",
-        PYTHONPATH=str(Path(__file__).resolve().parent.parent),
-    )
-    command = [sys.executable, "-m", "skillvc", "train", "-q"]
+    env = train_env(SKILLVC_SIM_LATENCY_MS="15")
     reference = copy_repo(package_seed, tmp_path / "reference")
-    done = subprocess.run(command, cwd=reference, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    train_to_the_end(reference, env)
     expected = _history(reference)
-    total = _events(reference / ".skillvc" / "events.db")
+    total = event_count(reference / ".skillvc" / "events.db")
 
     repo = copy_repo(package_seed, tmp_path / "killed")
     journal = tmp_path / "journal.txt"
     env["SKILLVC_SIM_JOURNAL"] = str(journal)
-    db = repo / ".skillvc" / "events.db"
-    kills = 0
-    for fraction in (0.2, 0.5, 0.8):
-        proc = subprocess.Popen(
-            command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        deadline = time.monotonic() + 120
-        while _events(db) < fraction * total and proc.poll() is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            kills += 1
-        proc.communicate()
+    kills = kill_at_fractions(repo, env, total, (0.2, 0.5, 0.8))
     assert kills >= 2
-    final = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
-    assert final.returncode == 0, final.stderr
+    train_to_the_end(repo, env)
 
     got = _history(repo)
     assert any(name.startswith("references/") for name in got["files"])

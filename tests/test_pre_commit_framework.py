@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import git
+from helpers import pushed_demo
 
 from skillvc import __version__
 from skillvc.cli import cli
@@ -251,14 +252,7 @@ def test_husky_and_lefthook_are_recognised(
 def test_skillvc_check_runs_on_push_once_given_the_stage(
     skillvc_repo: tuple[Path, str], tmp_path: Path, env: dict[str, str]
 ) -> None:
-    from skillvc.training.demo import create_demo_repo
-
-    root = tmp_path / "demo"
-    create_demo_repo(root).close()
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    git(root, "remote", "add", "origin", str(bare))
-    git(root, "push", "-q", "origin", "main")
+    root, bare = pushed_demo(tmp_path)
     remote_tip = git(root, "rev-parse", "HEAD")
     path, rev = skillvc_repo
     (root / ".pre-commit-config.yaml").write_text(

@@ -56,6 +56,16 @@ def over_http(
     git(repo, "commit", "-qam", "Models over HTTP")
 
 
+@pytest.fixture
+def http_repo(
+    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+) -> Path:
+    """A copy of the demo repo whose models are served over HTTP by the loopback server."""
+    repo = demo_copy(demo_seed, tmp_path / "repo")
+    over_http(repo, loopback, monkeypatch)
+    return repo
+
+
 def commit_skill(repo: Path, data: bytes) -> None:
     (repo / SKILL).write_bytes(data)
     git(repo, "commit", "-qam", "Change the skill")
@@ -115,14 +125,9 @@ VALIDATE_HINT = (
 
 @pytest.mark.parametrize("case", list(BAD_SKILLS))
 def test_train_and_eval_refuse_a_skill_validate_rejects_before_any_call(
-    case: str,
-    demo_seed: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    loopback: LoopbackServer,
+    http_repo: Path, case: str, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
+    repo = http_repo
     data, problem = BAD_SKILLS[case]
     commit_skill(repo, data)
     hint = {
@@ -318,14 +323,9 @@ STATES = {
 
 @pytest.mark.parametrize("state", list(STATES))
 def test_train_refuses_unusual_repository_states_before_any_call(
-    state: str,
-    demo_seed: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    loopback: LoopbackServer,
+    http_repo: Path, state: str, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
+    repo = http_repo
     _diverged(repo)
     make, message, hint = STATES[state]
     make(repo)
@@ -467,14 +467,20 @@ def test_a_budget_lets_an_expensive_projection_go_on(
 # -- eval when items errored -------------------------------------------------------------------
 
 
+def eval_with_errors(
+    repo: Path, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, n: int, *flags: str
+) -> Result:
+    """``skillvc eval`` on one worker, the server failing the first ``n`` calls with a 500."""
+    for _ in range(n):
+        server.error(500, "upstream exploded")
+    return run(repo, monkeypatch, "eval", "-q", "--workers", "1", *flags)
+
+
 def test_eval_exits_6_when_every_item_errored(
-    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+    http_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
-    for _ in range(30):
-        loopback.error(500, "upstream exploded")
-    result = run(repo, monkeypatch, "eval", "-q", "--workers", "1")
+    repo = http_repo
+    result = eval_with_errors(repo, loopback, monkeypatch, 30)
     assert result.exit_code == 6, result.output
     assert result.stdout == ""
     first, hint = result.stderr.splitlines()
@@ -487,18 +493,15 @@ def test_eval_exits_6_when_every_item_errored(
 
 
 def test_eval_says_how_many_items_errored(
-    demo_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+    http_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
-    repo = demo_copy(demo_seed, tmp_path / "repo")
-    over_http(repo, loopback, monkeypatch)
-    for _ in range(3):
-        loopback.error(500, "upstream exploded")
-    result = run(repo, monkeypatch, "eval", "-q", "--workers", "1", "--json")
+    result = eval_with_errors(http_repo, loopback, monkeypatch, 3, "--json")
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "warning: 3 of 30 items errored and are not scored; the score covers the other 27.\n"
     )
     data = json.loads(result.stdout)
     assert (data["errors"], data["n"]) == (3, 27)
-    text = run(repo, monkeypatch, "eval", "-q")  # the 3 are retried: the server answers them now
+    # The 3 are retried: the server answers them now.
+    text = run(http_repo, monkeypatch, "eval", "-q")
     assert text.exit_code == 0 and text.stderr == ""

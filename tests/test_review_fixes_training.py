@@ -396,8 +396,7 @@ def test_max_count_must_be_positive(command: str) -> None:
 def test_a_stopped_run_reports_as_stopped(
     seed_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = stopped_run(seed_repo, tmp_path / "r")
-    monkeypatch.chdir(repo)
+    monkeypatch.chdir(stopped_run(seed_repo, tmp_path / "r"))
     out = CliRunner().invoke(cli, ["report", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["status"] == "stopped"

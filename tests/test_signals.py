@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 
 from skillvc.core.store import open_store
 from tests.conftest import git
+from tests.helpers import start_train, train_env, train_to_the_end
 from tests.test_agents import agent_repo, fake_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,16 +63,8 @@ def agents(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     git(seed, "commit", "-q", "-am", "fewer tasks")
     reference = base / "reference"
     subprocess.run(["cp", "-a", str(seed), str(reference)], check=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(base / "tmp-ref"))
     (base / "tmp-ref").mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=reference,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    train_to_the_end(reference, train_env(TMPDIR=str(base / "tmp-ref")))
     return {"seed": seed, "watch": watch, "expected": history(reference), "base": base}
 
 
@@ -87,18 +78,11 @@ def test_a_signal_during_agent_rollouts_ends_agents_and_scratch_and_the_run_resu
     subprocess.run(["cp", "-a", str(seed), str(repo)], check=True)
     systmp = base / f"tmp-{signum}"
     systmp.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(systmp))
+    env = train_env(TMPDIR=str(systmp))
     pids = watch / "pids"
     pids.unlink(missing_ok=True)
     (watch / "slow").touch()  # every agent now waits 60 s after it started its child
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_train(repo, env)
     try:
         deadline = time.monotonic() + 60
         while not (pids.exists() and pids.read_text().count("\n") >= 2):
@@ -123,14 +107,7 @@ def test_a_signal_during_agent_rollouts_ends_agents_and_scratch_and_the_run_resu
     assert recorded and not [p for p in recorded if alive(p)], "an agent process was left"
     assert list(systmp.iterdir()) == [], "a scratch folder (or transcript) was left"
 
-    resumed = subprocess.run(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    train_to_the_end(repo, env)
     got, expected = history(repo), agents["expected"]
     assert isinstance(expected, dict)
     for key in ("skill", "accepted", "gates", "seqs", "calls"):

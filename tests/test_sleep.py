@@ -349,13 +349,13 @@ def write_night(home: Path, night: int, sessions: int = 4) -> tuple[Path, Path]:
         start = f"2026-01-{night:02d}T0{s}:00:00.000Z"
         project.mkdir(parents=True, exist_ok=True)
         lines = claude_lines(sid, start, cwd, exs)
-        (project / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        jsonl(project / f"{sid}.jsonl", lines)
         day = codex / "2026" / "01" / f"{night:02d}"
         day.mkdir(parents=True, exist_ok=True)
         cid = str(uuid.UUID(int=500000 + night * 1000 + s))
         lines = codex_lines(cid, start, cwd, exs)
         name = f"rollout-2026-01-{night:02d}T0{s}-00-00-{cid}.jsonl"
-        (day / name).write_text("".join(json.dumps(x) + "\n" for x in lines))
+        jsonl(day / name, lines)
     return project, codex
 
 
@@ -367,6 +367,12 @@ def leaked(blob: bytes) -> list[str]:
     if base64.b64encode(ENV_SECRET.encode()).rstrip(b"=") in blob:
         found.append("base64(env secret)")
     return found
+
+
+def jsonl(path: Path, rows: list[dict[str, Any]], tail: str = "") -> Path:
+    """Write ``rows`` to ``path`` one JSON object a line (then ``tail``)."""
+    path.write_text("".join(json.dumps(x) + "\n" for x in rows) + tail)
+    return path
 
 
 @pytest.fixture
@@ -382,9 +388,8 @@ def test_claude_code_reader_keeps_typed_prompts_answers_and_tool_failures(tmp_pa
         {"prompt": "first task", "answer": "done A", "tool_error": True},
         {"prompt": "second task", "wrong": "bad", "correction": "No, that's wrong.", "answer": "B"},
     ]
-    path = tmp_path / "s.jsonl"
     lines = claude_lines("abc", "2026-01-01T00:00:00.000Z", "/w", exs)
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{not json\n")
+    path = jsonl(tmp_path / "s.jsonl", lines, "{not json\n")
     session = transcripts.read_claude_code(path)
     assert session.session_id == "abc"
     assert session.usage == {"input_tokens": 640, "output_tokens": 84}
@@ -401,9 +406,8 @@ def test_codex_reader_reads_rollouts_and_exit_codes(tmp_path: Path) -> None:
         {"prompt": "fix the build", "answer": "fixed", "tool_error": True},
         {"prompt": "add a test", "wrong": "x", "correction": "Use pytest instead", "answer": "ok"},
     ]
-    path = tmp_path / "rollout-2026-01-01T00-00-00-u1.jsonl"
     lines = codex_lines("u1", "2026-01-01T00:00:00.000Z", "/w", exs)
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    path = jsonl(tmp_path / "rollout-2026-01-01T00-00-00-u1.jsonl", lines)
     session = transcripts.read_codex(path)
     assert (session.session_id, session.cwd) == ("u1", "/w")
     assert session.usage == {"input_tokens": 901, "output_tokens": 40}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
+from helpers import edit_dict, gate_payload, record_gate
 
 from skillvc.core.errors import Locked, NotADatabase, SchemaTooNew, SkillvcError, UnknownEventId
 from skillvc.core.events import EVENT_TYPES, EventType, upcast
@@ -100,6 +101,14 @@ def test_unknown_event_id(store: EventStore) -> None:
         store.get(99)
 
 
+@pytest.fixture
+def fresh_db(tmp_path: Path) -> Path:
+    """A new, closed event log file."""
+    path = tmp_path / "events.db"
+    open_store(path).close()
+    return path
+
+
 def test_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "events.db"
     path.write_text("this is a text file, not sqlite\n" * 10)
@@ -107,9 +116,8 @@ def test_not_a_database(tmp_path: Path) -> None:
         open_store(path)
 
 
-def test_schema_from_newer_skillvc_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "events.db"
-    open_store(path).close()
+def test_schema_from_newer_skillvc_is_refused(fresh_db: Path) -> None:
+    path = fresh_db
     raw = sqlite3.connect(path)
     raw.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     raw.commit()
@@ -118,9 +126,8 @@ def test_schema_from_newer_skillvc_is_refused(tmp_path: Path) -> None:
         open_store(path)
 
 
-def test_unknown_applied_migration_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "events.db"
-    open_store(path).close()
+def test_unknown_applied_migration_is_refused(fresh_db: Path) -> None:
+    path = fresh_db
     db = sqlite_utils.Database(path)
     db["_sqlite_migrations"].insert(
         {"migration_set": "skillvc", "name": "m999_future", "applied_at": "2030-01-01"}
@@ -176,52 +183,12 @@ def test_views_answer_sql_over_gate_events(store: EventStore) -> None:
     store.append(
         "run.started", {"models": {"target": "sim:a", "optimizer": "sim:b"}}, run_id="r1", seq=1
     )
-    edit = {
-        "id": "e1",
-        "op": "add",
-        "target": "",
-        "content": "Be brief.",
-        "anchor": None,
-        "rationale": "answers too long",
-    }
+    edit = edit_dict("e1", "add", "Be brief.", "answers too long")
     store.append("edit.proposed", {"edit": edit, "source": "optimizer"}, run_id="r1", seq=2)
-    g1 = store.append(
-        "gate",
-        {
-            "kind": "step",
-            "decision": "accepted",
-            "metric": "hard",
-            "before": {"mean": 0.5, "n": 10},
-            "after": {"mean": 0.7, "n": 10},
-            "edits": [edit],
-        },
-        run_id="r1",
-        seq=3,
-        step=1,
-        epoch=1,
-    )
-    store.append(
-        "commit.done",
-        {"sha": "abc123", "ref": "refs/heads/main", "gate_id": g1.id},
-        run_id="r1",
-        seq=4,
-        key=f"gate:{g1.id}",
-    )
-    store.append(
-        "gate",
-        {
-            "kind": "step",
-            "decision": "rejected",
-            "metric": "hard",
-            "before": {"mean": 0.7, "n": 10},
-            "after": {"mean": 0.7, "n": 10},
-            "edits": [dict(edit, id="e2", content="Be rude.")],
-        },
-        run_id="r1",
-        seq=5,
-        step=2,
-        epoch=1,
-    )
+    accepted = gate_payload("accepted", 0.5, 0.7, 10, [edit])
+    record_gate(store, accepted, run_id="r1", seq=3, step=1, commit=("abc123", "refs/heads/main"))
+    rejected = gate_payload("rejected", 0.7, 0.7, 10, [dict(edit, id="e2", content="Be rude.")])
+    record_gate(store, rejected, run_id="r1", seq=5, step=2)
     assert store.query("SELECT edit_id, op FROM proposed_edits") == [{"edit_id": "e1", "op": "add"}]
     assert store.query("SELECT edit_id FROM accepted_edits") == [{"edit_id": "e1"}]
     assert store.query("SELECT edit_id, content FROM rejected_edits") == [

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import copy_repo, git
+from helpers import event_count, kill_at_fractions, priced_copies, train_env, train_to_the_end
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -183,13 +181,7 @@ def test_resume_with_changed_settings_and_no_step_done_starts_over(
 
 
 def test_budget_stops_at_a_step_boundary_and_resumes(seed_repo: Path, tmp_path: Path) -> None:
-    priced = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
-    full = copy_repo(seed_repo, tmp_path / "full")
-    stopped = copy_repo(seed_repo, tmp_path / "stopped")
-    for repo in (full, stopped):
-        with open(repo / "skillvc.toml", "a") as fh:
-            fh.write(priced)
-        git(repo, "commit", "-qam", "price the simulator")
+    full, stopped = priced_copies(seed_repo, tmp_path)
     reference = train(open_workspace(full))
 
     with pytest.raises(BudgetExceeded, match=r"stopped after step 1: it has cost \$0\.0\d+ of"):
@@ -279,80 +271,32 @@ def test_no_buffer_shows_later_reflections_nothing(seed_repo: Path, tmp_path: Pa
     assert set(rejected_sections(without)) == {"[]"}
 
 
-def _event_count(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
-
-
-def _train_process(repo: Path, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: Path) -> None:
-    env = dict(
-        os.environ,
-        SKILLVC_SIM_LATENCY_MS="15",
-        PYTHONPATH=str(Path(__file__).resolve().parent.parent),
-    )
+    env = train_env(SKILLVC_SIM_LATENCY_MS="15")
     reference = copy_repo(seed_repo, tmp_path / "reference")
-    done = subprocess.run(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=reference,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    train_to_the_end(reference, env)
     expected = history(reference)
-    total_events = _event_count(reference / ".skillvc/events.db")
+    total_events = event_count(reference / ".skillvc/events.db")
 
     repo = copy_repo(seed_repo, tmp_path / "killed")
     journal = tmp_path / "journal.txt"
     env["SKILLVC_SIM_JOURNAL"] = str(journal)
-    db = repo / ".skillvc/events.db"
-    kills = 0
-    for fraction in (0.15, 0.45, 0.75):
-        proc = _train_process(repo, env)
-        deadline = time.monotonic() + 120
-        while _event_count(db) < fraction * total_events and proc.poll() is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        if proc.poll() is None:
-            if fraction == 0.45:  # while it runs, a second trainer is refused
-                second = subprocess.run(
-                    [sys.executable, "-m", "skillvc", "train"],
-                    cwd=repo,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                )
-                assert second.returncode == Locked.exit_code
-                assert "Another skillvc train is running in this repository" in second.stderr
-            os.kill(proc.pid, signal.SIGKILL)
-            kills += 1
-        proc.communicate()
+
+    def second_trainer(fraction: float) -> None:
+        if fraction == 0.45:  # while it runs, a second trainer is refused
+            second = subprocess.run(
+                [sys.executable, "-m", "skillvc", "train"],
+                cwd=repo,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert second.returncode == Locked.exit_code
+            assert "Another skillvc train is running in this repository" in second.stderr
+
+    kills = kill_at_fractions(repo, env, total_events, (0.15, 0.45, 0.75), second_trainer)
     assert kills >= 2
-    final = subprocess.run(
-        [sys.executable, "-m", "skillvc", "train", "-q"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert final.returncode == 0, final.stderr
+    train_to_the_end(repo, env)
 
     got = history(repo)
     for key in ("skill", "accepted", "rejected", "gates", "rejected_edits", "seqs"):
@@ -404,13 +348,11 @@ def test_repeated_samples_average_scores_and_resume_like_single_ones(
     repo = copy_repo(seed_repo, tmp_path / "r")
     summary = train(open_workspace(repo), overrides={"train": {"samples": 3, "epochs": 1}})
     with open_store(repo / ".skillvc/events.db") as store:
-        samples = {
-            r["sample"]
-            for r in store.query(
-                "SELECT json_extract(payload, '$.sample') AS sample FROM events "
-                "WHERE type = 'model.call' AND json_extract(payload, '$.role') = 'target'"
-            )
-        }
+        target_calls = store.query(
+            "SELECT json_extract(payload, '$.sample') AS sample FROM events "
+            "WHERE type = 'model.call' AND json_extract(payload, '$.role') = 'target'"
+        )
+        samples = {r["sample"] for r in target_calls}
         scores = {
             r["hard"]
             for r in store.query(

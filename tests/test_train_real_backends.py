@@ -21,12 +21,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 from conftest import git
-from loopback import (  # noqa: F401 - the fixture
+from loopback import (
     Behaviour,
     LoopbackServer,
     chat_messages,
     is_optimizer_prompt,
-    loopback,
     simulator_responder,
 )
 
@@ -341,13 +340,20 @@ class Optimizer:
         return self.simulate(body)
 
 
+def optimizer_repo(
+    repairable: bool, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> tuple[Optimizer, Path, str]:
+    """A repo training over OpenAI against ``Optimizer(repairable)``: (optimizer, repo, seed)."""
+    optimizer = Optimizer(repairable=repairable)
+    server.responder = optimizer
+    repo = make_repo(tmp_path, server, monkeypatch, SETUPS["openai"])
+    return optimizer, repo, git(repo, "rev-parse", "HEAD")
+
+
 def test_malformed_optimizer_json_is_repaired_and_its_edits_used(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    optimizer = Optimizer(repairable=True)
-    loopback.responder = optimizer
-    repo = make_repo(tmp_path, loopback, monkeypatch, SETUPS["openai"])
-    seed = git(repo, "rev-parse", "HEAD")
+    optimizer, repo, seed = optimizer_repo(True, loopback, monkeypatch, tmp_path)
 
     result, summary = train()
 
@@ -366,10 +372,7 @@ def test_malformed_optimizer_json_is_repaired_and_its_edits_used(
 def test_always_malformed_optimizer_json_is_recorded_and_the_run_finishes(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    optimizer = Optimizer(repairable=False)
-    loopback.responder = optimizer
-    repo = make_repo(tmp_path, loopback, monkeypatch, SETUPS["openai"])
-    seed = git(repo, "rev-parse", "HEAD")
+    optimizer, repo, seed = optimizer_repo(False, loopback, monkeypatch, tmp_path)
 
     result = run("train", "--json")
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillvc.core.records import entries_of, fields_of
+
 
 @dataclass(frozen=True)
 class Event:
@@ -31,18 +33,8 @@ class Event:
     version: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "run_id": self.run_id,
-            "seq": self.seq,
-            "step": self.step,
-            "epoch": self.epoch,
-            "key": self.key,
-            "created_at": self.created_at,
-            "version": self.version,
-            "payload": dict(self.payload),
-        }
+        names = "id type run_id seq step epoch key created_at version"
+        return {**fields_of(self, names), "payload": dict(self.payload)}
 
 
 @dataclass(frozen=True)
@@ -142,15 +134,5 @@ def event_from_row(row: Mapping[str, Any]) -> Event:
         version = row["version"]  # never upcast: an upcaster would fail on it
     else:
         version, payload = upcast(row["type"], row["version"], payload)
-    return Event(
-        id=row["id"],
-        type=row["type"],
-        payload=payload,
-        run_id=row["run_id"],
-        seq=row["seq"],
-        step=row["step"],
-        epoch=row["epoch"],
-        key=row["key"],
-        created_at=row["created_at"],
-        version=version,
-    )
+    names = "id type run_id seq step epoch key created_at"
+    return Event(payload=payload, version=version, **entries_of(row, names))

@@ -56,16 +56,38 @@ def m001_events_and_blobs(db: Database) -> None:
     _create_views(db)
 
 
+def _json_columns(source: str, spec: str) -> str:
+    """One ``json_extract`` column of ``source`` (``e.payload``) a line for each
+    ``path[:name]`` of ``spec`` (the name is the path's when not given), each ending in a comma."""
+    lines = []
+    for item in spec.split():
+        path, _, name = item.partition(":")
+        lines.append(f"               json_extract({source}, '$.{path}') AS {name or path},")
+    return "\n".join(lines)
+
+
+# The columns of an edit in a gate's list of edits (``j``: json_each over it), of a proposed
+# edit, a rollout and a model call.
+_EDIT_FIELDS = _json_columns("j.value", "id:edit_id op target content anchor rationale")
+_PROPOSED_FIELDS = _json_columns(
+    "e.payload",
+    "edit.id:edit_id edit.op:op edit.target:target edit.content:content edit.anchor:anchor "
+    "edit.rationale:rationale",
+)
+_ROLLOUT_FIELDS = _json_columns(
+    "e.payload", "item:task_id split hard soft error skill:skill_blob call:cache_key"
+)
+_CALL_FIELDS = _json_columns(
+    "e.payload",
+    "role model prompt_tokens completion_tokens latency_ms cost_usd prompt:prompt_blob",
+)
+
+
 def _edits_of_gates(decision: str) -> str:
     """One row per edit of the candidates whose gate decision matches ``decision``."""
     return f"""
         SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
+{_EDIT_FIELDS}
                json_extract(g.payload, '$.before.mean') AS val_before,
                json_extract(g.payload, '$.after.mean') AS val_after
         FROM events g, json_each(json_extract(g.payload, '$.edits')) j
@@ -77,56 +99,15 @@ def _proposed_edits(extra: str = "") -> str:
     """One row per proposed edit; ``extra`` appends columns (later migrations)."""
     return f"""
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.edit.id') AS edit_id,
-               json_extract(e.payload, '$.edit.op') AS op,
-               json_extract(e.payload, '$.edit.target') AS target,
-               json_extract(e.payload, '$.edit.content') AS content,
-               json_extract(e.payload, '$.edit.anchor') AS anchor,
-               json_extract(e.payload, '$.edit.rationale') AS rationale,
+{_PROPOSED_FIELDS}
                json_extract(e.payload, '$.source') AS source{extra}
         FROM events e WHERE e.type = 'edit.proposed'
     """
 
 
-# The views as migration 001 created them. Frozen: later migrations replace views, they never
-# change what an earlier migration did.
-_VIEWS_001 = {
-    "proposed_edits": _proposed_edits(),
-    "gates": """
-        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.kind') AS kind,
-               json_extract(e.payload, '$.decision') AS decision,
-               json_extract(e.payload, '$.metric') AS metric,
-               json_extract(e.payload, '$.before.mean') AS val_before,
-               json_extract(e.payload, '$.after.mean') AS val_after,
-               json_extract(e.payload, '$.before.n') AS n,
-               json_extract(e.payload, '$.after.n') AS n_evaluated,
-               json_extract(e.payload, '$.early_stopped') AS early_stopped,
-               json_extract(e.payload, '$.lr') AS lr,
-               json_array_length(json_extract(e.payload, '$.edits')) AS edits,
-               (SELECT json_extract(c.payload, '$.sha') FROM events c
-                 WHERE c.type = 'commit.done' AND c.run_id = e.run_id
-                   AND json_extract(c.payload, '$.gate_id') = e.id) AS commit_sha,
-               (SELECT json_extract(c.payload, '$.ref') FROM events c
-                 WHERE c.type = 'commit.done' AND c.run_id = e.run_id
-                   AND json_extract(c.payload, '$.gate_id') = e.id) AS ref
-        FROM events e WHERE e.type = 'gate'
-    """,
-    "accepted_edits": _edits_of_gates("IN ('accepted', 'forced')"),
-    "rejected_edits": _edits_of_gates("= 'rejected'"),
-    "model_calls": """
-        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
-               json_extract(e.payload, '$.role') AS role,
-               json_extract(e.payload, '$.model') AS model,
-               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
-               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
-               json_extract(e.payload, '$.latency_ms') AS latency_ms,
-               json_extract(e.payload, '$.cost_usd') AS cost_usd,
-               json_extract(e.payload, '$.prompt') AS prompt_blob,
-               json_extract(e.payload, '$.response') AS response_blob
-        FROM events e WHERE e.type = 'model.call'
-    """,
-    "runs": """
+# Columns and joins the views of migrations 001 and 002 share (the text is part of the schema:
+# each view's SQL stays exactly what its migration created).
+_RUN_HEAD = """\
         SELECT s.run_id, s.created_at AS started_at,
                CASE
                  WHEN f.id IS NOT NULL THEN 'finished'
@@ -138,11 +119,8 @@ _VIEWS_001 = {
                json_extract(s.payload, '$.models.target') AS target_model,
                json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
                (SELECT COUNT(*) FROM events t WHERE t.run_id = s.run_id
-                  AND t.type = 'step.started') AS steps,
-               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
-                  AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')) AS accepted,
-               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
-                  AND json_extract(g.payload, '$.decision') = 'rejected') AS rejected,
+                  AND t.type = 'step.started') AS steps,"""
+_RUN_TAIL = """\
                COALESCE(json_extract(f.payload, '$.baseline_val'),
                         (SELECT json_extract(b.payload, '$.val') FROM events b
                           WHERE b.run_id = s.run_id AND b.type = 'baseline')) AS baseline_val,
@@ -152,7 +130,57 @@ _VIEWS_001 = {
                json_extract(f.payload, '$.best_commit') AS best_commit
         FROM events s
         LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
-        WHERE s.type = 'run.started'
+        WHERE s.type = 'run.started'"""
+_CALL_COLUMNS = f"""\
+        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
+{_CALL_FIELDS}
+               json_extract(e.payload, '$.response') AS response_blob"""
+
+
+def _commit_of(gate: str) -> str:
+    """The commit_sha and ref columns of the ``commit.done`` event of the gate aliased ``gate``."""
+    return f"""\
+               (SELECT json_extract(c.payload, '$.sha') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = {gate}.run_id
+                   AND json_extract(c.payload, '$.gate_id') = {gate}.id) AS commit_sha,
+               (SELECT json_extract(c.payload, '$.ref') FROM events c
+                 WHERE c.type = 'commit.done' AND c.run_id = {gate}.run_id
+                   AND json_extract(c.payload, '$.gate_id') = {gate}.id) AS ref"""
+
+
+_GATE_FIELDS_001 = _json_columns(
+    "e.payload",
+    "kind decision metric before.mean:val_before after.mean:val_after before.n:n "
+    "after.n:n_evaluated early_stopped lr",
+)
+_GATE_FIELDS_002 = _json_columns(
+    "g.payload", "kind decision metric before.n:n after.n:n_evaluated early_stopped test lr"
+)
+
+# The views as migration 001 created them. Frozen: later migrations replace views, they never
+# change what an earlier migration did.
+_VIEWS_001 = {
+    "proposed_edits": _proposed_edits(),
+    "gates": f"""
+        SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
+{_GATE_FIELDS_001}
+               json_array_length(json_extract(e.payload, '$.edits')) AS edits,
+{_commit_of("e")}
+        FROM events e WHERE e.type = 'gate'
+    """,
+    "accepted_edits": _edits_of_gates("IN ('accepted', 'forced')"),
+    "rejected_edits": _edits_of_gates("= 'rejected'"),
+    "model_calls": f"""
+{_CALL_COLUMNS}
+        FROM events e WHERE e.type = 'model.call'
+    """,
+    "runs": f"""
+{_RUN_HEAD}
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.decision') IN ('accepted', 'forced')) AS accepted,
+               (SELECT COUNT(*) FROM events g WHERE g.run_id = s.run_id AND g.type = 'gate'
+                  AND json_extract(g.payload, '$.decision') = 'rejected') AS rejected,
+{_RUN_TAIL}
     """,
 }
 
@@ -185,12 +213,7 @@ def _edits_of_gates_002(decision: str, extra: str = "") -> str:
     return f"""
         SELECT g.id AS gate_event_id, g.run_id, g.step, g.epoch,
                json_extract(g.payload, '$.kind') AS kind,
-               json_extract(j.value, '$.id') AS edit_id,
-               json_extract(j.value, '$.op') AS op,
-               json_extract(j.value, '$.target') AS target,
-               json_extract(j.value, '$.content') AS content,
-               json_extract(j.value, '$.anchor') AS anchor,
-               json_extract(j.value, '$.rationale') AS rationale,
+{_EDIT_FIELDS}
                {_GATE_COLUMNS_002.rstrip()}{extra}
         FROM events g, json_each(json_extract(g.payload, '$.edits')) j
         WHERE g.type = 'gate' AND json_extract(g.payload, '$.decision') {decision}
@@ -207,50 +230,24 @@ VIEWS = {
     **_VIEWS_001,
     "gates": f"""
         SELECT g.id AS event_id, g.run_id, g.step, g.epoch, g.created_at,
-               json_extract(g.payload, '$.kind') AS kind,
-               json_extract(g.payload, '$.decision') AS decision,
-               json_extract(g.payload, '$.metric') AS metric,
-               json_extract(g.payload, '$.before.n') AS n,
-               json_extract(g.payload, '$.after.n') AS n_evaluated,
-               json_extract(g.payload, '$.early_stopped') AS early_stopped,
-               json_extract(g.payload, '$.test') AS test,
-               json_extract(g.payload, '$.lr') AS lr,
+{_GATE_FIELDS_002}
                json_array_length(json_extract(g.payload, '$.edits')) AS edits,
                {_GATE_COLUMNS_002},
-               (SELECT json_extract(c.payload, '$.sha') FROM events c
-                 WHERE c.type = 'commit.done' AND c.run_id = g.run_id
-                   AND json_extract(c.payload, '$.gate_id') = g.id) AS commit_sha,
-               (SELECT json_extract(c.payload, '$.ref') FROM events c
-                 WHERE c.type = 'commit.done' AND c.run_id = g.run_id
-                   AND json_extract(c.payload, '$.gate_id') = g.id) AS ref
+{_commit_of("g")}
         FROM events g WHERE g.type = 'gate'
     """,
     "accepted_edits": _edits_of_gates_002("IN ('accepted', 'forced')"),
     "rejected_edits": _edits_of_gates_002("= 'rejected'"),
-    "rollouts": """
+    "rollouts": f"""
         SELECT e.id AS event_id, e.run_id, e.step, e.epoch, e.created_at,
-               json_extract(e.payload, '$.item') AS task_id,
-               json_extract(e.payload, '$.split') AS split,
-               json_extract(e.payload, '$.hard') AS hard,
-               json_extract(e.payload, '$.soft') AS soft,
-               json_extract(e.payload, '$.error') AS error,
-               json_extract(e.payload, '$.skill') AS skill_blob,
-               json_extract(e.payload, '$.call') AS cache_key,
+{_ROLLOUT_FIELDS}
                b.content AS answer
         FROM events e
         LEFT JOIN blobs b ON b.hash = json_extract(e.payload, '$.output')
         WHERE e.type = 'rollout'
     """,
-    "model_calls": """
-        SELECT e.id AS event_id, e.run_id, e.step, e.created_at, e.key AS cache_key,
-               json_extract(e.payload, '$.role') AS role,
-               json_extract(e.payload, '$.model') AS model,
-               json_extract(e.payload, '$.prompt_tokens') AS prompt_tokens,
-               json_extract(e.payload, '$.completion_tokens') AS completion_tokens,
-               json_extract(e.payload, '$.latency_ms') AS latency_ms,
-               json_extract(e.payload, '$.cost_usd') AS cost_usd,
-               json_extract(e.payload, '$.prompt') AS prompt_blob,
-               json_extract(e.payload, '$.response') AS response_blob,
+    "model_calls": f"""
+{_CALL_COLUMNS},
                p.content AS prompt,
                r.content AS response
         FROM events e
@@ -259,34 +256,14 @@ VIEWS = {
         WHERE e.type = 'model.call'
     """,
     "runs": f"""
-        SELECT s.run_id, s.created_at AS started_at,
-               CASE
-                 WHEN f.id IS NOT NULL THEN 'finished'
-                 WHEN (SELECT x.type FROM events x WHERE x.run_id = s.run_id
-                        AND x.type IN ('run.stopped', 'run.resumed')
-                        ORDER BY x.id DESC LIMIT 1) = 'run.stopped' THEN 'stopped'
-                 ELSE 'unfinished'
-               END AS status,
-               json_extract(s.payload, '$.models.target') AS target_model,
-               json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
-               (SELECT COUNT(*) FROM events t WHERE t.run_id = s.run_id
-                  AND t.type = 'step.started') AS steps,
+{_RUN_HEAD}
                {_gate_count("= 'step'", "IN ('accepted', 'forced')")} AS accepted,
                {_gate_count("= 'step'", "= 'rejected'")} AS rejected,
                {_gate_count("= 'slow_update'", "IS NOT NULL")} AS slow_updates,
                {_gate_count("= 'slow_update'", "IN ('accepted', 'forced')")}
                  AS slow_updates_accepted,
                {_gate_count("= 'slow_update'", "= 'rejected'")} AS slow_updates_rejected,
-               COALESCE(json_extract(f.payload, '$.baseline_val'),
-                        (SELECT json_extract(b.payload, '$.val') FROM events b
-                          WHERE b.run_id = s.run_id AND b.type = 'baseline')) AS baseline_val,
-               json_extract(f.payload, '$.best_val') AS best_val,
-               json_extract(f.payload, '$.baseline_test') AS baseline_test,
-               json_extract(f.payload, '$.test') AS test,
-               json_extract(f.payload, '$.best_commit') AS best_commit
-        FROM events s
-        LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'run.finished'
-        WHERE s.type = 'run.started'
+{_RUN_TAIL}
     """,
 }
 # Views migration 002 (re)creates: every one whose definition differs from 001's, and new ones.

@@ -29,6 +29,7 @@ from typing import Any
 from skillvc.core.errors import LogDamaged, NotADatabase
 from skillvc.core.events import DAMAGED
 from skillvc.core.hashing import canonical_json, sha256_hex
+from skillvc.core.records import fields_of
 
 _CHUNK = 500
 _EVENT_COLUMNS = "id, type, payload, run_id, seq, step, epoch, key, created_at, version"
@@ -49,16 +50,7 @@ class FsckReport:
         return not (self.sqlite or self.bad_payloads or self.bad_blobs or self.unreadable)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "ok": self.ok,
-            "sqlite": self.sqlite,
-            "events": self.events,
-            "blobs": self.blobs,
-            "bad_payloads": self.bad_payloads,
-            "bad_blobs": self.bad_blobs,
-            "unreadable": self.unreadable,
-        }
+        return fields_of(self, "path ok sqlite events blobs bad_payloads bad_blobs unreadable")
 
 
 @dataclass
@@ -70,13 +62,8 @@ class RepairReport:
     copied_blobs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.check.to_dict(),
-            "repaired": self.repaired,
-            "kept_aside": self.kept_aside,
-            "copied_events": self.copied_events,
-            "copied_blobs": self.copied_blobs,
-        }
+        names = "repaired kept_aside copied_events copied_blobs"
+        return {**self.check.to_dict(), **fields_of(self, names)}
 
 
 def _is_object(text: Any) -> bool:

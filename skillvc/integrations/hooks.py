@@ -520,14 +520,18 @@ def render_hook(name: str, python: str = sys.executable) -> str:
 
 def is_skillvc_hook(path: Path) -> bool:
     """True when the file at ``path`` carries skillvc's marker in its first lines."""
-    if not path.is_file():  # a pipe in .git/hooks would block the open
-        return False
+    return MARKER.encode() in _head(path, 1024)
+
+
+def _head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of the file at ``path`` (b"" when absent or unreadable)."""
+    if not path.is_file():  # absent, or a pipe in .git/hooks that would block the open
+        return b""
     try:
         with path.open("rb") as f:
-            head = f.read(1024)
+            return f.read(size)
     except OSError:
-        return False
-    return MARKER.encode() in head
+        return b""
 
 
 def hooks_dir(repo: SkillRepo) -> Path:
@@ -632,13 +636,7 @@ def pre_commit_config_entry(pre_push: bool = False) -> str:
 
 def hook_manager(path: Path) -> str | None:
     """The manager whose generated script is at ``path``, or None (absent, plain, skillvc's)."""
-    if not path.is_file():  # absent, or a pipe that would block the open
-        return None
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return None
+    head = _head(path, 4096)
     if any(marker in head for marker in _PRE_COMMIT_MARKERS):
         return PRE_COMMIT_FRAMEWORK
     if b"lefthook" in head.lower():

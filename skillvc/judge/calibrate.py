@@ -28,6 +28,7 @@ from typing import Any
 from skillvc.core.errors import ConfigError, TaskSetError
 from skillvc.core.hashing import content_id, sha256_hex
 from skillvc.core.paths import inside_repo
+from skillvc.core.records import fields_of
 from skillvc.judge.identity import EVENT, judge_id, judge_options, meets, read_in, rubric_text
 from skillvc.review.evaluation import _judge, make_client
 from skillvc.tasks.scorers import JudgeScorer, parse_judge_score
@@ -46,6 +47,18 @@ class Label:
 
     def item(self) -> TaskItem:
         return TaskItem(id=self.id, input=self.input, targets=self.targets)
+
+
+def labels_of(ws: Workspace, labels_file: str | None, purpose: str) -> tuple[str, list[Label]]:
+    """The labels file ``labels_file`` (else [judge] labels) and its labels, which the caller
+    needs to ``purpose``; refused when neither names a file."""
+    name = labels_file or ws.config.judge.labels
+    if not name:
+        raise ConfigError(
+            f"No labels to {purpose}.",
+            hint="Pass --labels FILE or set [judge] labels in skillvc.toml.",
+        )
+    return name, read_labels(inside_repo(ws.root, name, "the labels file"), name)
 
 
 def read_labels(path: Path, shown: str) -> list[Label]:
@@ -181,13 +194,9 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "judge_id": self.judge_id,
-            "model": self.model,
-            "rubric": self.rubric,
-            "labels": self.labels,
+            **fields_of(self, "judge_id model rubric labels"),
             **self.agreement.to_dict(),
-            "trusted": self.trusted,
-            "thresholds": self.thresholds,
+            **fields_of(self, "trusted thresholds"),
             "items": list(self.verdicts),
             "event": self.event,
         }
@@ -228,14 +237,8 @@ def calibrate(
 ) -> Calibration:
     """Run the judge on the labels, measure agreement, record it (``judge.calibrated``)."""
     config = ws.config
-    name = labels_file or config.judge.labels
-    if not name:
-        raise ConfigError(
-            "No labels to calibrate the judge against.",
-            hint="Pass --labels FILE or set [judge] labels in skillvc.toml.",
-        )
-    path = inside_repo(ws.root, name, "the labels file")
-    labels = [lb for lb in read_labels(path, name) if only is None or only(lb)]
+    name, labels = labels_of(ws, labels_file, "calibrate the judge against")
+    labels = [lb for lb in labels if only is None or only(lb)]
     if rubric is None:
         rubric = rubric_text(judge_options(config), read_in(ws.root))
     verdicts = run_judge(ws, labels, rubric, workers)

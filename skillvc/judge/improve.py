@@ -32,7 +32,7 @@ from skillvc.core.errors import ConfigError
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.paths import inside_repo
 from skillvc.core.progress import Progress
-from skillvc.judge.calibrate import Calibration, Label, calibrate, read_labels
+from skillvc.judge.calibrate import Calibration, Label, calibrate, labels_of
 from skillvc.judge.identity import read_in, rubric_text
 from skillvc.tasks.scorers import JudgeScorer
 from skillvc.training.loop import RunSummary, train
@@ -121,13 +121,7 @@ def improve(
     """Train the rubric on the labels not held back; calibrate before and after on those held
     back (the ``after`` calibration is recorded, so the trained rubric can gate)."""
     config = ws.config
-    name = labels_file or config.judge.labels
-    if not name:
-        raise ConfigError(
-            "No labels to train the rubric against.",
-            hint="Pass --labels FILE or set [judge] labels in skillvc.toml.",
-        )
-    labels = read_labels(inside_repo(ws.root, name, "the labels file"), name)
+    name, labels = labels_of(ws, labels_file, "train the rubric against")
     holdout = config.judge.holdout
     rows = derived_rows(labels, holdout)
     for split in ("train", "val"):

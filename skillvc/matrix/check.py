@@ -15,8 +15,8 @@ from skillvc.core.config import CONFIG_FILE, parse_config
 from skillvc.core.progress import Progress
 from skillvc.matrix.scores import TargetChange, change_of, require_targets, with_target
 from skillvc.repo.skillrepo import SkillRepo
-from skillvc.review.evaluation import compare_versions, read_skill
-from skillvc.review.trust import _decode, _read_at, require_evidence, working_directory
+from skillvc.review.evaluation import read_skill
+from skillvc.review.trust import _decode, _read_at, compare_in_tree
 from skillvc.workspace.workspace import Workspace
 
 
@@ -47,18 +47,15 @@ def check_matrix(
             tree = Path(tmp)
             repo.export_tree(repo.resolve(base), tree)
             ws = Workspace(root=root, config=dataclasses.replace(config, root=tree), _repo=repo)
-            with working_directory(tree):
-                for name, model in config.targets.items():
-                    comparison = compare_versions(
-                        with_target(ws, model),
-                        base_version,
-                        head_version,
-                        split,
-                        tasks_root=tree,
-                        workers=workers,
-                        progress=progress,
-                    )
-                    for side in (comparison.a, comparison.b):
-                        require_evidence(side, config.train.max_failure_rate)
-                    changes.append(change_of(name, comparison, alpha))
+            for name, model in config.targets.items():
+                comparison = compare_in_tree(
+                    with_target(ws, model),
+                    base_version,
+                    head_version,
+                    split,
+                    tree,
+                    workers=workers,
+                    progress=progress,
+                )
+                changes.append(change_of(name, comparison, alpha))
     return changes

@@ -383,14 +383,7 @@ class SkillRepo:
         wanted = list(dict.fromkeys(shas))
         if not wanted:
             return {}
-        proc = subprocess.run(
-            [self._git.GIT_PYTHON_GIT_EXECUTABLE or "git", "cat-file", "--batch"],
-            cwd=self.root,
-            input="".join(f"{sha}\n" for sha in wanted).encode(),
-            capture_output=True,
-            check=True,
-        )
-        out, pos, blobs = proc.stdout, 0, {}
+        out, pos, blobs = self._cat_file("--batch", wanted, check=True), 0, {}
         for sha in wanted:
             end = out.index(b"\n", pos)
             fields = out[pos:end].decode("ascii", "replace").split(" ")
@@ -596,14 +589,19 @@ class SkillRepo:
                 self._git.update_ref("-d", pin)
 
     def _missing_objects(self, shas: list[str]) -> list[str]:
+        out = self._cat_file("--batch-check", shas, check=False)
+        return [line.split()[0] for line in out.decode().splitlines() if "missing" in line]
+
+    def _cat_file(self, mode: str, shas: list[str], *, check: bool) -> bytes:
+        """What ``git cat-file <mode>`` prints for ``shas`` (one per line on its stdin)."""
         proc = subprocess.run(
-            [self._git.GIT_PYTHON_GIT_EXECUTABLE or "git", "cat-file", "--batch-check"],
+            [self._git.GIT_PYTHON_GIT_EXECUTABLE or "git", "cat-file", mode],
             cwd=self.root,
-            input="".join(f"{s}\n" for s in shas).encode(),
+            input="".join(f"{sha}\n" for sha in shas).encode(),
             capture_output=True,
-            check=False,
+            check=check,
         )
-        return [line.split()[0] for line in proc.stdout.decode().splitlines() if "missing" in line]
+        return proc.stdout
 
     def signing(self) -> bool:
         """Whether commits in this repository must be signed (``commit.gpgsign``)."""

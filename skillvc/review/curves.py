@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillvc.core.events import read_payload
+from skillvc.core.records import fields_of
 from skillvc.core.store import EventStore
 
 OF_SKILL = (
@@ -48,10 +49,7 @@ class Curve:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run": self.run,
-            "metric": self.metric,
-            "test_start": self.test_start,
-            "test_end": self.test_end,
+            **fields_of(self, "run metric test_start test_end"),
             "points": [dataclasses.asdict(p) for p in self.points],
         }
 

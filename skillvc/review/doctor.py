@@ -30,6 +30,7 @@ import dataclasses
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from skillvc.core.config import CONFIG_FILE, Config, ModelConfig, load_config
 from skillvc.core.errors import AuthenticationFailed, BackendError, SkillvcError, redact
 from skillvc.inputs import reader as inputs
 from skillvc.models.backends import get_backend
-from skillvc.models.backends.base import Backend, CallRequest, TransientError
+from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.models.backends.local import LOCAL_TIMEOUT_S, ServerInfo
 from skillvc.models.calls import secret_values
 from skillvc.repo.skillrepo import SkillRepo
@@ -460,30 +461,38 @@ def check_reachable(role: str, config: ModelConfig, *, local: bool = False) -> C
         messages=PROBE_MESSAGES,
         params={"max_tokens": PROBE_MAX_TOKENS},
     )
-    started = time.perf_counter()
-    try:
-        result = get_backend(quick).complete(request)
-    except AuthenticationFailed as exc:
-        return Check(name, FAIL, exc.message, exc.hint)
-    except TransientError as exc:
-        return Check(
-            name,
-            FAIL,
-            exc.message,
-            "Check that the server is running and the address above is right; a 429 or 5xx "
-            "means it is busy, so try again or lower requests_per_minute.",
-        )
-    except SkillvcError as exc:
-        what = "model name and deployment" if config.azure else "model name"
-        return Check(
-            name,
-            FAIL,
-            exc.message,
-            f"Check the {what} in [{role}] of {CONFIG_FILE} and that your account may use it.",
-        )
-    ms = (time.perf_counter() - started) * 1000.0
+    what = "model name and deployment" if config.azure else "model name"
+
+    def hint(exc: SkillvcError) -> str:
+        if isinstance(exc, TransientError):
+            return (
+                "Check that the server is running and the address above is right; a 429 or "
+                "5xx means it is busy, so try again or lower requests_per_minute."
+            )
+        return f"Check the {what} in [{role}] of {CONFIG_FILE} and that your account may use it."
+
+    probed = _probe(name, quick, request, hint)
+    if isinstance(probed, Check):
+        return probed
+    result, seconds = probed
+    ms = seconds * 1000.0
     tokens = result.prompt_tokens + result.completion_tokens
     return Check(name, OK, f"answered one tiny call in {ms:.0f} ms ({tokens} tokens).")
+
+
+def _probe(
+    name: str, config: ModelConfig, request: CallRequest, hint: Callable[[SkillvcError], str]
+) -> tuple[CallResult, float] | Check:
+    """The call's result and its seconds, or the failed check (a refused key gives its own
+    hint; any other error ``hint(error)``)."""
+    started = time.perf_counter()
+    try:
+        result = get_backend(config).complete(request)
+    except AuthenticationFailed as exc:
+        return Check(name, FAIL, exc.message, exc.hint)
+    except SkillvcError as exc:
+        return Check(name, FAIL, exc.message, hint(exc))
+    return result, time.perf_counter() - started
 
 
 def check_agent_prompt(role: str, config: ModelConfig) -> Check:
@@ -496,20 +505,14 @@ def check_agent_prompt(role: str, config: ModelConfig) -> Check:
         config, task_timeout_s=min(config.task_timeout_s, AGENT_PROBE_TIMEOUT_S)
     )
     request = CallRequest(role="doctor", model=config.model, messages=PROBE_MESSAGES)
-    started = time.perf_counter()
-    try:
-        result = get_backend(quick).complete(request)
-    except AuthenticationFailed as exc:
-        return Check(name, FAIL, exc.message, exc.hint)
-    except SkillvcError as exc:
-        return Check(
-            name,
-            FAIL,
-            exc.message,
-            "Check the agent's key and API address in [target] env of "
-            f"{CONFIG_FILE}, and run the agent by hand on one prompt.",
-        )
-    seconds = time.perf_counter() - started
+    hint = (
+        "Check the agent's key and API address in [target] env of "
+        f"{CONFIG_FILE}, and run the agent by hand on one prompt."
+    )
+    probed = _probe(name, quick, request, lambda _exc: hint)
+    if isinstance(probed, Check):
+        return probed
+    result, seconds = probed
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
     tokens = result.prompt_tokens + result.completion_tokens
     return Check(name, OK, f"answered one tiny prompt in {seconds:.1f} s ({tokens} tokens{cost}).")

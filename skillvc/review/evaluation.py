@@ -39,6 +39,7 @@ from skillvc.core.config import Config, ModelConfig, listing
 from skillvc.core.errors import ApplyRegression, BackendError, SkillDocumentError, TaskSetError
 from skillvc.core.hashing import content_id
 from skillvc.core.progress import Progress
+from skillvc.core.records import entries_of, fields_of
 from skillvc.core.store import EventStore
 from skillvc.models.backends import Backend, LazyBackend, lazy_backend
 from skillvc.models.calls import ModelClient, RoleStats, model_params
@@ -48,7 +49,7 @@ from skillvc.packages.render import PackageVersion, TargetInput, TargetView
 from skillvc.packages.version import package_version
 from skillvc.review.output import shown
 from skillvc.skill.preflight import check_skill
-from skillvc.tasks.scorers import JudgeFn, extract_answer, get_scorer, metric_value
+from skillvc.tasks.scorers import JudgeFn, Scored, extract_answer, get_scorer
 from skillvc.tasks.taskset import SPLITS, TaskItem, TaskSet, load_taskset
 from skillvc.training.evaluate import Evaluator, Rollout, mean
 from skillvc.workspace.workspace import Workspace
@@ -65,7 +66,7 @@ EPS = 1e-9
 
 
 @dataclass(frozen=True)
-class ItemResult:
+class ItemResult(Scored):
     """One item of an evaluation: its scores, or the error that kept it from being scored."""
 
     id: str
@@ -78,22 +79,9 @@ class ItemResult:
     activated: bool | None = None  # agent harnesses: did the agent load the skill
     text: str | None = None  # the full output (what to_dict gives as "output")
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def value(self, metric: str) -> float:
-        assert self.hard is not None and self.soft is not None
-        return metric_value(self.hard, self.soft, metric)
-
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "hard": self.hard,
-            "soft": self.soft,
-            "error": self.error,
-            "expected": self.expected,
-            "got": self.got,
+            **fields_of(self, "id hard soft error expected got"),
             # The answer as text for people and pipes; the log keeps it as a blob.
             "output": self.text,
             "output_blob": self.output,
@@ -543,12 +531,7 @@ def _record(
         model=config.target.model,
         metric=metric,
         items=results,
-        mean=payload["mean"],
-        hard=payload["hard"],
-        soft=payload["soft"],
-        stderr=payload["stderr"],
-        n=payload["n"],
-        errors=payload["errors"],
+        **entries_of(payload, "mean hard soft stderr n errors"),
         calls=totals.replies,
         fresh_calls=totals.fresh,
         failed_calls=totals.errors,

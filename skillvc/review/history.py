@@ -170,15 +170,22 @@ def log_entries(
             raise UnknownEventId(f"No run {run_id} in the event log.")
         clauses.append("run_id = ?")
         params.append(run_id)
-    sql = f"SELECT id FROM events WHERE {' AND '.join(clauses)} ORDER BY id DESC"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
     entries = []
-    for row in store.query(sql, params):
-        gate = store.get(row["id"])
+    for gate in _newest(store, clauses, params, limit):
         commit, ref = _commit_for(store, gate)
         entries.append(LogEntry(gate=gate, commit=commit, ref=ref))
     return entries
+
+
+def _newest(
+    store: EventStore, conditions: list[str], params: list[Any], limit: int | None
+) -> list[Event]:
+    """The events (aliased ``e`` in ``conditions``) that meet all ``conditions``, newest
+    first, at most ``limit``."""
+    sql = f"SELECT e.id FROM events e WHERE {' AND '.join(conditions)} ORDER BY e.id DESC"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [store.get(row["id"]) for row in store.query(sql, params)]
 
 
 # Runs whose run.started config trained the skill at a path (its own runs, old ones included).
@@ -580,12 +587,8 @@ def recent_calls(
     if run:
         conditions.append("e.run_id = ?")
         params.append(run)
-    sql = f"SELECT e.id FROM events e WHERE {' AND '.join(conditions)} ORDER BY e.id DESC"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
     out = []
-    for row in store.query(sql, params):
-        event = store.get(row["id"])
+    for event in _newest(store, conditions, params, limit):
         out.append(
             {
                 "id": event.id,

@@ -19,7 +19,7 @@ from typing import Any
 
 from skillvc.review.charts import svg_bars, svg_curve
 from skillvc.review.curves import Curve
-from skillvc.review.report import p_text
+from skillvc.review.report import edit_sentence, p_text, val_arrow
 
 PAGE = Template("""<!doctype html>
 <html lang="en">
@@ -105,14 +105,7 @@ def _cost(value: float | None) -> str:
 def _val(step: dict[str, Any]) -> str:
     if step["decision"] == "no candidate":
         return "–"
-    if step["decision"] == "forced":
-        return f"{_score(step['val_before'])} → (ungated)"
-    if step.get("early_stopped"):
-        return (
-            f"{_score(step['val_before'])} → ≤{_score(step.get('val_after_bound'))} "
-            f"(stopped early after {step.get('n_evaluated')} of {step.get('n')})"
-        )
-    return f"{_score(step['val_before'])} → {_score(step['val_after'])}"
+    return val_arrow(step.get("val_before"), step.get("val_after"), step)
 
 
 def _title(step: dict[str, Any]) -> str:
@@ -127,21 +120,16 @@ def _p(step: dict[str, Any]) -> str:
 
 
 def _edit(edit: dict[str, Any]) -> str:
-    op = edit.get("op")
-    # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
-    into = f" in <code>{e(str(edit['file']))}</code>" if edit.get("file") else ""
-    if op == "add":
-        where = f" after <code>{e(str(edit.get('anchor')))}</code>" if edit.get("anchor") else ""
-        head = f"<b>add</b>{into}{where}: “{e(str(edit.get('content') or ''))}”"
-    elif op == "replace":
-        head = (
-            f"<b>replace</b>{into} “{e(str(edit.get('target') or ''))}” with "
-            f"“{e(str(edit.get('content') or ''))}”"
-        )
-    else:
-        head = f"<b>delete</b>{into} “{e(str(edit.get('target') or ''))}”"
-    why = f" — <i>why:</i> {e(str(edit['rationale']))}" if edit.get("rationale") else ""
-    return f"<li>{head}{why}</li>"
+    return f"<li>{edit_sentence(edit, _code, _text, '<b>{}</b>', '<i>{}</i>')}</li>"
+
+
+def _code(value: str | None, _width: int) -> str:
+    return f"<code>{e(str(value))}</code>"
+
+
+def _text(value: str | None, _width: int) -> str:
+    # The page shows edits whole (the Markdown report cuts them to fit a PR comment).
+    return e(str(value or ""))
 
 
 def _diff(patch: str) -> str:

@@ -20,6 +20,27 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
 
 
+def split_option(what: str) -> Callable[[F], F]:
+    """``--split`` (val by default), the split a command uses ``what`` says how."""
+    return click.option(
+        "--split",
+        type=click.Choice(["val", "test", "train"]),
+        default="val",
+        show_default=True,
+        help=f"The split to {what}.",
+    )
+
+
+def source_option(fn: F) -> F:
+    """``--from``: the agent whose transcripts ``harvest`` and ``sleep`` read."""
+    return click.option(
+        "--from",
+        "source",
+        type=click.Choice(["claude-code", "codex"]),
+        help="Transcript format [[harvest] source].",
+    )(fn)
+
+
 def echo_json(value: Any) -> None:
     """``value`` as JSON on stdout, every string through the redaction pipeline first."""
     from skillvc.secrets import redact_json_counted
@@ -47,6 +68,26 @@ def table_options(fn: F) -> F:
     for option in reversed(options):
         checked = option(checked)
     return checked  # type: ignore[return-value]
+
+
+def echo_listing(
+    rows: Sequence[dict[str, Any]],
+    as_json: bool,
+    table_format: str | None,
+    columns: Sequence[str],
+    none: str,
+) -> bool:
+    """Print ``rows`` as JSON or a table (``--json``, ``--nl``/``--csv``), or say ``none`` on
+    stderr when there are no rows; False when the caller is to print its text form."""
+    if as_json:
+        echo_json(rows)
+    elif table_format:
+        echo_rows(rows, table_format, columns)
+    elif not rows:
+        click.echo(none, err=True)  # not an empty line on stdout as well
+    else:
+        return False
+    return True
 
 
 def echo_rows(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from skillvc.models.usage import run_usage
 from skillvc.review.charts import mermaid_xychart
 from skillvc.review.curves import Curve, run_curve
 from skillvc.review.history import LogEntry, entry_patch, log_entries
-from skillvc.review.runs import cache_text, list_runs, usage_by_phase
+from skillvc.review.runs import RUN_COUNTS, cache_text, list_runs, usage_by_phase
 
 # The [train] settings a report shows.
 SETTINGS = (
@@ -128,17 +128,7 @@ def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[
                 for key in ("baseline_val", "best_val", "baseline_test", "test")
             },
         },
-        "counts": {
-            key: runs[run_id][key]
-            for key in (
-                "steps",
-                "accepted",
-                "rejected",
-                "slow_updates",
-                "slow_updates_accepted",
-                "slow_updates_rejected",
-            )
-        },
+        "counts": {key: runs[run_id][key] for key in RUN_COUNTS},
         "usage": {
             "calls": usage.calls,
             "tokens": usage.tokens,
@@ -202,7 +192,8 @@ def _s(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def _arrow(before: float | None, after: float | None, entry: dict[str, Any]) -> str:
+def val_arrow(before: float | None, after: float | None, entry: dict[str, Any]) -> str:
+    """A gate's val score before -> after (an early stop's bound; a forced step's none)."""
     if entry["decision"] == "forced":
         return f"{_s(before)} → (ungated)"
     if entry.get("early_stopped"):
@@ -249,21 +240,33 @@ def _fenced(lang: str, body: str) -> list[str]:
 
 
 def _edit_line(edit: dict[str, Any]) -> str:
+    return "- " + edit_sentence(edit, _md_code, _md_text, "**{}**", "*{}*")
+
+
+def edit_sentence(
+    edit: dict[str, Any],
+    code: Callable[[str | None, int], str],
+    text: Callable[[str | None, int], str],
+    bold: str,
+    italic: str,
+) -> str:
+    """One edit as a sentence in a report's markup: ``code`` and ``text`` quote a value (cut to
+    a width where the markup cuts), ``bold`` and ``italic`` are ``str.format`` patterns."""
     op = edit.get("op")
     # A skill package's edit to a file other than SKILL.md names it ("file" is absent else).
-    into = f" in {_md_code(edit['file'], 80)}" if edit.get("file") else ""
+    into = f" in {code(edit['file'], 80)}" if edit.get("file") else ""
     if op == "add":
-        where = f" after {_md_code(edit.get('anchor'), 60)}" if edit.get("anchor") else ""
-        head = f"**add**{into}{where}: “{_md_text(edit.get('content'))}”"
+        where = f" after {code(edit.get('anchor'), 60)}" if edit.get("anchor") else ""
+        head = f"{bold.format('add')}{into}{where}: “{text(edit.get('content'), 160)}”"
     elif op == "replace":
         head = (
-            f"**replace**{into} “{_md_text(edit.get('target'), 80)}” with "
-            f"“{_md_text(edit.get('content'))}”"
+            f"{bold.format('replace')}{into} “{text(edit.get('target'), 80)}” with "
+            f"“{text(edit.get('content'), 160)}”"
         )
     else:
-        head = f"**delete**{into} “{_md_text(edit.get('target'))}”"
-    why = f" — *why:* {_md_text(edit.get('rationale'), 240)}" if edit.get("rationale") else ""
-    return f"- {head}{why}"
+        head = f"{bold.format('delete')}{into} “{text(edit.get('target'), 160)}”"
+    why = f" — {italic.format('why:')} {text(edit.get('rationale'), 240)}"
+    return head + (why if edit.get("rationale") else "")
 
 
 def _files_note(step: dict[str, Any]) -> str:
@@ -419,7 +422,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append(
             f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
             f"{icon.get(s['decision'], s['decision'])} | "
-            f"{_arrow(s['val_before'], s['val_after'], s)} | "
+            f"{val_arrow(s['val_before'], s['val_after'], s)} | "
             f"{p_text(s.get('p_value'), s['decision'], s.get('alpha') or P_WARN) or '–'} | "
             f"{len(s['edits'])} | {commit} |"
         )
@@ -433,7 +436,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             out += [
                 "",
                 f"#### {_title(s).capitalize()} — {_sha(s.get('commit'), s['decision'])} "
-                f"(val {_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
+                f"(val {val_arrow(s['val_before'], s['val_after'], s)}{_p_suffix(s)})",
                 "",
             ]
             out += [_edit_line(e) for e in s["edits"]] or [
@@ -456,7 +459,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ref = f" · `{s['ref']}`" if s.get("ref") else ""
             out += [
                 f"<details><summary>{_title(s).capitalize()}: val "
-                f"{_arrow(s['val_before'], s['val_after'], s)}{ref}</summary>",
+                f"{val_arrow(s['val_before'], s['val_after'], s)}{ref}</summary>",
                 "",
             ]
             out += [_edit_line(e) for e in s["edits"]] or ["- slow-update guidance"]

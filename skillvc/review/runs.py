@@ -22,18 +22,22 @@ from skillvc.core.store import EventStore
 from skillvc.models.usage import RunUsage, sum_usage, usage_by_run
 from skillvc.review.curves import OF_SKILL, run_curve
 
-RUN_KEYS = (
-    "run",
-    "status",
-    "started_at",
-    "target_model",
-    "optimizer_model",
+# The counts of a run's steps and gates (a report's "counts").
+RUN_COUNTS = (
     "steps",
     "accepted",
     "rejected",
     "slow_updates",
     "slow_updates_accepted",
     "slow_updates_rejected",
+)
+RUN_KEYS = (
+    "run",
+    "status",
+    "started_at",
+    "target_model",
+    "optimizer_model",
+    *RUN_COUNTS,
     "baseline_val",
     "best_val",
     "baseline_test",

@@ -61,6 +61,7 @@ from skillvc.core.errors import (
 )
 from skillvc.core.paths import _forbidden, inside_repo, is_state_dir
 from skillvc.core.progress import Progress
+from skillvc.core.records import fields_of
 from skillvc.inputs import reader as inputs
 from skillvc.packages.carried import load_carried
 from skillvc.packages.model import SKILL_FILE, SkillPackage, load_package, package_globs
@@ -231,12 +232,7 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "verdict": self.verdict,
-            "allow_drop": self.allow_drop,
-            "base": self.base,
-            "head": self.head,
-            "split": self.split,
-            "message": self.message,
+            **fields_of(self, "verdict allow_drop base head split message"),
             "comparison": None if self.comparison is None else self.comparison.to_dict(),
             "changes_allowed": self.changes_allowed,
             "significance": self.significance(),
@@ -368,18 +364,9 @@ def check_change(
                 skill_base=skill_rel,
                 skill_head=skill_head,
             )
-            with working_directory(tree):
-                comparison = compare_versions(
-                    ws,
-                    base_version,
-                    head_version,
-                    split,
-                    tasks_root=tree,
-                    workers=workers,
-                    progress=progress,
-                )
-    for side in (comparison.a, comparison.b):
-        require_evidence(side, config.train.max_failure_rate)
+            comparison = compare_in_tree(
+                ws, base_version, head_version, split, tree, workers=workers, progress=progress
+            )
     require_head_answers(comparison)
     require_pairs(comparison)
     regression = is_regression(comparison, allow_drop)
@@ -807,6 +794,33 @@ def verdict(comparison: Comparison, base: str, allow_drop: float, regression: bo
         )
     relation = "the same as" if diff <= EPS else f"{diff:.3f} above"
     return f"OK: the skill scores {head} on {split}, {relation} {base_score} at {base}."
+
+
+def compare_in_tree(
+    ws: Workspace,
+    base_version: SkillVersion,
+    head_version: SkillVersion,
+    split: str,
+    tree: Path,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> Comparison:
+    """Compare the two versions on ``split`` with ``tree`` (the base's files exported) as the
+    working directory and task root; refused when either side has too few answers to judge."""
+    with working_directory(tree):
+        comparison = compare_versions(
+            ws,
+            base_version,
+            head_version,
+            split,
+            tasks_root=tree,
+            workers=workers,
+            progress=progress,
+        )
+    for side in (comparison.a, comparison.b):
+        require_evidence(side, ws.config.train.max_failure_rate)
+    return comparison
 
 
 def require_evidence(result: EvalResult, max_failure_rate: float) -> None:

@@ -28,6 +28,7 @@ from unidiff.errors import UnidiffParseError
 
 from skillvc.core.errors import PatchError
 from skillvc.core.hashing import content_id
+from skillvc.core.records import fields_of
 from skillvc.skill.skilldoc import SkillDocument
 
 Op = Literal["add", "replace", "delete"]
@@ -73,25 +74,13 @@ class Edit:
 
     @property
     def id(self) -> str:
-        what = {
-            "op": self.op,
-            "target": self.target,
-            "content": self.content,
-            "anchor": self.anchor,
-        }
+        what = fields_of(self, "op target content anchor")
         if self.file != SKILL_FILE:
             what["file"] = self.file
         return content_id(what)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "id": self.id,
-            "op": self.op,
-            "target": self.target,
-            "content": self.content,
-            "anchor": self.anchor,
-            "rationale": self.rationale,
-        }
+        out = fields_of(self, "id op target content anchor rationale")
         if self.file != SKILL_FILE:
             out["file"] = self.file
         return out

@@ -388,11 +388,7 @@ def _skill_name(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
         yield Problem(path, RULE_SKILL_NAME, f"{path}: frontmatter name is missing.")
         return
     if not isinstance(name, str):
-        yield Problem(
-            path,
-            RULE_SKILL_NAME,
-            f"{path}: frontmatter name must be a string, not {_yaml_type(name)}.",
-        )
+        yield _not_a_string(path, RULE_SKILL_NAME, "name", name)
         return
     if not (0 < len(name) <= SKILL_NAME_MAX and _SKILL_NAME_CHARS.fullmatch(name)):
         yield Problem(
@@ -423,11 +419,7 @@ def _skill_description(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
     if description is None:
         yield Problem(path, RULE_SKILL_DESCRIPTION, f"{path}: frontmatter description is missing.")
     elif not isinstance(description, str):
-        yield Problem(
-            path,
-            RULE_SKILL_DESCRIPTION,
-            f"{path}: frontmatter description must be a string, not {_yaml_type(description)}.",
-        )
+        yield _not_a_string(path, RULE_SKILL_DESCRIPTION, "description", description)
     elif not description.strip():
         yield Problem(path, RULE_SKILL_DESCRIPTION, f"{path}: frontmatter description is empty.")
     elif len(description) > SKILL_DESCRIPTION_MAX:
@@ -439,24 +431,21 @@ def _skill_description(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
         )
 
 
+def _not_a_string(path: str, rule: str, field: str, value: Any) -> Problem:
+    return Problem(
+        path, rule, f"{path}: frontmatter {field} must be a string, not {_yaml_type(value)}."
+    )
+
+
 def _skill_optional(path: str, fm: dict[str, Any]) -> Iterator[Problem]:
     """The spec's optional fields, type-checked only when present."""
     license_ = fm.get("license")
     if license_ is not None and not isinstance(license_, str):
-        yield Problem(
-            path,
-            RULE_SKILL_LICENSE,
-            f"{path}: frontmatter license must be a string, not {_yaml_type(license_)}.",
-        )
+        yield _not_a_string(path, RULE_SKILL_LICENSE, "license", license_)
     compatibility = fm.get("compatibility")
     if compatibility is not None:
         if not isinstance(compatibility, str):
-            yield Problem(
-                path,
-                RULE_SKILL_COMPATIBILITY,
-                f"{path}: frontmatter compatibility must be a string, "
-                f"not {_yaml_type(compatibility)}.",
-            )
+            yield _not_a_string(path, RULE_SKILL_COMPATIBILITY, "compatibility", compatibility)
         elif not compatibility.strip():
             yield Problem(
                 path, RULE_SKILL_COMPATIBILITY, f"{path}: frontmatter compatibility is empty."
@@ -525,11 +514,7 @@ def _cursor(path: str, doc: SkillDocument) -> Iterator[Problem]:
         return  # no frontmatter (a manual rule) or unreadable YAML, reported already
     description = fm.get("description")
     if description is not None and not isinstance(description, str):
-        yield Problem(
-            path,
-            RULE_CURSOR_DESCRIPTION,
-            f"{path}: frontmatter description must be a string, not {_yaml_type(description)}.",
-        )
+        yield _not_a_string(path, RULE_CURSOR_DESCRIPTION, "description", description)
     globs = fm.get("globs")
     if globs is not None and not _is_globs(globs):
         yield Problem(

@@ -40,7 +40,7 @@ def find_skill_name(config: Config, given: str, cwd: Path | None = None) -> str 
         return given
     skills = config.all_skills()
     wanted = _relpaths(config.root, given, cwd)
-    files = [_skill_file(skill) for skill in skills]
+    files = [skill_file(skill) for skill in skills]
     for name, skill, file in zip(names, skills, files, strict=True):
         if _norm(skill.skill.path) in wanted or file in wanted:  # a package's SKILL.md too
             return name
@@ -54,7 +54,7 @@ def find_skill_name(config: Config, given: str, cwd: Path | None = None) -> str 
     return None
 
 
-def _skill_file(config: Config) -> str | None:
+def skill_file(config: Config) -> str | None:
     """The skill's SKILL.md (a package directory's too), or None outside the work tree."""
     try:
         return config.skill_relpath

@@ -62,6 +62,22 @@ def metric_value(hard: float, soft: float, metric: str) -> float:
     return (hard + soft) / 2
 
 
+class Scored:
+    """What an item's result (a rollout, an evaluated item) offers: scores, or an error."""
+
+    hard: float | None
+    soft: float | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def value(self, metric: str) -> float:
+        assert self.hard is not None and self.soft is not None
+        return metric_value(self.hard, self.soft, metric)
+
+
 class Scorer(Protocol):
     @property
     def name(self) -> str: ...

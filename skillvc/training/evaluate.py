@@ -28,7 +28,7 @@ from skillvc.models.calls import CallFailed, ModelClient, Reply, package_files
 from skillvc.models.executors import Call, CallFailure, Executor, run_call
 from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import TargetInput, TargetView
-from skillvc.tasks.scorers import Scorer, metric_value, score_item
+from skillvc.tasks.scorers import Scored, Scorer, score_item
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training import significance
 
@@ -36,7 +36,7 @@ EPS = 1e-9
 
 
 @dataclass(frozen=True)
-class Rollout:
+class Rollout(Scored):
     item_id: str
     skill: str  # sha256 of the skill text
     output: str | None
@@ -50,14 +50,6 @@ class Rollout:
     # Agent harnesses: did the agent load the skill, and what it did (a blob hash).
     activated: bool | None = None
     trajectory: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def value(self, metric: str) -> float:
-        assert self.hard is not None and self.soft is not None
-        return metric_value(self.hard, self.soft, metric)
 
 
 @dataclass

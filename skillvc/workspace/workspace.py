@@ -33,6 +33,7 @@ from skillvc.core.paths import inside_repo
 from skillvc.core.resources import read_text
 from skillvc.core.store import EventStore, open_store
 from skillvc.inputs import reader as inputs
+from skillvc.skill.skills import skill_file
 
 if TYPE_CHECKING:  # GitPython takes ~60 ms to import; read-only commands never need it
     from skillvc.repo.skillrepo import SkillRepo
@@ -228,7 +229,7 @@ def init_workspace(
         config = load_config(root)
         skill_rel = config.skill.path
         given = _given_relpath(root, skill) if skill else None
-        if given is not None and given not in (Path(skill_rel).as_posix(), _skill_file(config)):
+        if given is not None and given not in (Path(skill_rel).as_posix(), skill_file(config)):
             raise ConfigError(
                 f"{CONFIG_FILE} already trains {skill_rel}, not {skill}.",
                 hint=f"Edit [skill] path in {CONFIG_FILE} to change it.",
@@ -337,16 +338,6 @@ def _skillopt_notes(root: Path) -> list[str]:
                 continue
             notes.append(f'SkillOpt split directory {rel}: set skillopt_dir = "{rel}" in [tasks].')
     return notes
-
-
-def _skill_file(config: Config) -> str | None:
-    """The configured skill's SKILL.md path (a package's too), or None when it cannot be read."""
-    from skillvc.core.errors import SkillvcError
-
-    try:
-        return config.skill_relpath
-    except SkillvcError:
-        return None
 
 
 def _given_relpath(root: Path, skill: str) -> str:

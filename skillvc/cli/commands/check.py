@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from skillvc.review.output import echo_json, json_option, skill_option
+from skillvc.review.output import echo_json, json_option, skill_option, split_option
 
 if TYPE_CHECKING:
     from skillvc.review.trust import CheckResult
@@ -78,13 +78,7 @@ MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
     show_default=True,
     help="Tolerate a score drop up to this much (on the gate metric's 0..1 scale).",
 )
-@click.option(
-    "--split",
-    type=click.Choice(["val", "test", "train"]),
-    default="val",
-    show_default=True,
-    help="The split to gate on.",
-)
+@split_option("gate on")
 @click.option(
     "--allow-config-change",
     is_flag=True,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import click
 
-from skillvc.review.output import echo_json, json_option, skill_option
+from skillvc.review.output import echo_json, json_option, skill_option, split_option
 
 
 @click.command("drift")
@@ -29,13 +29,7 @@ from skillvc.review.output import echo_json, json_option, skill_option
     help="The new model (e.g. openai:gpt-5.5-mini) or a [targets.<name>] table.",
 )
 @click.option("--rev", default="HEAD", show_default=True, help="The skill version to score.")
-@click.option(
-    "--split",
-    type=click.Choice(["val", "test", "train"]),
-    default="val",
-    show_default=True,
-    help="The split to score on.",
-)
+@split_option("score on")
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @skill_option

@@ -61,6 +61,7 @@ from skillvc.review.output import (
     fmt_score,
     json_option,
     skill_option,
+    split_option,
     table_options,
 )
 from skillvc.terminal.fit import fits_terminal
@@ -73,13 +74,7 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 
 @click.command("eval")
 @click.argument("rev", required=False)
-@click.option(
-    "--split",
-    type=click.Choice(["val", "test", "train"]),
-    default="val",
-    show_default=True,
-    help="The split to score on.",
-)
+@split_option("score on")
 @click.option("--compare", "base", metavar="BASE", help="Also evaluate BASE and pair the two.")
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from skillvc.review.output import echo_json, json_option
+from skillvc.review.output import echo_json, json_option, source_option
 
 
 def _render_kinds(result: Any, items: bool) -> list[str]:
@@ -36,12 +36,7 @@ def _render_kinds(result: Any, items: bool) -> list[str]:
 
 
 @click.command("harvest")
-@click.option(
-    "--from",
-    "source",
-    type=click.Choice(["claude-code", "codex"]),
-    help="Transcript format [[harvest] source].",
-)
+@source_option
 @click.option("--review", is_flag=True, help="List the mined kinds, items and rubrics.")
 @click.option(
     "--approve",

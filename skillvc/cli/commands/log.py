@@ -7,8 +7,7 @@ from typing import Any
 import click
 
 from skillvc.review.output import (
-    echo_json,
-    echo_rows,
+    echo_listing,
     format_log_entry,
     json_option,
     skill_option,
@@ -48,7 +47,7 @@ def log(
 
     Example: skillvc log --rejected -n 5 -p
     """
-    from skillvc.review.history import entry_patch, log_entries
+    from skillvc.review.history import LOG_KEYS, entry_patch, log_entries
     from skillvc.skill.skills import run_skill_path
     from skillvc.workspace.workspace import open_workspace
 
@@ -68,17 +67,9 @@ def log(
             e.to_dict(patch=entry_patch(store, e, skill_path(store, e)) if patch else None)
             for e in entries
         ]
-    if as_json:
-        echo_json(rendered)
+    none = "No gate decisions yet; run 'skillvc train' first."
+    if echo_listing(rendered, as_json, table_format, LOG_KEYS, none):
         return
-    if table_format:
-        from skillvc.review.history import LOG_KEYS
-
-        echo_rows(rendered, table_format, LOG_KEYS)
-        return
-    if not rendered:
-        click.echo("No gate decisions yet; run 'skillvc train' first.", err=True)
-        return  # not an empty line on stdout as well
     click.echo("\n\n".join(format_log_entry(e) for e in rendered))
 
 

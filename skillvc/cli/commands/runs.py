@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from skillvc.review.output import (
-    echo_json,
-    echo_rows,
+    echo_listing,
     json_option,
     skill_option,
     table_options,
@@ -42,7 +41,7 @@ def runs(
     Example: skillvc runs --json
     """
     from skillvc.review.output import format_runs
-    from skillvc.review.runs import list_runs
+    from skillvc.review.runs import RUN_KEYS, list_runs
     from skillvc.workspace.workspace import open_workspace
 
     ws = open_workspace(skill=skill, any_skill=True)
@@ -53,16 +52,8 @@ def runs(
             ws.config.skill.path if skill is not None else None,
             abandoned=show_all,
         )
-    if as_json:
-        echo_json(rows)
-        return
-    if table_format:
-        from skillvc.review.runs import RUN_KEYS
-
-        echo_rows(rows, table_format, RUN_KEYS)
-        return
-    if not rows:
-        click.echo("No runs yet; start one with 'skillvc train'.", err=True)
+    none = "No runs yet; start one with 'skillvc train'."
+    if echo_listing(rows, as_json, table_format, RUN_KEYS, none):
         return
     click.echo(format_runs(rows, terminal_width()))
 

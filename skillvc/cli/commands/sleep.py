@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import click
 
-from skillvc.review.output import echo_json, fmt_score, json_option, skill_option
+from skillvc.review.output import echo_json, fmt_score, json_option, skill_option, source_option
 
 
 @click.command("sleep")
-@click.option(
-    "--from",
-    "source",
-    type=click.Choice(["claude-code", "codex"]),
-    help="Transcript format [[harvest] source].",
-)
+@source_option
 @click.option(
     "--budget-usd",
     type=click.FloatRange(0, min_open=True),

@@ -38,7 +38,7 @@ import anthropic
 
 from skillvc.core.config import ModelConfig
 from skillvc.models.backends.base import CallRequest, CallResult, TransientError
-from skillvc.models.backends.retry import require_key, translated_sdk_errors
+from skillvc.models.backends.retry import backend_sdk_errors, require_key
 
 DEFAULT_MAX_TOKENS = 4096
 KEY_HINT = (
@@ -134,14 +134,7 @@ class AnthropicBackend:
     def complete(self, request: CallRequest) -> CallResult:
         client = self._get_client()
         start = time.perf_counter()
-        with translated_sdk_errors(
-            anthropic,
-            anthropic.AnthropicError,
-            model=self.model,
-            timeout_s=self.config.timeout_s,
-            key=self._key,
-            key_env=self.key_env,
-        ):
+        with backend_sdk_errors(anthropic, anthropic.AnthropicError, self):
             response = client.messages.create(**self._arguments(request))
         latency_ms = (time.perf_counter() - start) * 1000.0
         content = getattr(response, "content", None)

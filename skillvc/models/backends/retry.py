@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from types import ModuleType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
+from skillvc.core.config import ModelConfig
 from skillvc.core.errors import AuthenticationFailed, BackendError, redact
 from skillvc.models.backends.base import TransientError
 
@@ -239,3 +240,26 @@ def translated_sdk_errors(
         raise TransientError(f"{model} answered with a body that is not valid JSON.") from None
     except base_error as exc:
         raise BackendError(redact(f"{model} call failed: {exc}", [key or ""])) from None
+
+
+class SdkBackend(Protocol):
+    """What ``backend_sdk_errors`` reads of an OpenAI or Anthropic backend."""
+
+    model: str
+    config: ModelConfig
+    key_env: str
+    _key: str
+
+
+def backend_sdk_errors(
+    sdk: ModuleType, base_error: type[Exception], backend: SdkBackend
+) -> contextlib.AbstractContextManager[None]:
+    """``translated_sdk_errors`` for a call of ``backend``: its model, configured timeout, key."""
+    return translated_sdk_errors(
+        sdk,
+        base_error,
+        model=backend.model,
+        timeout_s=backend.config.timeout_s,
+        key=backend._key,
+        key_env=backend.key_env,
+    )

@@ -32,6 +32,7 @@ from skillvc.core.hashing import sha256_hex
 from skillvc.models import simpackage, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult
+from skillvc.models.backends.sim_package import load_section
 from skillvc.models.prompts import prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
 
@@ -128,16 +129,8 @@ class SimBackend:
         if kind == "repair":
             return section(prompt, "previous_answer")
         if kind == "rubric":
-            return json.dumps({"rubric": simworld.draft_rubric(_load(prompt, "examples"))})
+            return json.dumps({"rubric": simworld.draft_rubric(load_section(prompt, "examples"))})
         return json.dumps({"edits": []})
-
-
-def _load(prompt: str, tag: str) -> Any:
-    text = section(prompt, tag).strip()
-    try:
-        return json.loads(text) if text else []
-    except json.JSONDecodeError:
-        return []
 
 
 def _line_with(skill: str, key: str) -> str | None:
@@ -160,8 +153,8 @@ def _sig(edit: dict[str, Any]) -> str:
 
 def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     skill = section(prompt, "skill")
-    cases = _load(prompt, "cases")
-    rejected = _load(prompt, "rejected_edits")
+    cases = load_section(prompt, "cases")
+    rejected = load_section(prompt, "rejected_edits")
     meta = section(prompt, "meta_skill")
     m = re.search(r"propose at most (\d+) edits", prompt)
     budget = int(m.group(1)) if m else 4
@@ -272,7 +265,7 @@ def _describe(prompt: str, skill: str, cases: list[dict[str, Any]]) -> dict[str,
 
 def _slow_update(prompt: str) -> str:
     current = section(prompt, "current_skill")
-    cases = _load(prompt, "comparison")
+    cases = load_section(prompt, "comparison")
     known = {r.key for r in simworld.known_rules(current)}
     fixed = sum(1 for c in cases if c.get("before", 0) < 1 <= c.get("after", 0))
     broke = sum(1 for c in cases if c.get("after", 0) < 1 <= c.get("before", 0))
@@ -295,8 +288,8 @@ def _meta_update(prompt: str) -> str:
     """Notes from evidence: edits rejected on their own, or twice, are marked AVOID."""
     return simworld.meta_notes(
         section(prompt, "previous_notes"),
-        [e for e in _load(prompt, "rejected_edits") if not e.get("inconclusive")],
-        _load(prompt, "accepted_edits"),
+        [e for e in load_section(prompt, "rejected_edits") if not e.get("inconclusive")],
+        load_section(prompt, "accepted_edits"),
         _sig,
         lambda edit: "",
     )

@@ -49,7 +49,8 @@ Edit = dict[str, Any]
 Group = list[Edit]  # edits proposed together (a new file and its link), kept or dropped together
 
 
-def _json(prompt: str, tag: str) -> Any:
+def load_section(prompt: str, tag: str) -> Any:
+    """The JSON in the prompt's ``<tag>`` section ([] when it is absent or not JSON)."""
     text = section(prompt, tag).strip()
     try:
         return json.loads(text) if text else []
@@ -70,7 +71,7 @@ class PackageView:
         skill = skill_file_text(section(prompt, "skill"))
         files = {
             str(f["path"]): str(f.get("text", ""))
-            for f in _json(prompt, "package_files")
+            for f in load_section(prompt, "package_files")
             if isinstance(f, dict) and "path" in f
         }
         return cls(skill, files)
@@ -242,8 +243,8 @@ def _avoided(meta: str) -> list[tuple[str, str]]:
 def reflect(prompt: str, rng: random.Random) -> list[Edit]:
     """The edits the simulated optimizer answers a reflection prompt with."""
     view = PackageView.from_prompt(prompt)
-    cases = _json(prompt, "cases")
-    rejected = _json(prompt, "rejected_edits")
+    cases = load_section(prompt, "cases")
+    rejected = load_section(prompt, "rejected_edits")
     avoid = _avoided(section(prompt, "meta_skill"))
     m = re.search(r"propose at most (\d+) edits", prompt)
     budget = int(m.group(1)) if m else 4
@@ -298,8 +299,8 @@ def meta_update(prompt: str) -> str:
     ``AVOID in <file>:``; accepted ones ``HELPED in <file>:``."""
     return simworld.meta_notes(
         section(prompt, "previous_notes"),
-        _json(prompt, "rejected_edits"),
-        _json(prompt, "accepted_edits"),
+        load_section(prompt, "rejected_edits"),
+        load_section(prompt, "accepted_edits"),
         _sig,
         lambda edit: f" in {edit.get('file') or SKILL_FILE}",
     )

@@ -15,8 +15,7 @@ import anthropic
 
 from skillvc.models.backends.anthropic_backend import AnthropicBackend, cache_usage
 from skillvc.models.backends.base import CallRequest, CallResult
-from skillvc.models.backends.retry import translated_sdk_errors
-from skillvc.models.batch.base import Status
+from skillvc.models.batch.base import SdkBatches, Status
 from skillvc.models.executors import CallFailure
 
 
@@ -24,22 +23,10 @@ def _seconds(value: Any) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value or 0)
 
 
-class AnthropicBatches:
+class AnthropicBatches(SdkBatches[AnthropicBackend]):
     name = "anthropic"
-
-    def __init__(self, backend: AnthropicBackend) -> None:
-        self.backend = backend
-
-    def _sdk(self) -> Any:
-        b = self.backend
-        return translated_sdk_errors(
-            anthropic,
-            anthropic.AnthropicError,
-            model=b.model,
-            timeout_s=b.config.timeout_s,
-            key=b._key,
-            key_env=b.key_env,
-        )
+    sdk = anthropic
+    sdk_error = anthropic.AnthropicError
 
     def params(self, request: CallRequest) -> dict[str, Any]:
         args = self.backend._arguments(request)

@@ -15,30 +15,17 @@ import openai
 
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.openai_backend import OpenAIBackend
-from skillvc.models.backends.retry import translated_sdk_errors
-from skillvc.models.batch.base import TAG, Status
+from skillvc.models.batch.base import TAG, SdkBatches, Status
 from skillvc.models.executors import CallFailure
 
 ENDPOINT = "/v1/chat/completions"
 ENDED = ("completed", "failed", "expired", "cancelled")
 
 
-class OpenAIBatches:
+class OpenAIBatches(SdkBatches[OpenAIBackend]):
     name = "openai"
-
-    def __init__(self, backend: OpenAIBackend) -> None:
-        self.backend = backend
-
-    def _sdk(self) -> Any:
-        b = self.backend
-        return translated_sdk_errors(
-            openai,
-            openai.OpenAIError,
-            model=b.model,
-            timeout_s=b.config.timeout_s,
-            key=b._key,
-            key_env=b.key_env,
-        )
+    sdk = openai
+    sdk_error = openai.OpenAIError
 
     def line(self, request: CallRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
