@@ -15,17 +15,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import loopback as lb
 import pytest
 from click.testing import CliRunner, Result
 from conftest import git
-from loopback import (  # noqa: F401 - the fixture
-    Behaviour,
-    LoopbackServer,
-    chat_messages,
-    is_optimizer_prompt,
-    loopback,
-    simulator_responder,
-)
 
 from skillvc.cli import cli
 from skillvc.core.store import open_store
@@ -40,7 +33,7 @@ N_CTX = 4096
 MODEL = "qwen2.5-coder-1.5b-instruct"
 
 
-def llama_cpp(server: LoopbackServer, slots: int = 2) -> LoopbackServer:
+def llama_cpp(server: lb.LoopbackServer, slots: int = 2) -> lb.LoopbackServer:
     """Make the loopback server answer like llama-server with a 4,096-token context."""
     server.get_routes["/props"] = {
         "default_generation_settings": {"n_ctx": N_CTX, "params": {"temperature": 0.8}},
@@ -55,7 +48,7 @@ def llama_cpp(server: LoopbackServer, slots: int = 2) -> LoopbackServer:
     return server
 
 
-def make_repo(tmp_path: Path, server: LoopbackServer, mp: pytest.MonkeyPatch) -> Path:
+def make_repo(tmp_path: Path, server: lb.LoopbackServer, mp: pytest.MonkeyPatch) -> Path:
     repo = tmp_path / "repo"
     create_demo_repo(repo)
     model = f'model = "openai:{MODEL}"\nbase_url = "{server.url}/v1"'
@@ -87,14 +80,14 @@ def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
 
 
-def optimizer_requests(server: LoopbackServer) -> list[dict[str, Any]]:
-    return [r.json for r in server.requests if is_optimizer_prompt(chat_messages(r.json))]
+def optimizer_requests(server: lb.LoopbackServer) -> list[dict[str, Any]]:
+    return [r.json for r in server.requests if lb.is_optimizer_prompt(lb.chat_messages(r.json))]
 
 
 # -- what the server says -----------------------------------------------------------------------
 
 
-def test_probe_reads_llama_cpp_ollama_and_vllm(loopback: LoopbackServer) -> None:
+def test_probe_reads_llama_cpp_ollama_and_vllm(loopback: lb.LoopbackServer) -> None:
     url = f"{loopback.url}/v1"
     assert probe(url, MODEL) is None, "a server that says nothing is used as before"
 
@@ -120,7 +113,7 @@ def test_probe_reads_llama_cpp_ollama_and_vllm(loopback: LoopbackServer) -> None
 
 
 def test_doctor_prints_what_the_local_server_said(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     make_repo(tmp_path, llama_cpp(loopback), monkeypatch)
 
@@ -185,18 +178,18 @@ def test_a_skill_too_long_for_the_context_is_refused_before_any_call() -> None:
 
 
 def test_a_run_never_sends_a_prompt_over_the_servers_context(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Long answers make long cases: unfitted, one reflection prompt of 10 of them would be
     several times the context. Every request fits, and the optimizer's carry the schema."""
-    simulate = simulator_responder()
+    simulate = lb.simulator_responder()
     reasoning = "Let me think about the policy step by step. " * 60  # ~2,600 characters
 
-    def respond(body: dict[str, Any]) -> str | Behaviour:
+    def respond(body: dict[str, Any]) -> str | lb.Behaviour:
         answer = simulate(body)
-        if is_optimizer_prompt(chat_messages(body)):
+        if lb.is_optimizer_prompt(lb.chat_messages(body)):
             return answer
-        return Behaviour(text=f"{reasoning}\n{answer}", delay_s=0.02)
+        return lb.Behaviour(text=f"{reasoning}\n{answer}", delay_s=0.02)
 
     loopback.responder = respond
     repo = make_repo(tmp_path, llama_cpp(loopback), monkeypatch)
@@ -210,12 +203,12 @@ def test_a_run_never_sends_a_prompt_over_the_servers_context(
     assert len(loopback.prompt_tokens_seen) == len(loopback.requests)
     assert loopback.max_in_flight <= 2, "workers were capped at the server's 2 slots"
     reflections = [
-        b for b in optimizer_requests(loopback) if prompt_kind(chat_messages(b)[1]["content"])
+        b for b in optimizer_requests(loopback) if prompt_kind(lb.chat_messages(b)[1]["content"])
         == "reflect"
     ]  # fmt: skip
     assert reflections
     shrunk = [
-        b for b in reflections if "characters cut" in chat_messages(b)[1]["content"]
+        b for b in reflections if "characters cut" in lb.chat_messages(b)[1]["content"]
     ]  # fmt: skip
     assert shrunk, "the reflection prompts were cut to fit"
     for body in reflections:
@@ -225,7 +218,7 @@ def test_a_run_never_sends_a_prompt_over_the_servers_context(
         add = next(s for s in shapes if s["properties"]["op"]["enum"] == ["add"])
         assert "target" not in add["properties"] and add["required"][:2] == ["op", "content"]
         replace = next(s for s in shapes if s["properties"]["op"]["enum"] == ["replace"])
-        skill = prompts.section(chat_messages(body)[1]["content"], "skill")
+        skill = prompts.section(lb.chat_messages(body)[1]["content"], "skill")
         named = replace["properties"]["target"]["enum"]
         assert named and all(skill.count(line) == 1 for line in named), "targets are skill lines"
         assert add["properties"]["anchor"]["enum"] == named
@@ -270,7 +263,7 @@ class SmallModel:
     with valid JSON, once truncated again), everything else like the simulator."""
 
     def __init__(self) -> None:
-        self.simulate = simulator_responder()
+        self.simulate = lb.simulator_responder()
         self.reflections = [FENCED_TARGET, ONE_BAD_AMONG_GOOD, TRUNCATED, TRUNCATED]
         self.repairs = [
             json.dumps({"edits": [{"op": "add", "content": "- Escalate gold-tier damage."}]}),
@@ -278,23 +271,23 @@ class SmallModel:
         ]
         self.kinds: list[str] = []
 
-    def __call__(self, body: dict[str, Any]) -> str | Behaviour:
-        messages = chat_messages(body)
-        if not is_optimizer_prompt(messages):
+    def __call__(self, body: dict[str, Any]) -> str | lb.Behaviour:
+        messages = lb.chat_messages(body)
+        if not lb.is_optimizer_prompt(messages):
             return self.simulate(body)
         kind = prompt_kind(messages[1]["content"]) or ""
         self.kinds.append(kind)
         if kind == "reflect" and self.reflections:
             text = self.reflections.pop(0)
-            return Behaviour(text=text, finish_reason="length" if text == TRUNCATED else None)
+            return lb.Behaviour(text=text, finish_reason="length" if text == TRUNCATED else None)
         if kind == "repair" and self.repairs:
             text = self.repairs.pop(0)
-            return Behaviour(text=text, finish_reason="length" if text == TRUNCATED else None)
+            return lb.Behaviour(text=text, finish_reason="length" if text == TRUNCATED else None)
         return self.simulate(body)
 
 
 def test_malformed_answers_keep_their_valid_edits_and_record_the_rest(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     model = SmallModel()
     loopback.responder = model

@@ -14,16 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import loopback as lb
 import pytest
 from click.testing import CliRunner
-from loopback import (  # noqa: F401 - the fixture
-    Behaviour,
-    LoopbackServer,
-    chat_messages,
-    is_optimizer_prompt,
-    loopback,
-    simulator_responder,
-)
 from test_train_real_backends import KEY, SETUPS, Setup, make_repo
 
 from skillvc.cli import cli
@@ -52,7 +45,7 @@ PRICES = {
 
 def client(
     tmp_path: Path,
-    server: LoopbackServer,
+    server: lb.LoopbackServer,
     mp: pytest.MonkeyPatch,
     model: str,
     prices: dict[str, dict[str, float]] | None = None,
@@ -95,7 +88,7 @@ def test_a_skill_long_enough_is_sent_as_a_cacheable_system_block(
     model: str,
     chars: int,
     marked: bool,
-    loopback: LoopbackServer,
+    loopback: lb.LoopbackServer,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
@@ -113,13 +106,13 @@ def test_a_skill_long_enough_is_sent_as_a_cacheable_system_block(
 
 
 def test_anthropic_cache_reads_and_writes_are_recorded_and_priced_at_their_rates(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     c, store = client(tmp_path, loopback, monkeypatch, "anthropic:claude-test-1", PRICES)
     # Anthropic's input_tokens count only the uncached input: 100 here, plus 1000 read/written.
     loopback.enqueue(
-        Behaviour(text="a", prompt_tokens=100, completion_tokens=7, cache_write_tokens=1000),
-        Behaviour(text="b", prompt_tokens=100, completion_tokens=7, cached_tokens=1000),
+        lb.Behaviour(text="a", prompt_tokens=100, completion_tokens=7, cache_write_tokens=1000),
+        lb.Behaviour(text="b", prompt_tokens=100, completion_tokens=7, cached_tokens=1000),
     )
     ask(c, "skill", "first")
     ask(c, "skill", "second")
@@ -136,13 +129,13 @@ def test_anthropic_cache_reads_and_writes_are_recorded_and_priced_at_their_rates
 
 
 def test_openai_cached_tokens_are_read_and_priced_at_the_built_in_cached_rate(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     c, store = client(tmp_path, loopback, monkeypatch, "openai:gpt-4o-mini")
     # OpenAI's prompt_tokens include the cached ones.
     loopback.enqueue(
-        Behaviour(text="a", prompt_tokens=2000, completion_tokens=10, cached_tokens=1024),
-        Behaviour(text="b", prompt_tokens=2000, completion_tokens=10),
+        lb.Behaviour(text="a", prompt_tokens=2000, completion_tokens=10, cached_tokens=1024),
+        lb.Behaviour(text="b", prompt_tokens=2000, completion_tokens=10),
     )
     ask(c, "skill", "first")
     ask(c, "skill", "second")
@@ -157,12 +150,12 @@ def test_openai_cached_tokens_are_read_and_priced_at_the_built_in_cached_rate(
 
 
 def test_a_price_without_a_cached_rate_prices_cached_tokens_as_input(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     prices = {"openai:corp": {"input": 1.0, "output": 2.0}}
     c, store = client(tmp_path, loopback, monkeypatch, "openai:corp", prices)
     loopback.enqueue(
-        Behaviour(text="a", prompt_tokens=2000, completion_tokens=10, cached_tokens=1500)
+        lb.Behaviour(text="a", prompt_tokens=2000, completion_tokens=10, cached_tokens=1500)
     )
     ask(c, "skill")
     (call,) = (e.payload for e in store.events(types=["model.call"]))
@@ -172,15 +165,15 @@ def test_a_price_without_a_cached_rate_prices_cached_tokens_as_input(
 
 
 def test_runs_report_and_the_train_summary_give_the_cache_hit_ratio_of_the_log(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    simulate = simulator_responder()
+    simulate = lb.simulator_responder()
 
-    def respond(body: dict[str, Any]) -> str | Behaviour:
+    def respond(body: dict[str, Any]) -> str | lb.Behaviour:
         text = simulate(body)
-        if is_optimizer_prompt(chat_messages(body)):
-            return Behaviour(text=text, prompt_tokens=300)  # its prompt changes every step
-        return Behaviour(text=text, prompt_tokens=40, cached_tokens=120)  # the skill, cached
+        if lb.is_optimizer_prompt(lb.chat_messages(body)):
+            return lb.Behaviour(text=text, prompt_tokens=300)  # its prompt changes every step
+        return lb.Behaviour(text=text, prompt_tokens=40, cached_tokens=120)  # the skill, cached
 
     loopback.responder = respond
     prices_toml = (

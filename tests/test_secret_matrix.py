@@ -24,17 +24,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import loopback as lb
 import pytest
 import secret_matrix as M
 from conftest import git
-from loopback import (  # noqa: F401 - the fixture
-    Behaviour,
-    LoopbackServer,
-    chat_messages,
-    is_optimizer_prompt,
-    loopback,
-    simulator_responder,
-)
 from secret_forms import assert_nowhere
 
 from skillvc.secrets import REDACTED, findings, scrub
@@ -161,12 +154,12 @@ class Carrier:
     """The loopback server's script: the simulator, with every form on every answer."""
 
     def __init__(self) -> None:
-        self.simulate = simulator_responder()
+        self.simulate = lb.simulator_responder()
         self.optimizer_calls = 0
 
     def __call__(self, body: dict[str, Any]) -> str:
         answer = self.simulate(body)
-        if not is_optimizer_prompt(chat_messages(body)):
+        if not lb.is_optimizer_prompt(lb.chat_messages(body)):
             return f"{answer}\n\nNotes from the shell:\n{M.ALL_TEXT}"
         self.optimizer_calls += 1
         try:
@@ -188,7 +181,7 @@ class Carrier:
 
 
 def test_one_run_carrying_every_form_leaks_on_no_surface(
-    tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "repo"
     create_demo_repo(root)
@@ -214,7 +207,7 @@ def test_one_run_carrying_every_form_leaks_on_no_surface(
         monkeypatch.setenv(name, value)
     carrier = Carrier()
     loopback.responder = carrier
-    loopback.enqueue(Behaviour(kind="status", status=400, message="bad request: " + M.ALL_TEXT))
+    loopback.enqueue(lb.Behaviour(kind="status", status=400, message="bad request: " + M.ALL_TEXT))
     outputs: dict[str, str] = {}
 
     def run(*args: str) -> str:

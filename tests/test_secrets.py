@@ -22,16 +22,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import loopback as lb
 import pytest
 from conftest import git
-from loopback import (  # noqa: F401 - the fixture
-    Behaviour,
-    LoopbackServer,
-    chat_messages,
-    is_optimizer_prompt,
-    loopback,
-    simulator_responder,
-)
 from secret_forms import assert_nowhere
 
 from skillvc.training.demo import create_demo_repo
@@ -60,21 +53,21 @@ class Scenario:
     """The loopback server's script: key-echoing failures first, then the simulator."""
 
     def __init__(self) -> None:
-        self.simulate = simulator_responder()
+        self.simulate = lb.simulator_responder()
         self.refuse_optimizer = True
         self.lock = threading.Lock()
 
-    def __call__(self, body: dict[str, Any]) -> str | Behaviour:
-        if is_optimizer_prompt(chat_messages(body)):
+    def __call__(self, body: dict[str, Any]) -> str | lb.Behaviour:
+        if lb.is_optimizer_prompt(lb.chat_messages(body)):
             with self.lock:
                 refuse, self.refuse_optimizer = self.refuse_optimizer, False
             if refuse:  # {key} is replaced by the key the request carried
-                return Behaviour(kind="status", status=401, message="Incorrect API key: {key}")
+                return lb.Behaviour(kind="status", status=401, message="Incorrect API key: {key}")
         return self.simulate(body)
 
 
 @pytest.fixture
-def repo(tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+def repo(tmp_path: Path, loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "repo"
     create_demo_repo(root)
     (root / "skillvc.toml").write_text(
@@ -95,16 +88,16 @@ def repo(tmp_path: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPat
     return root
 
 
-def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: LoopbackServer) -> None:
+def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: lb.LoopbackServer) -> None:
     scenario = Scenario()
     loopback.responder = scenario
     echo = "bad request with key {key} (Authorization: Bearer {key})"
     # The first requests are the target's baseline calls: two plain failures (recorded, not
     # retried) and one 500 that is retried; all three bodies echo the key back.
     loopback.enqueue(
-        Behaviour(kind="status", status=400, message=echo),
-        Behaviour(kind="status", status=400, message=echo),
-        Behaviour(kind="status", status=500, message=echo, headers={"Retry-After": "0"}),
+        lb.Behaviour(kind="status", status=400, message=echo),
+        lb.Behaviour(kind="status", status=400, message=echo),
+        lb.Behaviour(kind="status", status=500, message=echo, headers={"Retry-After": "0"}),
     )
     db = repo / ".skillvc" / "events.db"
     # Held open for the whole scenario, so the subprocesses' closes cannot checkpoint the
@@ -140,7 +133,7 @@ def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: LoopbackSe
             run("show", "--json", ident)
         run("doctor")
         run("doctor", "--json")
-        loopback.enqueue(Behaviour(kind="status", status=401, message="Bad key: {key}"))
+        loopback.enqueue(lb.Behaviour(kind="status", status=401, message="Bad key: {key}"))
         refused = run("doctor", expect=6)
         assert "FAIL  target reachable: openai:gpt-4o-mini refused the key" in refused.stdout
 
@@ -168,12 +161,12 @@ def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: LoopbackSe
 
 
 def test_an_agent_printing_its_environment_leaks_no_key(
-    repo: Path, loopback: LoopbackServer
+    repo: Path, loopback: lb.LoopbackServer
 ) -> None:
     """The command harness through the real CLI: an agent that prints every variable it gets,
     in many encodings, on stdout (its answer) and on stderr (a crash, shown in the error list).
     The optimizer, which reads those answers, is the loopback server's simulator."""
-    loopback.responder = simulator_responder()
+    loopback.responder = lb.simulator_responder()
     agent = Path(__file__).parent / "fixtures" / "agents" / "leaky_agent.py"
     toml = (repo / "skillvc.toml").read_text(encoding="utf-8")
     toml = toml.replace(
