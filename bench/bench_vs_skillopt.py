@@ -1,0 +1,559 @@
+"""skillvc side by side with SkillOpt in one fake OpenAI-compatible world (issue 27).
+
+The world: the simulator's support world (``sim:support``) behind a loopback HTTP server on
+127.0.0.1 that speaks Chat Completions, answers every request after a fixed latency (default
+200 ms) and records it (start, end, model, prompt and completion tokens, counted as the
+simulator counts them: 4 characters a token). Both trainers talk to it through the real
+``openai`` SDK, with the same split (bench_rounds.py's configs) and hyperparameters: 2 epochs,
+batch 8, minibatch 2, learning rate 4 -> 2 (cosine), slow update and meta skill, and for
+skillvc the paper's bundle gate (``attribution = false``), which is what SkillOpt runs.
+
+Printed per trainer: requests, dependent rounds (maximal sets of overlapping requests), tokens
+(prompt + completion) and wall time; then the ratios skillvc / SkillOpt (issue 27's targets:
+tokens <= 0.5x, requests <= 0.9x, wall <= 0.55x).
+
+SkillOpt (``pip install skillopt==0.2.0``, a measuring aid, never a dependency of skillvc) is run
+when it is installed and ``--skillopt`` is given; see ``skillopt_figures``. Without it, skillvc's
+figures are printed with the ratios issue 27 states (skillvc before it / SkillOpt).
+
+    python bench/bench_vs_skillopt.py [--latency-ms 200] [--config small] [--seed 1]
+        [--skillopt --skillopt-src PATH-TO-A-CHECKOUT-OF-microsoft/SkillOpt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_rounds import CONFIGS, make_repo  # noqa: E402
+
+from skillvc.models.backends import CallRequest  # noqa: E402
+from skillvc.models.backends.sim import SimBackend  # noqa: E402
+
+# The issue's measurement (SkillOpt 0.2.0 vs skillvc before issue 27, small config, 200 ms):
+# skillvc's share of SkillOpt's figures. Shown when SkillOpt itself is not run.
+ISSUE_RATIOS = {"requests": (0.91, 0.93), "rounds": (0.51, 0.53), "tokens": (0.56, 0.65)}
+ISSUE_WALL = (0.60, 0.67)
+TARGETS = {"tokens": 0.5, "requests": 0.9, "wall": 0.55}
+
+
+@dataclass
+class Request:
+    start: float
+    end: float
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass
+class FakeWorld:
+    """The loopback Chat Completions server; ``respond(model, messages, body)`` answers."""
+
+    respond: Callable[[str, list[dict[str, str]], dict[str, Any]], str]
+    latency_s: float = 0.2
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    server: ThreadingHTTPServer | None = None
+
+    def start(self) -> FakeWorld:
+        world = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # no server props: skillvc treats it as a hosted API
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                start = time.perf_counter()
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                messages = [
+                    {"role": m["role"], "content": _text(m.get("content"))}
+                    for m in body.get("messages", [])
+                ]
+                text = world.respond(body.get("model", ""), messages, body)
+                time.sleep(max(0.0, world.latency_s - (time.perf_counter() - start)))
+                prompt = max(1, len(" ".join(m["content"] for m in messages)) // 4)
+                completion = max(1, len(text) // 4)
+                with world.lock:
+                    world.requests.append(
+                        Request(
+                            start, time.perf_counter(), body.get("model", ""), prompt, completion
+                        )
+                    )
+                payload = {
+                    "id": f"chatcmpl-{len(world.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", ""),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "total_tokens": prompt + completion,
+                    },
+                }
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def figures(self, wall: float, started: float | None = None) -> dict[str, Any]:
+        rounds: list[tuple[float, float]] = []
+        for r in sorted(self.requests, key=lambda r: r.start):
+            if rounds and r.start < rounds[-1][1]:
+                rounds[-1] = (rounds[-1][0], max(rounds[-1][1], r.end))
+            else:
+                rounds.append((r.start, r.end))
+        by_model: dict[str, int] = {}
+        tokens_by_model: dict[str, int] = {}
+        for r in self.requests:
+            by_model[r.model] = by_model.get(r.model, 0) + 1
+            tokens_by_model[r.model] = (
+                tokens_by_model.get(r.model, 0) + r.prompt_tokens + r.completion_tokens
+            )
+        return {
+            "requests": len(self.requests),
+            "rounds": len(rounds),
+            "prompt_tokens": sum(r.prompt_tokens for r in self.requests),
+            "completion_tokens": sum(r.completion_tokens for r in self.requests),
+            "tokens": sum(r.prompt_tokens + r.completion_tokens for r in self.requests),
+            "wall": wall,
+            # From the first request's start to the last one's end: the run without its
+            # process start and its work before the first call and after the last.
+            "span": max(r.end for r in self.requests) - min(r.start for r in self.requests)
+            if self.requests
+            else 0.0,
+            "by_model": by_model,
+            "tokens_by_model": tokens_by_model,
+            # The trainer's own time before its first request and after its last one.
+            "head": min(r.start for r in self.requests) - started
+            if started is not None and self.requests
+            else 0.0,
+            "tail": started + wall - max(r.end for r in self.requests)
+            if started is not None and self.requests
+            else 0.0,
+        }
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def sim_respond(model: str, messages: list[dict[str, str]], body: dict[str, Any]) -> str:
+    """skillvc's prompts answered by the simulator: model "target" or "optimizer"."""
+    role = "optimizer" if model == "optimizer" else "target"
+    params = {k: body[k] for k in ("temperature", "seed") if k in body}
+    request = CallRequest(role, "sim:support", tuple(messages), params)
+    return SimBackend("sim:support").complete(request).text
+
+
+SKILLVC_TOML = """\
+[skill]
+path = "skills/acme-returns/SKILL.md"
+
+[tasks]
+train = "evals/train.jsonl"
+val = "evals/val.jsonl"
+test = "evals/test.jsonl"
+scorer = "exact"
+
+[target]
+model = "openai:target"
+base_url = "{url}"
+temperature = 0.0
+
+[optimizer]
+model = "openai:optimizer"
+base_url = "{url}"
+temperature = 0.7
+
+[train]
+epochs = 2
+batch_size = {batch}
+minibatch_size = 2
+learning_rate = 4
+min_learning_rate = 2
+lr_schedule = "cosine"
+slow_update = true
+meta_skill = true
+attribution = false
+seed = {seed}
+"""
+
+
+def skillvc_figures(sizes: dict[str, int], seed: int, latency_s: float) -> dict[str, Any]:
+    """skillvc's ``train`` command in a process of its own, as SkillOpt runs (the fake world's
+    server threads stay in this process, off the trainer's interpreter lock)."""
+    from git import Repo
+
+    world = FakeWorld(sim_respond, latency_s).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "repo"
+            make_repo(repo, sizes, seed)
+            toml = SKILLVC_TOML.format(url=world.url, batch=sizes["batch"], seed=seed)
+            (repo / "skillvc.toml").write_text(toml, encoding="utf-8")
+            Repo(repo).git.commit("-q", "-am", "the fake world's models")
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "skillvc", "train", "-q"],
+                cwd=repo,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+            wall = time.perf_counter() - start
+            if done.returncode != 0:
+                raise RuntimeError(f"skillvc failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            lines = [line for line in done.stdout.splitlines() if line.strip()]
+    finally:
+        world.stop()
+    out = world.figures(wall, start)
+    out["result"] = "; ".join(line.strip() for line in lines[-2:])
+    return out
+
+
+# -- SkillOpt in the same world ----------------------------------------------------------------
+#
+# SkillOpt's own loop (its trainer and its SearchQA environment: one target call per item, the
+# answer inside <answer></answer>, exact match) on the same split, its prompts answered by the
+# same simulator: a target call as the simulated target answers it (the skill is in the system
+# message), an analyst's call (one per minibatch) by the simulated optimizer of skillvc's
+# reflection (the same skill and cases, its edits written in SkillOpt's ops), a merge by the
+# union of the patches' edits (support counted), a ranking by support, the slow update and the
+# meta skill by a fixed short text. SkillOpt's wheel ships no prompt files (its package data
+# is missing): they are read from a checkout of github.com/microsoft/SkillOpt (--skillopt-src).
+
+SKILLOPT_YAML = """\
+model:
+  backend: azure_openai
+  optimizer: optimizer
+  target: target
+  optimizer_backend: openai_chat
+  target_backend: openai_chat
+  reasoning_effort: ""
+  azure_openai_endpoint: "{url}"
+  azure_openai_auth_mode: openai_compatible
+  azure_openai_api_key: fake-world
+train:
+  num_epochs: 2
+  train_size: {train}
+  batch_size: {batch}
+  accumulation: 1
+  seed: {seed}
+gradient:
+  minibatch_size: 2
+  merge_batch_size: 8
+  analyst_workers: 16
+  failure_only: false
+optimizer:
+  learning_rate: 4
+  min_learning_rate: 2
+  lr_scheduler: cosine
+  lr_control_mode: fixed
+  skill_update_mode: patch
+  use_slow_update: true
+  slow_update_samples: {batch}
+  use_meta_skill: true
+evaluation:
+  use_gate: true
+  sel_env_num: 0
+  test_env_num: 0
+  eval_test: true
+env:
+  name: searchqa
+  skill_init: "{skill}"
+  split_mode: split_dir
+  split_dir: "{split}"
+  out_root: "{out}"
+  max_turns: 1
+  max_completion_tokens: 1024
+  workers: 16
+  limit: 0
+"""
+
+# Runs SkillOpt's own training script with its prompt loader pointed at the checkout.
+BOOTSTRAP = """\
+import sys
+import skillopt.prompts as p
+p._PROMPTS_DIR = sys.argv.pop(1) + "/skillopt/prompts"
+p._REFLACT_DIR = p._PROMPTS_DIR.rsplit("/", 1)[0]
+import runpy
+runpy.run_module("scripts.train", run_name="__main__")
+"""
+
+
+class SkillOptWorld:
+    """Answers SkillOpt's requests (see above); ``stages`` counts them by prompt."""
+
+    def __init__(self, src: Path) -> None:
+        self.prompts: dict[str, str] = {}
+        for path in sorted((src / "skillopt").glob("**/prompts/*.md")):
+            env = path.parent.parent.name
+            name = path.stem if env == "skillopt" else f"{env}/{path.stem}"
+            self.prompts[name] = path.read_text(encoding="utf-8").strip()
+        self.stages: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def stage(self, system: str) -> str:
+        for name, text in self.prompts.items():
+            if system.strip().startswith(text[:200]):
+                return name
+        return "other"
+
+    def __call__(self, model: str, messages: list[dict[str, str]], body: dict[str, Any]) -> str:
+        system = next((m["content"] for m in messages if m["role"] == "system"), "")
+        user = next((m["content"] for m in messages if m["role"] == "user"), "")
+        name = "target" if model == "target" else self.stage(system)
+        with self.lock:
+            self.stages[name] = self.stages.get(name, 0) + 1
+        if model == "target":
+            return sim_respond("target", messages, body)
+        base = name.rsplit("/", 1)[-1]
+        if base.startswith("analyst_"):
+            return json.dumps(self.analyst(user, failures=base == "analyst_error"))
+        if base.startswith("merge_"):
+            return json.dumps({"reasoning": "union, by support", "edits": _merged(user)})
+        if base.startswith("ranking"):
+            edits = _edits_in(user)
+            order = sorted(
+                range(len(edits)), key=lambda i: -int(edits[i].get("support_count") or 1)
+            )
+            return json.dumps({"reasoning": "by support", "selected_indices": order})
+        if base == "slow_update":
+            text = "Apply the policies above to the ticket's issue, days and tier."
+            return json.dumps({"reasoning": "", "slow_update_content": text})
+        if base == "meta_skill":
+            return json.dumps({"reasoning": "", "meta_skill_content": "Prefer general rules."})
+        return "{}"
+
+    def analyst(self, user: str, *, failures: bool) -> dict[str, Any]:
+        from skillvc.models import prompts
+
+        skill = user.split("## Current Skill\n", 1)[-1].split("\n\n## ", 1)[0]
+        m = re.search(r"at most L=(\d+)", user)
+        budget = m.group(1) if m else "4"
+        cases = []
+        for block in user.split("### Trajectory ")[1:]:
+            ident = re.search(r"\(id=([^)]*)\)", block)
+            gold = re.search(r"Gold answers: (\[.*?\])", block)
+            cases.append(
+                {
+                    "id": ident.group(1) if ident else "",
+                    "input": block,
+                    "expected": ast.literal_eval(gold.group(1))[0] if gold else "",
+                    "score": 0.0 if failures else 1.0,
+                }
+            )
+        kind = "failures" if failures else "successes"
+        messages = prompts.render(
+            "reflect", n_cases=str(len(cases)), kind=kind, kind_note=kind, budget=budget,
+            skill=skill, cases=cases, rejected=[], meta="(none yet)",
+        )  # fmt: skip
+        ours = json.loads(sim_respond("optimizer", messages, {}))["edits"]
+        edits = []
+        for e in ours:
+            if e["op"] == "add" and e.get("anchor"):
+                edits.append({"op": "insert_after", "target": e["anchor"], "content": e["content"]})
+            elif e["op"] == "add":
+                edits.append({"op": "append", "content": e["content"]})
+            else:
+                edits.append({k: e[k] for k in ("op", "target", "content") if k in e})
+        return {
+            "batch_size": len(cases),
+            "failure_summary": [],
+            "patch": {"reasoning": "the simulated optimizer", "edits": edits},
+        }
+
+
+def _edits_in(text: str) -> list[dict[str, Any]]:
+    """The edits of the JSON after the skill in a SkillOpt prompt (patches, or a list)."""
+    decoder = json.JSONDecoder()
+    start = text.find("## ", text.find("## Current Skill") + 3)
+    for i in range(max(start, 0), len(text)):
+        if text[i] not in "[{":
+            continue
+        try:
+            value, _ = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            continue
+        found = _collect(value)
+        if found:
+            return found
+    return []
+
+
+def _collect(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict) and "op" in value:
+        return [value]
+    if isinstance(value, dict):
+        inner = value.get("edits", value.get("patch"))
+        return _collect(inner) if inner is not None else []
+    if isinstance(value, list):
+        return [e for v in value for e in _collect(v)]
+    return []
+
+
+def _merged(user: str) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for e in _edits_in(user):
+        key = json.dumps([e.get("op"), e.get("target") or "", e.get("content") or ""])
+        if key in out:
+            out[key]["support_count"] += int(e.get("support_count") or 1)
+        else:
+            out[key] = {**e, "support_count": int(e.get("support_count") or 1)}
+    return sorted(out.values(), key=lambda e: -e["support_count"])
+
+
+def skillopt_figures(
+    sizes: dict[str, int], seed: int, latency_s: float, src: Path
+) -> dict[str, Any]:
+    world = SkillOptWorld(src)
+    server = FakeWorld(world, latency_s).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "repo"
+            make_repo(repo, sizes, seed)
+            split = Path(tmp) / "split"
+            for name in ("train", "val", "test"):
+                rows = [
+                    json.loads(line)
+                    for line in (repo / "evals" / f"{name}.jsonl").read_text().splitlines()
+                ]
+                items = [
+                    {"id": r["id"], "question": r["input"], "answers": [r["target"]], "context": ""}
+                    for r in rows
+                ]
+                (split / name).mkdir(parents=True)
+                (split / name / "items.json").write_text(json.dumps(items), encoding="utf-8")
+            config = Path(tmp) / "skillopt.yaml"
+            config.write_text(
+                SKILLOPT_YAML.format(
+                    url=server.url, train=sizes["train"], batch=sizes["batch"], seed=seed,
+                    skill=repo / "skills/acme-returns/SKILL.md", split=split, out=Path(tmp) / "out",
+                ),
+                encoding="utf-8",
+            )  # fmt: skip
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", BOOTSTRAP, str(src), "--config", str(config)],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+            wall = time.perf_counter() - start
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"SkillOpt failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+                )
+            lines = [line for line in done.stdout.splitlines() if "test" in line.lower()]
+    finally:
+        server.stop()
+    out = server.figures(wall, start)
+    out["by_model"] = {**out["by_model"], "stages": dict(sorted(world.stages.items()))}
+    out["result"] = "; ".join(line.strip() for line in lines[-2:])
+    return out
+
+
+def show(name: str, f: dict[str, Any]) -> None:
+    print(f"== {name} ==")
+    print(f"  requests          {f['requests']:>8}   {f['by_model']}")
+    print(f"  dependent rounds  {f['rounds']:>8}")
+    print(
+        f"  tokens            {f['tokens']:>8,}   "
+        f"({f['prompt_tokens']:,} prompt + {f['completion_tokens']:,} completion; "
+        + ", ".join(f"{k} {v:,}" for k, v in sorted(f["tokens_by_model"].items()))
+        + ")"
+    )
+    print(
+        f"  wall time         {f['wall']:>8.1f} s   (first request to last: {f['span']:.1f} s; "
+        f"before the first {f['head']:.1f} s, after the last {f['tail']:.1f} s)"
+    )
+    if f.get("result"):
+        print(f"  {f['result']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--config", default="small", choices=sorted(CONFIGS))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--skillopt", action="store_true", help="also run SkillOpt (installed)")
+    parser.add_argument(
+        "--skillopt-src",
+        default=os.environ.get("SKILLOPT_SRC", ""),
+        help="a checkout of github.com/microsoft/SkillOpt (its prompt files)",
+    )
+    args = parser.parse_args()
+    os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
+    os.environ["SKILLVC_SIM_LATENCY_MS"] = "0"  # the server holds every request instead
+    os.environ.setdefault("OPENAI_API_KEY", "fake-world")
+    sizes = CONFIGS[args.config]
+    latency = args.latency_ms / 1000
+    ours = skillvc_figures(sizes, args.seed, latency)
+    show(f"skillvc ({args.config}, {args.latency_ms} ms a request)", ours)
+    if args.skillopt and not (Path(args.skillopt_src) / "skillopt" / "prompts").is_dir():
+        parser.error("--skillopt needs --skillopt-src: a checkout of microsoft/SkillOpt")
+    if not args.skillopt:
+        print("SkillOpt not run (--skillopt); issue 27's figures for skillvc before it, as")
+        print("shares of SkillOpt's in this world:")
+        for key, (lo, hi) in ISSUE_RATIOS.items():
+            print(f"  {key:<9} {lo:.2f}-{hi:.2f}x")
+        print(f"  {'wall':<9} {ISSUE_WALL[0]:.2f}-{ISSUE_WALL[1]:.2f}x")
+        return
+    theirs = skillopt_figures(sizes, args.seed, latency, Path(args.skillopt_src))
+    show(f"SkillOpt ({args.config}, {args.latency_ms} ms a request)", theirs)
+    print("== skillvc / SkillOpt ==")
+    for key in ("requests", "rounds", "tokens", "wall", "span"):
+        ratio = ours[key] / theirs[key] if theirs[key] else float("nan")
+        target = f"   (target <= {TARGETS[key]}x)" if key in TARGETS else ""
+        print(f"  {key:<9} {ratio:>6.2f}x{target}")
+
+
+if __name__ == "__main__":
+    main()
