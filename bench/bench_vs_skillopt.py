@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_rounds import CONFIGS, make_repo  # noqa: E402
+from bench_rounds import CONFIGS, TOML, make_repo  # noqa: E402
 
 from skillvc.models.backends import CallRequest  # noqa: E402
 from skillvc.models.backends.sim import SimBackend  # noqa: E402
@@ -192,38 +192,17 @@ def sim_respond(model: str, messages: list[dict[str, str]], body: dict[str, Any]
     return SimBackend("sim:support").complete(request).text
 
 
-SKILLVC_TOML = """\
-[skill]
-path = "skills/acme-returns/SKILL.md"
-
-[tasks]
-train = "evals/train.jsonl"
-val = "evals/val.jsonl"
-test = "evals/test.jsonl"
-scorer = "exact"
-
-[target]
-model = "openai:target"
-base_url = "{url}"
-temperature = 0.0
-
-[optimizer]
-model = "openai:optimizer"
-base_url = "{url}"
-temperature = 0.7
-
-[train]
-epochs = 2
-batch_size = {batch}
-minibatch_size = 2
-learning_rate = 4
-min_learning_rate = 2
-lr_schedule = "cosine"
-slow_update = true
-meta_skill = true
-attribution = false
-seed = {seed}
-"""
+# bench_rounds' config, its models served by the loopback world, in the paper's bundle gate.
+SKILLVC_TOML = (
+    TOML.replace(
+        '[target]\nmodel = "sim:support"', '[target]\nmodel = "openai:target"\nbase_url = "{url}"'
+    )
+    .replace(
+        '[optimizer]\nmodel = "sim:support"',
+        '[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{url}"',
+    )
+    .replace("seed = {seed}", "attribution = false\nseed = {seed}")
+)
 
 
 def skillvc_figures(sizes: dict[str, int], seed: int, latency_s: float) -> dict[str, Any]:

@@ -34,6 +34,18 @@ def train_to_the_end(repo: Path, env: dict[str, str]) -> subprocess.CompletedPro
     return done
 
 
+def skillvc_process(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``skillvc ARGS`` run in ``repo`` as its own process (the checkout importable)."""
+    return subprocess.run(
+        [sys.executable, "-m", "skillvc", *args],
+        cwd=repo,
+        env=train_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def start_train(
     repo: Path, env: dict[str, str], out: int | IO[Any] | None = subprocess.PIPE
 ) -> subprocess.Popen[str]:

@@ -15,11 +15,8 @@ ids and prose, idempotence, harvest) are checked on the same forms.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,6 +25,7 @@ import loopback as lb
 import pytest
 import secret_matrix as M
 from conftest import git
+from helpers import skillvc_process
 from secret_forms import assert_nowhere
 
 from skillvc.secrets import REDACTED, findings, scrub
@@ -138,16 +136,7 @@ def test_a_task_file_holding_a_key_warns_with_file_line_and_kind(tmp_path: Path)
     assert train.read_text(encoding="utf-8").count(M.aws_id) == 1, "the user's file is kept"
 
 
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "skillvc", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+cli = skillvc_process  # a skillvc command as its own process
 
 
 class Carrier:

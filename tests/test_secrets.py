@@ -14,7 +14,6 @@ so only redaction by value can hide it.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 import loopback as lb
 import pytest
 from conftest import git
+from helpers import skillvc_process
 from secret_forms import assert_nowhere
 
 from skillvc.training.demo import create_demo_repo
@@ -37,16 +37,7 @@ SECRETS = (OPENAI_KEY, TEAM_TOKEN, UNUSED_ANTHROPIC_KEY)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "skillvc", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+cli = skillvc_process  # a skillvc command as its own process
 
 
 class Scenario:
