@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from conftest import copy_repo, git
+from helpers import event_count
 from test_eval import GOOD_RULE, add_rules, commit_all, demo, run_cli  # noqa: F401
-from test_train import _event_count, history
+from test_train import history
 
 from skillvc.core.store import open_store
 from skillvc.review.history import log_entries
@@ -178,7 +179,7 @@ def test_a_kill_during_attribution_resumes_to_the_same_commits(
     made = journal.read_text().split()
     assert len(made) - len(set(made)) <= 16  # only calls in flight at the kill
     assert len(set(made)) == expected["calls"]["n"]
-    assert _event_count(db) > 0
+    assert event_count(db) > 0
 
 
 def _in_attribution(db: Path) -> bool:
