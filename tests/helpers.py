@@ -49,8 +49,24 @@ def skillvc_process(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def start_train(
     repo: Path, env: dict[str, str], out: int | IO[Any] | None = subprocess.PIPE
 ) -> subprocess.Popen[str]:
-    """Start ``skillvc train -q`` in ``repo`` as its own process (stdout and stderr to ``out``)."""
-    return subprocess.Popen(TRAIN, cwd=repo, env=env, stdout=out, stderr=out, text=True)
+    """Start ``skillvc train -q`` in ``repo`` as its own process (stdout and stderr to ``out``).
+
+    The child hears SIGHUP as a terminal's process would, even when the test run itself was
+    started under ``nohup`` (whose ignored SIGHUP a child inherits, and skillvc then rightly
+    keeps ignoring it)."""
+    return subprocess.Popen(
+        TRAIN,
+        cwd=repo,
+        env=env,
+        stdout=out,
+        stderr=out,
+        text=True,
+        preexec_fn=_hangup_heard,
+    )
+
+
+def _hangup_heard() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def event_count(db: Path) -> int:
