@@ -24,7 +24,7 @@ from typing import Any
 
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training import significance
-from skillvc.training.evaluate import Evaluator, GateResult, discordant_items
+from skillvc.training.evaluate import Evaluator, GateResult, narrowing_rounds
 
 NEUTRAL = "neutral"
 HARMFUL = "harmful"
@@ -168,22 +168,23 @@ def _fresh(
     One look for significance, after the last round, at the whole ``alpha``: the rounds before
     it only stop for futility (worse without the edit, or after a second round no better),
     which can turn a "significant" into a "no" but never the reverse, so it spends no alpha."""
-    up = down = evaluated = done = 0
-    first: tuple[int, int] | None = None
-    futile, items = False, list(focus)
-    for r in range(1, rounds + 1):
-        ups, downs = discordant_items(
-            evaluator, with_edit, without_edit, items, metric=metric, round=first_round + r - 1
-        )
-        evaluated += len(items)
-        up, down, done = up + len(ups), down + len(downs), r
-        first = first or (len(ups), len(downs))
-        futile = up < down or (up == down and r > 1)
-        if futile:
-            break
-        flipped = {it.id for it in (*ups, *downs)}
-        if flipped:
-            items = [it for it in items if it.id in flipped]
+    run = narrowing_rounds(
+        evaluator,
+        with_edit,
+        without_edit,
+        focus,
+        metric=metric,
+        rounds=rounds,
+        round_of=lambda r: (first_round + r - 1, None),
+    )
+    up, down, done, futile, evaluated, first = (
+        run.up,
+        run.down,
+        run.done,
+        run.futile,
+        run.evaluated,
+        run.first,
+    )
     p = significance.sign_test_p(up, down)
     keep = not futile and significance.significant(p, alpha)
     outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)

@@ -497,20 +497,76 @@ def more_rounds(
     which would hold every candidate back)."""
     n = len(alphas) - 1 if rounds is None else rounds
     alpha = math.fsum(alphas[1:])
-    done, futile = 0, False
-    for r in range(1, n + 1):
+    run = narrowing_rounds(
+        evaluator,
+        better,
+        worse,
+        items,
+        metric=metric,
+        rounds=n,
+        round_of=lambda r: (r, current_round + r),
+        up=up,
+        down=down,
+    )
+    won = not run.futile and significance.significant(
+        significance.sign_test_p(run.up, run.down), alpha
+    )
+    return run.up, run.down, run.done + 1, won
+
+
+@dataclass(frozen=True)
+class NarrowedRounds:
+    """What ``narrowing_rounds`` counted."""
+
+    up: int
+    down: int
+    done: int  # rounds run
+    futile: bool  # stopped: no more wins than losses
+    evaluated: int  # item pairs evaluated, over all rounds
+    first: tuple[int, int] | None  # (up, down) of the first round alone
+
+
+def narrowing_rounds(
+    evaluator: Evaluator,
+    better: str,
+    worse: str,
+    items: Sequence[TaskItem],
+    *,
+    metric: str,
+    rounds: int,
+    round_of: Callable[[int], tuple[int, int | None]],
+    up: int = 0,
+    down: int = 0,
+) -> NarrowedRounds:
+    """Paired rounds of fresh draws, added to ``up``/``down``: round 1 on ``items``, each
+    later one only on the items the round before found discordant (either way, so the pooled
+    sign test stays exact; see ``training/attribution.py``), stopping early only for futility
+    (worse, or after a second round no better). ``round_of(r)``: the draws round ``r`` uses,
+    (``better``'s round, ``worse``'s round or None for the same)."""
+    done = evaluated = 0
+    first: tuple[int, int] | None = None
+    futile, items = False, list(items)
+    for r in range(1, rounds + 1):
+        better_round, worse_round = round_of(r)
         ups, downs = discordant_items(
-            evaluator, better, worse, items, metric=metric, round=r, worse_round=current_round + r
+            evaluator,
+            better,
+            worse,
+            items,
+            metric=metric,
+            round=better_round,
+            worse_round=worse_round,
         )
+        evaluated += len(items)
         up, down, done = up + len(ups), down + len(downs), r
+        first = first or (len(ups), len(downs))
         futile = up < down or (up == down and r > 1)
         if futile:
             break
         flipped = {it.id for it in (*ups, *downs)}
         if flipped:
             items = [it for it in items if it.id in flipped]
-    won = not futile and significance.significant(significance.sign_test_p(up, down), alpha)
-    return up, down, done + 1, won
+    return NarrowedRounds(up, down, done, futile, evaluated, first)
 
 
 def resample_gate(
