@@ -258,12 +258,12 @@ class SkillRepo:
         if not rev or rev.startswith("-") or "\0" in rev:  # NUL: no process argument holds it
             raise UnknownRevision(f"'{rev}' is not a git revision.")
         # Asked again after a moment: while a concurrent gc repacks, git can briefly miss an
-        # object moving from a loose file into a new pack (an unknown revision costs 0.15 s).
-        for attempt in range(3):
+        # object moving from a loose file into a new pack (an unknown revision costs 0.75 s).
+        for attempt in range(6):
             try:
                 return str(self._git.rev_parse("--verify", "-q", f"{rev}^{{commit}}"))
             except git.GitCommandError:
-                if attempt == 2:
+                if attempt == 5:
                     break
                 time.sleep(0.05 * (attempt + 1))
         raise UnknownRevision(f"'{rev}' does not name a commit in {self.root}.")
