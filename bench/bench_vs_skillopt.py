@@ -75,6 +75,8 @@ class FakeWorld:
         world = self
 
         class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True  # else Nagle adds ~40 ms to a reply (delayed ACK)
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 

@@ -225,6 +225,9 @@ def _error_body(anthropic: bool, status: int, message: str) -> dict[str, Any]:
 def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+        # Headers and body go out as separate writes: without TCP_NODELAY, Nagle holds the
+        # body until the client's delayed ACK (~40 ms a request on Linux loopback).
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet test output
             pass

@@ -257,16 +257,20 @@ class SkillRepo:
         # A leading dash would be read as an option, so it can never be a revision here.
         if not rev or rev.startswith("-") or "\0" in rev:  # NUL: no process argument holds it
             raise UnknownRevision(f"'{rev}' is not a git revision.")
-        # Asked again after a moment: while a concurrent gc repacks, git can briefly miss an
-        # object moving from a loose file into a new pack (an unknown revision costs 0.75 s).
-        for attempt in range(6):
+        # Asked again: while a concurrent gc repacks, git can briefly miss an object moving
+        # from a loose file into a new pack. One immediate retry, then more only while a gc
+        # holds its lock, so an unknown revision costs two rev-parses, not a wait.
+        for attempt in range(8):
             try:
                 return str(self._git.rev_parse("--verify", "-q", f"{rev}^{{commit}}"))
             except git.GitCommandError:
-                if attempt == 5:
+                if attempt == 7 or (attempt > 0 and not self._gc_running()):
                     break
-                time.sleep(0.05 * (attempt + 1))
+                time.sleep(0.05 * attempt)
         raise UnknownRevision(f"'{rev}' does not name a commit in {self.root}.")
+
+    def _gc_running(self) -> bool:
+        return (Path(self.git_repo.common_dir) / "gc.pid").exists()
 
     def same_between(self, a: str, b: str, relpath: str) -> bool:
         """True when the file or folder ``relpath`` is identical in commits ``a`` and ``b``."""
@@ -515,11 +519,11 @@ class SkillRepo:
     def _resolve_through_gc(self, rev: str) -> str:
         """``resolve``, asked again while a concurrent gc repacks: git can briefly miss an
         object that moves from a loose file into a new pack."""
-        for attempt in range(_GC_RETRIES):
+        for attempt in range(12):  # up to 3.3 s: only revisions that must exist come here
             try:
                 return self.resolve(rev)
             except UnknownRevision:
-                if attempt == _GC_RETRIES - 1:
+                if attempt == 11:
                     raise
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
