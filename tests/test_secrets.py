@@ -1,6 +1,7 @@
 """API keys never leave the environment: not into the event log, git, or any command's output.
 
-One scenario drives the real CLI in subprocesses (so stdout/stderr are the process's own) with
+One scenario drives the real CLI (training and a refused doctor in subprocesses, so stdout and
+stderr are the process's own; the read commands in this process, where they print the same) with
 distinctive fake keys: a training run whose failing calls answer with bodies that echo the key
 back (a 400 and a retried 500 on the target, a 401 on the optimizer that stops the run), the
 resumed run, then the read commands and ``skillvc doctor`` (also with a key the server refuses).
@@ -15,18 +16,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import loopback as lb
 import pytest
+from click.testing import CliRunner
 from conftest import git
 from helpers import skillvc_process
 from secret_forms import assert_nowhere
 
+from skillvc.cli import cli as skillvc_cli
 from skillvc.training.demo import create_demo_repo
 
 SKILL = "skills/acme-returns/SKILL.md"
@@ -79,7 +82,10 @@ def repo(tmp_path: Path, loopback: lb.LoopbackServer, monkeypatch: pytest.Monkey
     return root
 
 
-def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: lb.LoopbackServer) -> None:
+def test_keys_appear_in_no_log_commit_or_output(
+    repo: Path, loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repo)
     scenario = Scenario()
     loopback.responder = scenario
     echo = "bad request with key {key} (Authorization: Bearer {key})"
@@ -97,16 +103,27 @@ def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: lb.Loopbac
     watcher.execute("SELECT COUNT(*) FROM events").fetchone()
     outputs: list[str] = []
 
-    def run(*args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
-        done = cli(repo, *args)
-        outputs.append(f"$ skillvc {' '.join(args)}\n{done.stdout}\n{done.stderr}")
-        assert done.returncode == expect, done.stdout + done.stderr
-        return done
+    def run(*args: str, expect: int = 0, process: bool = False) -> Any:
+        """A command as its own process, or (the read commands) in this one: same output."""
+        if process:
+            done = cli(repo, *args)
+            code, stdout, stderr = done.returncode, done.stdout, done.stderr
+        else:
+            result = CliRunner().invoke(skillvc_cli, list(args))
+            code, stdout, stderr = result.exit_code, result.stdout, result.stderr
+        outputs.append(f"$ skillvc {' '.join(args)}\n{stdout}\n{stderr}")
+        assert code == expect, stdout + stderr
+        return SimpleNamespace(stdout=stdout, stderr=stderr)
 
     try:
-        stopped = run("train", expect=6)
+        stopped = run("train", expect=6, process=True)
         assert "refused the key in TEAM_ANTHROPIC_TOKEN" in stopped.stderr
-        run("train")
+        run("train", process=True)
+        # The write-ahead log as the processes left it (an in-process command's close may
+        # checkpoint it away: SQLite's locks cannot see a connection of the same process).
+        wal = db.with_name("events.db-wal")
+        assert wal.exists() and wal.stat().st_size > 0
+        stored = b"".join(p.read_bytes() for p in sorted(db.parent.iterdir()) if p.is_file())
         run("runs")
         run("runs", "--json")
         run("log", "--json")
@@ -125,7 +142,7 @@ def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: lb.Loopbac
         run("doctor")
         run("doctor", "--json")
         loopback.enqueue(lb.Behaviour(kind="status", status=401, message="Bad key: {key}"))
-        refused = run("doctor", expect=6)
+        refused = run("doctor", expect=6, process=True)
         assert "FAIL  target reachable: openai:gpt-4o-mini refused the key" in refused.stdout
 
         # The keys did go over the wire and come back in error bodies: the test can fail.
@@ -137,9 +154,6 @@ def test_keys_appear_in_no_log_commit_or_output(repo: Path, loopback: lb.Loopbac
         ]
         assert all("[redacted]" in e for e in errors), errors
 
-        wal = db.with_name("events.db-wal")
-        assert wal.exists() and wal.stat().st_size > 0
-        stored = b"".join(p.read_bytes() for p in sorted(db.parent.iterdir()) if p.is_file())
     finally:
         watcher.close()
     stored += db.read_bytes()  # after the last close, checkpointed into the database file
