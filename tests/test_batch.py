@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from batch_fake import BatchFake, batch_fake  # noqa: F401 (the fixture)
 from click.testing import CliRunner
 from conftest import copy_repo, git
 from helpers import start_train, train_env
+from loopback import serving
 
 from skillvc.cli import cli
 from skillvc.core.config import ModelConfig
@@ -77,12 +79,18 @@ def submitted(repo: Path) -> list[str]:
         return [str(e.payload["batch_id"]) for e in store.events(types=["batch.submitted"])]
 
 
-def trained_sync(batch_fake: BatchFake, seed: Path, dest: Path) -> Path:  # noqa: F811
-    """A copy of ``seed`` trained on the fake's synchronous OpenAI API: what batches must equal."""
-    normal = copy_repo(seed, dest)
-    overrides = {"target": target(batch_fake, "openai", "sync"), "train": NO_SPECULATION}
-    train(open_workspace(normal), overrides=overrides)
-    return normal
+@pytest.fixture(scope="module")
+def normal(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The demo trained once on a fake's synchronous OpenAI API: what every batched run of
+    this file must equal (its outcome, and twice its target cost)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENAI_API_KEY", "sk-loopback-openai")
+        for fake in serving(BatchFake()):
+            repo = copy_repo(demo_seed, tmp_path_factory.mktemp("batch") / "sync")
+            overrides = {"target": target(fake, "openai", "sync"), "train": NO_SPECULATION}
+            train(open_workspace(repo), overrides=overrides)
+            assert fake.sync_calls > 0 and sum(fake.creates.values()) == 0
+            yield {"outcome": outcome(repo), "target_cost": target_cost(repo)}
 
 
 @pytest.fixture(autouse=True)
@@ -97,18 +105,17 @@ def test_the_demo_trains_through_batches_to_the_result_of_a_normal_run_at_half_t
     provider: str,
     batch_fake: BatchFake,  # noqa: F811
     demo_seed: Path,
+    normal: dict[str, Any],
     tmp_path: Path,
 ) -> None:
-    normal = trained_sync(batch_fake, demo_seed, tmp_path / "sync")
-    assert batch_fake.sync_calls > 0 and sum(batch_fake.creates.values()) == 0
-
     batched = copy_repo(demo_seed, tmp_path / "batch")
     train(open_workspace(batched), overrides={"target": target(batch_fake, provider, "batch")})
-    assert outcome(batched) == outcome(normal)
+    assert batch_fake.sync_calls == 0
+    assert outcome(batched) == normal["outcome"]
     ids = submitted(batched)
     assert batch_fake.creates[provider] == len(ids) == len(set(ids)) > 1  # one batch a wave
     if provider == "openai":  # same model, same tokens: exactly half the price
-        assert target_cost(batched) == pytest.approx(target_cost(normal) / 2)
+        assert target_cost(batched) == pytest.approx(normal["target_cost"] / 2)
 
 
 def test_a_request_the_batch_failed_is_a_model_error_of_that_item(
@@ -149,11 +156,9 @@ def test_a_request_the_batch_failed_is_a_model_error_of_that_item(
 def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
     batch_fake: BatchFake,  # noqa: F811
     demo_seed: Path,
+    normal: dict[str, Any],
     tmp_path: Path,
 ) -> None:
-    normal = trained_sync(batch_fake, demo_seed, tmp_path / "sync")
-    sync_calls = batch_fake.sync_calls
-
     repo = copy_repo(demo_seed, tmp_path / "killed")
     toml = repo / "skillvc.toml"
     toml.write_text(
@@ -180,9 +185,9 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_without_resubmitting(
     ids = submitted(repo)
     assert ids[0] == pending and len(ids) == len(set(ids)) > 1  # the resumed run batches too
     assert batch_fake.creates["openai"] == len(ids)  # zero resubmissions
-    assert batch_fake.sync_calls == sync_calls  # ...and makes no call outside a batch
-    assert outcome(repo) == outcome(normal)
-    assert target_cost(repo) == pytest.approx(target_cost(normal) / 2)
+    assert batch_fake.sync_calls == 0  # ...and makes no call outside a batch
+    assert outcome(repo) == normal["outcome"]
+    assert target_cost(repo) == pytest.approx(normal["target_cost"] / 2)
 
 
 class Crash(BaseException):
