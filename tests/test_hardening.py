@@ -293,6 +293,34 @@ def test_concurrent_gc_loses_no_object(skill_repo: Path) -> None:
     assert git(skill_repo, "for-each-ref", KEEP_PREFIX) == ""  # every pin released
 
 
+def test_a_commit_pruned_after_its_pin_is_built_again(
+    skill_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 'git prune' that read the refs before the pin existed deletes the new commit after
+    the pin's own check: the ref move finds it gone, and the commit is built again."""
+    pruned: list[str] = []
+    with SkillRepo(skill_repo) as repo:
+        build = repo._build_pinned
+
+        def build_then_prune(*args: object) -> str:
+            sha = build(*args)  # type: ignore[arg-type]
+            if not pruned:  # the first commit loses its object, as to that prune
+                (skill_repo / ".git" / "objects" / sha[:2] / sha[2:]).unlink()
+                pruned.append(sha)
+            return sha
+
+        monkeypatch.setattr(repo, "_build_pinned", build_then_prune)
+        sha = repo.store_candidate_files(
+            "refs/skillvc/rejected/r/1", {"skills/support/SKILL.md": b"# no\n"}, "no", "HEAD"
+        )
+        head = repo.commit_file("skills/support/SKILL.md", b"# Version 1\n", "edit 1")
+    assert pruned
+    assert git(skill_repo, "rev-parse", "refs/skillvc/rejected/r/1") == sha
+    assert git(skill_repo, "rev-parse", "HEAD") == head
+    git(skill_repo, "fsck", "--strict", "--no-dangling")
+    assert git(skill_repo, "for-each-ref", KEEP_PREFIX) == ""
+
+
 def test_check_refuses_an_unrelated_base_and_reads_blobs(demo: Path) -> None:
     git(demo, "checkout", "-q", "--orphan", "other")
     git(demo, "commit", "-q", "-m", "unrelated")

@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +56,14 @@ _LOCK_RETRIES = 5  # tries of a ref move while another git process holds its loc
 
 class _ObjectsVanished(Exception):
     """An object written a moment ago is gone (a concurrent 'git gc --prune=now')."""
+
+
+def _gc_loop() -> SkillvcError:
+    return SkillvcError(
+        f"git kept deleting the objects of a new commit ({_GC_RETRIES} tries): "
+        "is 'git gc --prune=now' running in a loop?",
+        hint="Stop it, then run the command again; nothing was changed.",
+    )
 
 
 def _vanished(exc: git.GitCommandError) -> bool:
@@ -509,11 +517,31 @@ class SkillRepo:
                 return self._build(paths, full_message, parent_sha)
             except _ObjectsVanished:
                 if attempt == _GC_RETRIES - 1:
-                    raise SkillvcError(
-                        f"git kept deleting the objects of a new commit ({_GC_RETRIES} tries): "
-                        "is 'git gc --prune=now' running in a loop?",
-                        hint="Stop it, then run the command again; nothing was changed.",
-                    ) from None
+                    raise _gc_loop() from None
+        raise AssertionError("unreachable")
+
+    def _build_and_move(
+        self,
+        files: Mapping[str, bytes],
+        message: str,
+        parent: str | None,
+        trailers: Mapping[str, str],
+        move: Callable[[str], None],
+    ) -> str:
+        """``_build_pinned``, then ``move(sha)`` (a ref onto the new commit). A concurrent
+        'git prune' that read the refs before the pin existed can still delete the commit
+        after the pin's check; the ref move then finds it gone, and the commit is built again
+        (``move`` changes nothing when it fails)."""
+        for attempt in range(_GC_RETRIES):
+            sha = self._build_pinned(files, message, parent, trailers)
+            try:
+                move(sha)
+                return sha
+            except _ObjectsVanished:
+                if attempt == _GC_RETRIES - 1:
+                    raise _gc_loop() from None
+            finally:
+                self._unpin(sha)
         raise AssertionError("unreachable")
 
     def _resolve_through_gc(self, rev: str) -> str:
@@ -658,12 +686,13 @@ class SkillRepo:
                 raise StateConflict(
                     f"HEAD is at {_short(head)}, not at the expected parent {_short(expected)}."
                 )
-        new = self._build_pinned(paths, message, head, trailers)
-        try:
-            self._move_and_write(paths, new, head, message)
-        finally:
-            self._unpin(new)
-        return new
+        return self._build_and_move(
+            paths,
+            message,
+            head,
+            trailers,
+            lambda sha: self._move_and_write(paths, sha, head, message),
+        )
 
     def _move_and_write(
         self, paths: Mapping[str, bytes], new: str, head: str | None, message: str
@@ -736,12 +765,13 @@ class SkillRepo:
             self._git.check_ref_format(ref)
         except git.GitCommandError:
             raise ValueError(f"{ref!r} is not a valid git ref name") from None
-        sha = self._build_pinned(files, message, parent, trailers)
-        try:
-            self._move_ref(ref, sha, None, "skillvc: store candidate", None, ref)
-        finally:
-            self._unpin(sha)
-        return sha
+        return self._build_and_move(
+            files,
+            message,
+            parent,
+            trailers,
+            lambda sha: self._move_ref(ref, sha, None, "skillvc: store candidate", None, ref),
+        )
 
     def _move_ref(
         self, ref: str, new: str, old: str | None, reflog: str, head: str | None, what: str
@@ -764,6 +794,9 @@ class SkillRepo:
                 # A pinned commit that a concurrent gc is moving into a new pack can be
                 # briefly invisible to update-ref ("nonexistent object"): asked again too.
                 transient = "lock" in reason or "nonexistent object" in reason
+                last = attempt == _LOCK_RETRIES - 1
+                if last and "nonexistent object" in reason and self._missing_objects([new]):
+                    raise _ObjectsVanished() from None  # pruned after all: the caller rebuilds
                 if not transient or attempt == _LOCK_RETRIES - 1:
                     raise StateConflict(
                         f"git could not move {ref} while committing {what}: {reason}",
