@@ -797,7 +797,7 @@ class SkillRepo:
                 last = attempt == _LOCK_RETRIES - 1
                 if last and "nonexistent object" in reason and self._missing_objects([new]):
                     raise _ObjectsVanished() from None  # pruned after all: the caller rebuilds
-                if not transient or attempt == _LOCK_RETRIES - 1:
+                if not transient or last:
                     raise StateConflict(
                         f"git could not move {ref} while committing {what}: {reason}",
                         hint="Another git process holds the ref's lock file: wait for it, or "

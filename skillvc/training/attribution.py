@@ -177,21 +177,16 @@ def _fresh(
         rounds=rounds,
         round_of=lambda r: (first_round + r - 1, None),
     )
-    up, down, done, futile, evaluated, first = (
-        run.up,
-        run.down,
-        run.done,
-        run.futile,
-        run.evaluated,
-        run.first,
-    )
-    p = significance.sign_test_p(up, down)
-    keep = not futile and significance.significant(p, alpha)
-    outcome = KEPT if keep else (HARMFUL if down > up else NEUTRAL)
+    p = significance.sign_test_p(run.up, run.down)
+    keep = not run.futile and significance.significant(p, alpha)
+    outcome = KEPT if keep else (HARMFUL if run.down > run.up else NEUTRAL)
     # The gain from the first round (on every focus item; later rounds run on a chosen few):
     # net wins per val item, the val items outside the focus taken to gain nothing.
+    first = run.first
     gain = (first[0] - first[1]) / val_size if val_size and first else None
-    return EditTest(edit, up, down, len(focus), evaluated, False, p, outcome, done, gain)
+    return EditTest(
+        edit, run.up, run.down, len(focus), run.evaluated, False, p, outcome, run.done, gain
+    )
 
 
 @dataclass
@@ -222,7 +217,7 @@ class Attribution:
         (the power of two tests is the product of their powers). An edit that had no test of
         its own (the last one standing) still needs the gate's significance: that gate is its
         only test."""
-        up, down = result.discordant or (len(result.gained), len(result.lost))
+        up, down = result.counts
         if (
             result.decision == "accepted"
             or result.early_stopped

@@ -262,6 +262,11 @@ class GateResult:
     discordant: tuple[int, int] | None = None
 
     @property
+    def counts(self) -> tuple[int, int]:
+        """(up, down): the discordant items of every round, or of the one pass."""
+        return self.discordant or (len(self.gained), len(self.lost))
+
+    @property
     def calls_saved(self) -> int:
         return max(0, self.n - self.n_evaluated)
 
@@ -416,23 +421,6 @@ def gate(
     )
 
 
-def paired_counts(
-    evaluator: Evaluator,
-    better: str,
-    worse: str,
-    val: Sequence[TaskItem],
-    *,
-    metric: str,
-    round: int,
-    worse_round: int | None = None,
-) -> tuple[int, int]:
-    """(items ``better`` gets right and ``worse`` wrong, the reverse) in one round of val."""
-    up, down = discordant_items(
-        evaluator, better, worse, val, metric=metric, round=round, worse_round=worse_round
-    )
-    return len(up), len(down)
-
-
 def discordant_items(
     evaluator: Evaluator,
     better: str,
@@ -443,7 +431,7 @@ def discordant_items(
     round: int,
     worse_round: int | None = None,
 ) -> tuple[list[TaskItem], list[TaskItem]]:
-    """``paired_counts``'s items: (right with ``better`` and wrong with ``worse``, the reverse).
+    """(items ``better`` gets right and ``worse`` wrong, the reverse) in one round of val.
     ``worse_round``: the round of ``worse``'s draws, when not ``round``."""
     a = evaluator.run(better, val, "val", round)
     b = evaluator.run(worse, val, "val", round if worse_round is None else worse_round)

@@ -36,7 +36,7 @@ def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> di
     (a candidate within noise is no evidence against its edits, only not enough for them)."""
     if result is None:
         return {}
-    up, down = result.discordant or (len(result.gained), len(result.lost))
+    up, down = result.counts
     worse = significance.significant(significance.sign_test_p(down, up), alphas[-1])
     return {
         "evidence": {"up": up, "down": down, "p_value": result.p_value},
