@@ -14,6 +14,7 @@ Error messages never contain API keys (use ``skillvc.core.errors.redact``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -34,11 +35,12 @@ class CallRequest:
     # skill writes beside SKILL.md (the system text), sorted by path; empty for other calls.
     files: tuple[PackageFile, ...] = ()
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """The cache key: same (model, params, messages, sample, files) -> same answer from
         the log. ``files`` counts only when there are some, so other keys are as they were;
-        a carried file counts by its hash (``PackageFile.key``)."""
+        a carried file counts by its hash (``PackageFile.key``). Computed once: a request is
+        frozen, and hashing its canonical JSON was a tenth of a simulated run's CPU."""
         identity: dict[str, Any] = {
             "model": self.model,
             "params": dict(self.params),
