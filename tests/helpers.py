@@ -183,6 +183,18 @@ def record_gate(
     return gate
 
 
+def first_rows(repo: Path, train: int, val: int, test: int) -> None:
+    """Keep only the first rows of the demo's task files in ``repo`` and commit: the same
+    paths in fewer calls, for tests that do not need the whole set."""
+    from conftest import git
+
+    for split, keep in (("train", train), ("val", val), ("test", test)):
+        path = repo / "evals" / f"{split}.jsonl"
+        rows = path.read_text(encoding="utf-8").splitlines()[:keep]
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    git(repo, "commit", "-qam", "The first rows of the task files")
+
+
 def add_protected_region(repo: Path, path: Path, name: str, message: str) -> None:
     """Append a protected region ``name`` holding ``Old.`` to ``path`` and commit it."""
     from conftest import git

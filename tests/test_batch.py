@@ -16,7 +16,7 @@ import pytest
 from batch_fake import BatchFake, batch_fake  # noqa: F401 (the fixture)
 from click.testing import CliRunner
 from conftest import copy_repo, git
-from helpers import start_train, train_env
+from helpers import first_rows, start_train, train_env
 from loopback import serving
 
 from skillvc.cli import cli
@@ -250,10 +250,12 @@ def test_the_optimizer_s_reflections_go_out_as_batches_too(
         return {"target": section, "optimizer": section | {"temperature": 0.7}}
 
     normal = copy_repo(demo_seed, tmp_path / "sync")
+    first_rows(normal, 30, 20, 10)  # the same paths in half the calls of the whole demo
     train(open_workspace(normal), overrides=roles("sync") | {"train": NO_SPECULATION})
     sync_calls = batch_fake.sync_calls
 
     batched = copy_repo(demo_seed, tmp_path / "batch")
+    first_rows(batched, 30, 20, 10)
     train(open_workspace(batched), overrides=roles("batch"))
     assert outcome(batched) == outcome(normal)
     with open_store(batched / ".skillvc/events.db") as store:

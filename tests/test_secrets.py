@@ -26,7 +26,7 @@ import loopback as lb
 import pytest
 from click.testing import CliRunner
 from conftest import git
-from helpers import skillvc_process
+from helpers import first_rows, skillvc_process
 from secret_forms import assert_nowhere
 
 from skillvc.cli import cli as skillvc_cli
@@ -74,13 +74,8 @@ def repo(tmp_path: Path, loopback: lb.LoopbackServer, monkeypatch: pytest.Monkey
         "[train]\nepochs = 1\nbatch_size = 20\nminibatch_size = 5\nworkers = 4\nseed = 7\n",
         encoding="utf-8",
     )
-    # One step's data (the demo's first rows): every path the scenario checks, in a third of
-    # the calls of the whole demo set.
-    for split, keep in (("train", 20), ("val", 15), ("test", 10)):
-        path = root / "evals" / f"{split}.jsonl"
-        rows = path.read_text(encoding="utf-8").splitlines()[:keep]
-        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     git(root, "commit", "-qam", "Train against the loopback server")
+    first_rows(root, 20, 15, 10)  # one step: every path the scenario checks, fewer calls
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("TEAM_ANTHROPIC_TOKEN", TEAM_TOKEN)
