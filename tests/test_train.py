@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import copy_repo, git
-from helpers import event_count, kill_at_fractions, priced_copies, train_env, train_to_the_end
+from helpers import (
+    event_count,
+    first_rows,
+    kill_at_fractions,
+    priced_copies,
+    train_env,
+    train_to_the_end,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -273,12 +280,16 @@ def test_no_buffer_shows_later_reflections_nothing(seed_repo: Path, tmp_path: Pa
 
 def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: Path) -> None:
     env = train_env(SKILLVC_SIM_LATENCY_MS="15")
-    reference = copy_repo(seed_repo, tmp_path / "reference")
+    # 30/20/10 rows: 6 steps over 3 epochs with accepted and rejected steps and slow updates,
+    # in half the calls of the whole demo.
+    seed = copy_repo(seed_repo, tmp_path / "seed")
+    first_rows(seed, 30, 20, 10)  # once: both copies start from the same commit
+    reference = copy_repo(seed, tmp_path / "reference")
     train_to_the_end(reference, env)
     expected = history(reference)
     total_events = event_count(reference / ".skillvc/events.db")
 
-    repo = copy_repo(seed_repo, tmp_path / "killed")
+    repo = copy_repo(seed, tmp_path / "killed")
     journal = tmp_path / "journal.txt"
     env["SKILLVC_SIM_JOURNAL"] = str(journal)
 
