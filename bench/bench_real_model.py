@@ -43,7 +43,16 @@ from typing import Any
 
 TASKS = ("arithmetic", "units", "routing")
 SPLITS = (("train", 24), ("val", 20), ("test", 20))
-ANSWER = "Reply with only the final answer inside <answer></answer> tags."
+# The weak seed: no working, the answer only. The answer's format (what the scorer reads) is
+# a protected region, as a user would keep an output contract: a small optimizer that
+# rewrites the first line can then not drop the tags with it (in the first measurements its
+# replacements of one line holding both did, and every answer then scored 0).
+ANSWER = (
+    "Reply with only the final answer.\n"
+    "<!-- skillvc:protected answer-format -->\n"
+    "Put the final answer inside <answer></answer> tags.\n"
+    "<!-- /skillvc:protected answer-format -->"
+)
 
 
 @dataclass(frozen=True)
