@@ -420,11 +420,10 @@ def _history(repo: Path) -> dict:
 
 
 def test_a_package_run_killed_and_resumed_ends_like_an_uninterrupted_one(
-    package_seed: Path, tmp_path: Path
+    package_seed: Path, trained: tuple[Path, Any], tmp_path: Path
 ) -> None:
     env = train_env(SKILLVC_SIM_LATENCY_MS="15")
-    reference = copy_repo(package_seed, tmp_path / "reference")
-    train_to_the_end(reference, env)
+    reference, _ = trained  # the uninterrupted run the module's other tests read
     expected = _history(reference)
     total = event_count(reference / ".skillvc" / "events.db")
 
