@@ -208,12 +208,13 @@ SIM_PRICES = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
 
 
 def priced_copies(seed: Path, tmp_path: Path) -> tuple[Path, Path]:
-    """Two copies of ``seed`` (``full``, ``stopped``) whose simulator is priced, committed."""
+    """Two copies of ``seed`` (``full``, ``stopped``) whose simulator is priced, committed.
+    Priced once, then copied: two commits made apart could differ in their second, and so in
+    their commit, and the runs would get different ids."""
     from conftest import copy_repo, git
 
-    copies = copy_repo(seed, tmp_path / "full"), copy_repo(seed, tmp_path / "stopped")
-    for repo in copies:
-        with open(repo / "skillvc.toml", "a") as fh:
-            fh.write(SIM_PRICES)
-        git(repo, "commit", "-qam", "price the simulator")
-    return copies
+    priced = copy_repo(seed, tmp_path / "priced")
+    with open(priced / "skillvc.toml", "a") as fh:
+        fh.write(SIM_PRICES)
+    git(priced, "commit", "-qam", "price the simulator")
+    return copy_repo(priced, tmp_path / "full"), copy_repo(priced, tmp_path / "stopped")

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git
+from conftest import copy_repo
+from helpers import priced_copies
 from test_train import SKILL, history
 
 from skillvc.cli import cli
@@ -123,13 +124,7 @@ def test_speculation_wastes_calls_only_when_a_gate_accepts(demo_seed: Path, tmp_
 def test_a_stopped_speculating_run_resumes_to_the_run_without_speculation(
     demo_seed: Path, tmp_path: Path
 ) -> None:
-    priced = '\n[prices."sim:support"]\ninput = 1.0\noutput = 1.0\n'
-    full = copy_repo(demo_seed, tmp_path / "full")
-    stopped = copy_repo(demo_seed, tmp_path / "stopped")
-    for repo in (full, stopped):
-        with open(repo / "skillvc.toml", "a") as fh:
-            fh.write(priced)
-        git(repo, "commit", "-qam", "price the simulator")
+    full, stopped = priced_copies(demo_seed, tmp_path)
     reference = train(open_workspace(full), overrides={"train": {"speculate": False}})
     with pytest.raises(BudgetExceeded):
         train(open_workspace(stopped), budget_usd=0.02)  # speculate = true by default
