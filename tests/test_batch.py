@@ -249,13 +249,13 @@ def test_the_optimizer_s_reflections_go_out_as_batches_too(
         section = target(batch_fake, "openai", mode)
         return {"target": section, "optimizer": section | {"temperature": 0.7}}
 
-    normal = copy_repo(demo_seed, tmp_path / "sync")
-    first_rows(normal, 30, 20, 10)  # the same paths in half the calls of the whole demo
+    seed = copy_repo(demo_seed, tmp_path / "seed")
+    first_rows(seed, 30, 20, 10)  # the same paths in half the calls; once, so one base commit
+    normal = copy_repo(seed, tmp_path / "sync")
     train(open_workspace(normal), overrides=roles("sync") | {"train": NO_SPECULATION})
     sync_calls = batch_fake.sync_calls
 
-    batched = copy_repo(demo_seed, tmp_path / "batch")
-    first_rows(batched, 30, 20, 10)
+    batched = copy_repo(seed, tmp_path / "batch")
     train(open_workspace(batched), overrides=roles("batch"))
     assert outcome(batched) == outcome(normal)
     with open_store(batched / ".skillvc/events.db") as store:
