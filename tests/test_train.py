@@ -274,8 +274,8 @@ def test_no_buffer_shows_later_reflections_nothing(seed_repo: Path, tmp_path: Pa
     without = copy_repo(seed_repo, tmp_path / "b")
     train(open_workspace(with_buffer))
     train(open_workspace(without), overrides={"train": {"buffer": False}})
-    assert any(s not in ("", "[]") for s in rejected_sections(with_buffer))
-    assert set(rejected_sections(without)) == {"[]"}
+    assert any(s not in ("", "(none)") for s in rejected_sections(with_buffer))
+    assert set(rejected_sections(without)) == {"(none)"}
 
 
 def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: Path) -> None:

@@ -2,8 +2,13 @@
 
 The templates' hashes are recorded in every run (``run.started``), so a change of prompt is a
 visible change of the training recipe. Data sections are wrapped in XML-like tags
-(``<cases>``, ``<rejected_edits>``, ...) holding JSON or plain text, which both real models and
-the simulator read reliably.
+(``<cases>``, ``<rejected_edits>``, ...) holding JSON, plain text or, for lists of edits, one
+line an edit (``edit_lines``), which both real models and the simulator read reliably.
+
+The templates put what a run or a step shares first (rules, the skill, the rejected edits, the
+meta skill, the answer's format) and what one call alone has last (a minibatch's cases), so the
+calls of a step share a long prefix that provider prompt caching serves at a fraction of the
+price (``bench/bench_tokens.py`` measures it).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from skillvc.core.hashing import sha256_hex
@@ -109,16 +114,137 @@ def render(name: str, *, fit: int | None = None, **values: Any) -> list[dict[str
 
 def _render(name: str, values: Mapping[str, Any]) -> list[dict[str, str]]:
     values = {**OPTIONAL, **values}
-    user = string.Template(template(name)).substitute(
-        {
-            k: v if isinstance(v, str) else json.dumps(v, indent=1, ensure_ascii=False)
-            for k, v in values.items()
-        }
-    )
+    user = string.Template(template(name)).substitute({k: _shown(k, v) for k, v in values.items()})
     return [
         {"role": "system", "content": template("system").strip()},
         {"role": "user", "content": user.strip()},
     ]
+
+
+def _shown(key: str, value: Any) -> str:
+    """A value as its placeholder shows it: text as is, lists of edits one line an edit,
+    other data as JSON."""
+    if isinstance(value, str):
+        return value
+    if key in EDIT_LISTS and isinstance(value, list):
+        return edit_lines(value)
+    return json.dumps(value, indent=1, ensure_ascii=False)
+
+
+# Placeholders that hold lists of edits (the rejected-edit buffer, an epoch's accepted and
+# rejected edits): shown one line an edit, about a third of their pretty-printed JSON.
+EDIT_LISTS = ("rejected", "accepted")
+NO_EDITS = "(none)"
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_EDIT_LINE = re.compile(
+    rf"- \[(?P<op>\w+)(?: in (?P<file>{_QUOTED}))?(?: after (?P<anchor>{_QUOTED}))?\] "
+    rf"(?P<first>{_QUOTED})(?: -> (?P<second>{_QUOTED}))?(?: \((?P<why>.*)\))?$"
+)
+
+
+def edit_lines(edits: Sequence[Mapping[str, Any]]) -> str:
+    """Edits one line each: ``- [op in "file" after "anchor"] "target" -> "content" (why)``.
+
+    Texts are JSON strings (one line, quotes escaped); an add shows its content, a delete its
+    target, a replace both. ``why``: how the gate decided (rejected alone, in a bundle of n,
+    dropped from a passing bundle) and its paired evidence on val, where it has some; an
+    accepted edit has none. ``parse_edit_lines`` reads it back."""
+    if not edits:
+        return NO_EDITS
+    return "\n".join(_edit_line(e) for e in edits)
+
+
+def _q(text: Any) -> str:
+    return json.dumps("" if text is None else str(text), ensure_ascii=False)
+
+
+def _edit_line(edit: Mapping[str, Any]) -> str:
+    op = str(edit.get("op") or "edit")
+    head = op
+    if edit.get("file"):
+        head += f" in {_q(edit['file'])}"
+    if edit.get("anchor"):
+        head += f" after {_q(edit['anchor'])}"
+    if op == "add":
+        body = _q(edit.get("content"))
+    elif op == "delete":
+        body = _q(edit.get("target"))
+    else:
+        body = f"{_q(edit.get('target'))} -> {_q(edit.get('content'))}"
+    why = _why(edit)
+    return f"- [{head}] {body}" + (f" ({why})" if why else "")
+
+
+def _why(edit: Mapping[str, Any]) -> str:
+    decision = edit.get("decision")
+    size = edit.get("candidate_size")
+    parts = []
+    if decision == "dropped":
+        parts.append(f"dropped from a passing bundle of {size}" if size else "dropped")
+    elif size == 1:
+        parts.append("rejected alone")
+    elif size:
+        parts.append(f"rejected in a bundle of {size}")
+    elif decision:
+        parts.append(str(decision))
+    evidence = edit.get("evidence")
+    if isinstance(evidence, Mapping):
+        p = evidence.get("p_value")
+        parts.append(
+            f"val: {evidence.get('up', 0)} better, {evidence.get('down', 0)} worse"
+            + (f", p {p:.2g}" if isinstance(p, (int, float)) else "")
+        )
+    if edit.get("inconclusive"):
+        parts.append("inconclusive")
+    return "; ".join(parts)
+
+
+def parse_edit_lines(text: str) -> list[dict[str, Any]]:
+    """The edits of an ``edit_lines`` text (op, file, anchor, target, content, decision,
+    candidate_size, inconclusive; the evidence's figures are not read back); lines of
+    another shape are skipped."""
+    out = []
+    for line in text.splitlines():
+        m = _EDIT_LINE.match(line.strip())
+        if m is None:
+            continue
+        edit: dict[str, Any] = {"op": m["op"]}
+        for key in ("file", "anchor"):
+            if m[key]:
+                edit[key] = json.loads(m[key])
+        first = json.loads(m["first"])
+        second = json.loads(m["second"]) if m["second"] else None
+        if m["op"] == "add":
+            edit["content"] = first
+        elif m["op"] == "delete":
+            edit["target"] = first
+        else:
+            edit["target"], edit["content"] = first, second or ""
+        why = m["why"] or ""
+        if why.startswith("rejected alone"):
+            edit["decision"], edit["candidate_size"] = "rejected", 1
+        elif bundle := re.match(
+            r"(rejected in|dropped from a passing) (?:a )?bundle of (\d+)", why
+        ):
+            edit["decision"] = "rejected" if bundle[1] == "rejected in" else "dropped"
+            edit["candidate_size"] = int(bundle[2])
+        if "inconclusive" in why:
+            edit["inconclusive"] = True
+        out.append(edit)
+    return out
+
+
+def edits_in(prompt: str, tag: str) -> list[dict[str, Any]]:
+    """The list of edits under ``<tag>`` in a rendered prompt: one line an edit, or JSON (a
+    prompt rendered before edits were shown as lines)."""
+    text = section(prompt, tag).strip()
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return []
+        return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+    return parse_edit_lines(text)
 
 
 class PromptTooLong(ValueError):
@@ -151,7 +277,7 @@ def _render_fitting(name: str, limit: int, values: Mapping[str, Any]) -> list[di
             continue
         big = [k for k in counts if counts[k] > floor[k]]
         if big:
-            key = max(big, key=lambda k: len(json.dumps(shown[k], ensure_ascii=False)))
+            key = max(big, key=lambda k: len(_shown(k, shown[k])))
             counts[key] = max(floor[key], counts[key] // 2)
             continue
         if len(text_clips) > 1:

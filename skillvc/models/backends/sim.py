@@ -33,7 +33,7 @@ from skillvc.models import simpackage, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.sim_package import load_section
-from skillvc.models.prompts import prompt_kind, section
+from skillvc.models.prompts import edits_in, prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
 
 WORLDS = ("support", "support-package")
@@ -154,7 +154,7 @@ def _sig(edit: dict[str, Any]) -> str:
 def _reflect(prompt: str, rng: random.Random) -> list[dict[str, Any]]:
     skill = section(prompt, "skill")
     cases = load_section(prompt, "cases")
-    rejected = load_section(prompt, "rejected_edits")
+    rejected = edits_in(prompt, "rejected_edits")
     meta = section(prompt, "meta_skill")
     m = re.search(r"propose at most (\d+) edits", prompt)
     budget = int(m.group(1)) if m else 4
@@ -288,8 +288,8 @@ def _meta_update(prompt: str) -> str:
     """Notes from evidence: edits rejected on their own, or twice, are marked AVOID."""
     return simworld.meta_notes(
         section(prompt, "previous_notes"),
-        [e for e in load_section(prompt, "rejected_edits") if not e.get("inconclusive")],
-        load_section(prompt, "accepted_edits"),
+        [e for e in edits_in(prompt, "rejected_edits") if not e.get("inconclusive")],
+        edits_in(prompt, "accepted_edits"),
         _sig,
         lambda edit: "",
     )

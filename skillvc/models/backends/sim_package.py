@@ -39,7 +39,7 @@ from typing import Any
 
 from skillvc.core.errors import SkillDocumentError
 from skillvc.models import simpackage, simworld
-from skillvc.models.prompts import section
+from skillvc.models.prompts import edits_in, section
 from skillvc.models.simpackage import Topic
 from skillvc.models.simworld import Rule
 from skillvc.packages.model import SKILL_FILE, skill_file_text
@@ -244,7 +244,7 @@ def reflect(prompt: str, rng: random.Random) -> list[Edit]:
     """The edits the simulated optimizer answers a reflection prompt with."""
     view = PackageView.from_prompt(prompt)
     cases = load_section(prompt, "cases")
-    rejected = load_section(prompt, "rejected_edits")
+    rejected = edits_in(prompt, "rejected_edits")
     avoid = _avoided(section(prompt, "meta_skill"))
     m = re.search(r"propose at most (\d+) edits", prompt)
     budget = int(m.group(1)) if m else 4
@@ -299,8 +299,8 @@ def meta_update(prompt: str) -> str:
     ``AVOID in <file>:``; accepted ones ``HELPED in <file>:``."""
     return simworld.meta_notes(
         section(prompt, "previous_notes"),
-        load_section(prompt, "rejected_edits"),
-        load_section(prompt, "accepted_edits"),
+        edits_in(prompt, "rejected_edits"),
+        edits_in(prompt, "accepted_edits"),
         _sig,
         lambda edit: f" in {edit.get('file') or SKILL_FILE}",
     )
