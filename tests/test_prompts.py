@@ -36,6 +36,11 @@ def test_edits_are_shown_one_line_each_and_read_back() -> None:
          "decision": "dropped", "candidate_size": 2},
         {"op": "add", "content": "- Accepted, no verdict."},
     ]  # fmt: skip
+    # An edit judged twice: one line, its verdicts in order, read back as two entries.
+    again = {"op": "add", "content": "- Refund late.", "candidate_size": 2}
+    twice = prompts.edit_lines([again, {**again, "candidate_size": 1}])
+    assert twice == '- [add] "- Refund late." (rejected in a bundle of 2 | rejected alone)'
+    assert [e["candidate_size"] for e in prompts.parse_edit_lines(twice)] == [2, 1]
     assert prompts.edit_lines([]) == "(none)"
     assert prompts.parse_edit_lines("(none)") == []
 
@@ -59,7 +64,7 @@ def test_a_steps_reflection_prompts_differ_only_after_their_shared_part() -> Non
     shared = len(os.path.commonprefix([one, two]))
 
     # Everything the minibatches of a step share comes before the first case.
-    assert one[:shared].endswith('<cases>\n[\n {\n  "id": "t')
+    assert one[:shared].endswith('<cases>\n[\n{"id": "t')
     for part in ("<skill>", "<rejected_edits>", '- [add] "- Rule 5."', "<meta_skill>"):
         assert part in one[:shared]
     # The simulator finds each section by its tag.

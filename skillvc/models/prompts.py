@@ -128,6 +128,9 @@ def _shown(key: str, value: Any) -> str:
         return value
     if key in EDIT_LISTS and isinstance(value, list):
         return edit_lines(value)
+    if key in ONE_LINE_ITEMS and isinstance(value, list) and value:
+        # Still a JSON list, one item a line: no indentation to pay for on every field.
+        return "[\n" + ",\n".join(json.dumps(v, ensure_ascii=False) for v in value) + "\n]"
     return json.dumps(value, indent=1, ensure_ascii=False)
 
 
@@ -135,6 +138,8 @@ def _shown(key: str, value: Any) -> str:
 # rejected edits): shown one line an edit, about a third of their pretty-printed JSON.
 EDIT_LISTS = ("rejected", "accepted")
 NO_EDITS = "(none)"
+# Lists of cases (a reflection's minibatch, a slow update's comparison): JSON, one case a line.
+ONE_LINE_ITEMS = ("cases",)
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _EDIT_LINE = re.compile(
     rf"- \[(?P<op>\w+)(?: in (?P<file>{_QUOTED}))?(?: after (?P<anchor>{_QUOTED}))?\] "
@@ -148,17 +153,28 @@ def edit_lines(edits: Sequence[Mapping[str, Any]]) -> str:
     Texts are JSON strings (one line, quotes escaped); an add shows its content, a delete its
     target, a replace both. ``why``: how the gate decided (rejected alone, in a bundle of n,
     dropped from a passing bundle) and its paired evidence on val, where it has some; an
-    accepted edit has none. ``parse_edit_lines`` reads it back."""
+    accepted edit has none. An edit judged more than once is one line with its verdicts in
+    order, separated by `` | ``. ``parse_edit_lines`` reads it back, one entry a verdict."""
     if not edits:
         return NO_EDITS
-    return "\n".join(_edit_line(e) for e in edits)
+    lines: dict[str, list[str]] = {}
+    plain = 0
+    for edit in edits:
+        head, why = _edit_head(edit), _why(edit)
+        if not why:  # nothing to merge (an accepted edit): a line of its own
+            head, plain = f"{head}\0{plain}", plain + 1
+        lines.setdefault(head, []).append(why)
+    return "\n".join(
+        head.split("\0")[0] + (f" ({' | '.join(whys)})" if any(whys) else "")
+        for head, whys in lines.items()
+    )
 
 
 def _q(text: Any) -> str:
     return json.dumps("" if text is None else str(text), ensure_ascii=False)
 
 
-def _edit_line(edit: Mapping[str, Any]) -> str:
+def _edit_head(edit: Mapping[str, Any]) -> str:
     op = str(edit.get("op") or "edit")
     head = op
     if edit.get("file"):
@@ -171,8 +187,7 @@ def _edit_line(edit: Mapping[str, Any]) -> str:
         body = _q(edit.get("target"))
     else:
         body = f"{_q(edit.get('target'))} -> {_q(edit.get('content'))}"
-    why = _why(edit)
-    return f"- [{head}] {body}" + (f" ({why})" if why else "")
+    return f"- [{head}] {body}"
 
 
 def _why(edit: Mapping[str, Any]) -> str:
@@ -220,17 +235,20 @@ def parse_edit_lines(text: str) -> list[dict[str, Any]]:
             edit["target"] = first
         else:
             edit["target"], edit["content"] = first, second or ""
-        why = m["why"] or ""
-        if why.startswith("rejected alone"):
-            edit["decision"], edit["candidate_size"] = "rejected", 1
-        elif bundle := re.match(
-            r"(rejected in|dropped from a passing) (?:a )?bundle of (\d+)", why
-        ):
-            edit["decision"] = "rejected" if bundle[1] == "rejected in" else "dropped"
-            edit["candidate_size"] = int(bundle[2])
-        if "inconclusive" in why:
-            edit["inconclusive"] = True
-        out.append(edit)
+        for why in (m["why"] or "").split(" | "):
+            out.append({**edit, **_verdict(why)})
+    return out
+
+
+def _verdict(why: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if why.startswith("rejected alone"):
+        out["decision"], out["candidate_size"] = "rejected", 1
+    elif bundle := re.match(r"(rejected in|dropped from a passing) (?:a )?bundle of (\d+)", why):
+        out["decision"] = "rejected" if bundle[1] == "rejected in" else "dropped"
+        out["candidate_size"] = int(bundle[2])
+    if "inconclusive" in why:
+        out["inconclusive"] = True
     return out
 
 
