@@ -532,8 +532,8 @@ def test_train_runs_and_report_agree_on_counts_tokens_and_cost(
     }
     empty = row["steps"] - row["accepted"] - row["rejected"]
     assert head[0] == (
-        f"run {row['run']} finished after {row['steps']} steps: {row['accepted']} changes "
-        f"kept, {row['rejected']} tried and refused (they did not beat the current skill on "
+        f"run {row['run']} finished after {row['steps']} steps: {row['accepted']} "
+        f"change{'' if row['accepted'] == 1 else 's'} kept, {row['rejected']} tried and refused (they did not beat the current skill on "
         f"val), {empty} steps with nothing to try"
     )
     assert head[1] == (
