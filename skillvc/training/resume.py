@@ -15,6 +15,8 @@ Invariants:
 - Settings that cannot change a run's results (the budget, workers, speculation, a role's key
   variable, timeouts, retries and rate limits) never count as a change: a resumed run takes
   them from skillvc.toml and the command line now, and its events stay those of one recipe.
+  (A gate's chunk between looks, which ``workers`` sets for a new run, is kept from the run's
+  start: ``RunContext.look_chunk``.)
 - A changed task set or template set is never resumed (the replay would send other prompts).
 - An abandoned run carries a ``run.abandoned`` event naming why; it is never resumed.
 """

@@ -67,6 +67,10 @@ class RunContext:
     test: list[TaskItem]
     base_commit: str
     base_skill: str
+    # How many val items a gate evaluates between two looks at its result: the workers the run
+    # started with (``run.started``'s config). A resumed run keeps it whatever its workers are
+    # now, so its gates stop where the interrupted run's did.
+    look_chunk: int
     # A skill package under an installing harness: the base commit's carried files (scripts,
     # assets), which training never edits, so every version of the run is installed with them.
     carried: tuple[PackageFile, ...] = ()
@@ -268,6 +272,7 @@ def prepare_run(
         test=list(taskset.test),
         base_commit=started.payload["base_commit"],
         base_skill=store.get_blob(started.payload["skill"]),
+        look_chunk=int(started.payload["config"]["train"]["workers"]),
         carried=_carried(config, repo, started.payload["base_commit"]),
     )
 

@@ -67,6 +67,10 @@ class TrainerBase:
             # A local server runs ``slots`` requests at once and queues the rest, where they
             # would wait out their timeouts: as many workers as it has slots.
             self.t = dataclasses.replace(self.t, workers=min(slots))
+        # A gate's items between looks: the run's recipe, not this process's workers (a resumed
+        # run may have others), clamped as the run's first process clamped its workers (a
+        # resumed run's servers are the recorded ones).
+        self.look_chunk = min([ctx.look_chunk, *slots])
         self.repo = ws.repo
         self.relpath = config.skill_relpath
         # Many skills: tags and rejected refs are under the skill's name (skillvc/<skill>/<run>/).
