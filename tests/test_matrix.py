@@ -27,12 +27,13 @@ LATE = simworld.rule("late deliveries earn").text
 TARGETS = '\n[targets.literal]\nmodel = "sim:support-literal"\n'
 
 
-def matrix_repo(repo: Path, *, gate: bool = False, epochs: int = 2) -> Path:
+def matrix_repo(repo: Path, *, gate: bool = False, epochs: int = 2, seed: int = 7) -> Path:
     """The demo with a second target model and a skill that states five true rules."""
     config = repo / "skillvc.toml"
     text = config.read_text(encoding="utf-8").replace("epochs = 3", f"epochs = {epochs}")
+    text = text.replace("seed = 7", f"seed = {seed}")
     if gate:
-        text = text.replace("seed = 7", 'seed = 7\ngate_targets = "all"')
+        text = text.replace(f"seed = {seed}", f'seed = {seed}\ngate_targets = "all"')
     config.write_text(text + TARGETS, encoding="utf-8")
     skill = repo / SKILL
     rules = "".join(f"- {r.text}\n" for r in simworld.GOOD[:5])
@@ -133,8 +134,10 @@ def test_training_with_gate_targets_all_refuses_the_edit(
     import shutil
 
     free = Path(shutil.copytree(demo, tmp_path / "free"))
-    matrix_repo(free)
-    matrix_repo(demo, gate=True)
+    # Seed 2: the simulated optimizer proposes the late rule (it does at 8 of seeds 1-9; its
+    # path follows the prompts' text, and at 7 it no longer does since edits are one line).
+    matrix_repo(free, seed=2)
+    matrix_repo(demo, gate=True, seed=2)
     # The paper's bundle gate, so the edit passes the primary gate and only the matrix decides.
     ungated = run_cli(free, monkeypatch, "train", "-q", "--no-attribution")
     assert ungated.exit_code == 0, ungated.output

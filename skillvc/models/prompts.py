@@ -157,17 +157,18 @@ def edit_lines(edits: Sequence[Mapping[str, Any]]) -> str:
     order, separated by `` | ``. ``parse_edit_lines`` reads it back, one entry a verdict."""
     if not edits:
         return NO_EDITS
-    lines: dict[str, list[str]] = {}
-    plain = 0
+    lines: list[tuple[str, list[str]]] = []
+    judged: dict[str, list[str]] = {}  # an edit's verdicts, by its head
     for edit in edits:
         head, why = _edit_head(edit), _why(edit)
-        if not why:  # nothing to merge (an accepted edit): a line of its own
-            head, plain = f"{head}\0{plain}", plain + 1
-        lines.setdefault(head, []).append(why)
-    return "\n".join(
-        head.split("\0")[0] + (f" ({' | '.join(whys)})" if any(whys) else "")
-        for head, whys in lines.items()
-    )
+        if why and head in judged:
+            judged[head].append(why)
+            continue
+        whys = [why] if why else []  # no verdict (an accepted edit): a line of its own
+        lines.append((head, whys))
+        if why:
+            judged[head] = whys
+    return "\n".join(head + (f" ({' | '.join(whys)})" if whys else "") for head, whys in lines)
 
 
 def _q(text: Any) -> str:
