@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from skillvc.cli import cli
-from skillvc.core.config import TasksConfig
+from skillvc.core.config import TasksConfig, load_config
 from skillvc.core.errors import TaskSetError
 from skillvc.tasks.taskset import load_taskset
+from skillvc.training.significance import effective_confidence
 
 SEARCHQA_MANIFEST = {
     "benchmark": "SearchQA",
@@ -61,6 +62,11 @@ def test_init_finds_the_task_files_in_the_skills_own_directory(
     config = (skill_repo / "skillvc.toml").read_text()
     assert 'train = "skills/support/evals/train.jsonl"' in config
     assert 'val = "skills/support/evals/val.jsonl"' in config
+    # The written config trains with the README's defaults: attribution, and the gate's
+    # confidence left to it (a written 0.0 made every attribution test a pass).
+    train = load_config(skill_repo).train
+    assert train.attribution and train.gate_confidence is None
+    assert effective_confidence(train) == 0.8
 
 
 def test_searchqa_id_manifest_is_refused_with_how_to_materialise(tmp_path: Path) -> None:
