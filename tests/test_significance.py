@@ -37,6 +37,33 @@ def test_sign_test_p_matches_the_binomial_tail() -> None:
         sig.sign_test_p(-1, 2)
 
 
+def _weighted_tail(rounds: list[tuple[int, int]]) -> Fraction:
+    """The weighted statistic's tail by brute force: every way the discordant pairs could
+    have fallen, each as likely."""
+    pairs = [r for r, (up, down) in enumerate(rounds, start=1) for _ in range(up + down)]
+    observed = sum(r * up for r, (up, _) in enumerate(rounds, start=1))
+    hits = sum(
+        1
+        for signs in range(2 ** len(pairs))
+        if sum(w for i, w in enumerate(pairs) if signs >> i & 1) >= observed
+    )
+    return Fraction(hits, 2 ** len(pairs))
+
+
+def test_weighted_sign_test_is_exact_and_one_round_is_the_sign_test() -> None:
+    for up in range(6):
+        for down in range(6):
+            assert sig.weighted_sign_test_p([(up, down)]) == sig.sign_test_p(up, down)
+    for rounds in ([(2, 1), (1, 0)], [(3, 3), (2, 1), (1, 0)], [(0, 2), (2, 0)], [(4, 2), (0, 0)]):
+        assert sig.weighted_sign_test_p(rounds) == pytest.approx(float(_weighted_tail(rounds)))
+    assert sig.weighted_sign_test_p([(0, 0), (0, 0)]) == 1.0
+    # Later rounds weigh more: wins there count for more than the same wins in the first.
+    assert sig.weighted_sign_test_p([(5, 5), (3, 0)]) < sig.sign_test_p(8, 5)
+    assert sig.weighted_sign_test_p([(8, 5), (0, 0)]) == pytest.approx(sig.sign_test_p(8, 5))
+    with pytest.raises(ValueError):
+        sig.weighted_sign_test_p([(1, 0), (-1, 0)])
+
+
 def test_verdicts_and_the_smallest_detectable_gain() -> None:
     assert sig.verdict(0.03, 0.05) == "significant"
     assert sig.verdict(0.05, 0.05) == "significant"  # at alpha is significant
@@ -67,11 +94,14 @@ def test_effective_confidence_follows_attribution() -> None:
         attribution = True
 
     t = Train()
-    assert sig.effective_confidence(t) == sig.DEFAULT_CONFIDENCE
+    assert sig.effective_confidence(t) == sig.DEFAULT_CONFIDENCE == 0.8
+    # Tests in rounds of fresh draws (a stochastic target) afford alpha 0.1.
+    assert sig.effective_confidence(t, rounds=True) == sig.ROUNDS_CONFIDENCE == 0.9
     t.attribution = False
     assert sig.effective_confidence(t) == 0.0  # the paper's gate: any strict gain
-    t.gate_confidence = 0.9
-    assert sig.effective_confidence(t) == 0.9
+    assert sig.effective_confidence(t, rounds=True) == 0.0
+    t.gate_confidence = 0.85
+    assert sig.effective_confidence(t) == sig.effective_confidence(t, rounds=True) == 0.85
 
 
 def test_true_accuracy_is_exact_and_rule_effects_have_their_sign() -> None:

@@ -376,16 +376,22 @@ def check_change(
         changes=changes,
         regression=regression,
         message=verdict(comparison, base, allow_drop, regression),
-        alpha=gate_alpha(config.train),
+        alpha=gate_alpha(config),
     )
 
 
-def gate_alpha(train: Any) -> float:
+def gate_alpha(config: Any) -> float:
     """The alpha the base's training gate judges gains at (``[train] gate_confidence``,
-    unset: by ``attribution``), or the review alpha where that gate tests nothing."""
-    from skillvc.training.significance import REVIEW_ALPHA, alpha_of, effective_confidence
+    unset: by ``attribution`` and the target), or the review alpha where that gate tests
+    nothing."""
+    from skillvc.training.significance import (
+        REVIEW_ALPHA,
+        alpha_of,
+        effective_confidence,
+        tests_in_rounds,
+    )
 
-    confidence = effective_confidence(train)
+    confidence = effective_confidence(config.train, rounds=tests_in_rounds(config))
     return alpha_of(confidence) if confidence > 0 else REVIEW_ALPHA
 
 

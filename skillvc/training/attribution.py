@@ -177,7 +177,7 @@ def _fresh(
         rounds=rounds,
         round_of=lambda r: (first_round + r - 1, None),
     )
-    p = significance.sign_test_p(run.up, run.down)
+    p = significance.weighted_sign_test_p(run.by_round)
     keep = not run.futile and significance.significant(p, alpha)
     outcome = KEPT if keep else (HARMFUL if run.down > run.up else NEUTRAL)
     # The gain from the first round (on every focus item; later rounds run on a chosen few):
@@ -210,20 +210,19 @@ class Attribution:
 
     def confirm(self, result: GateResult) -> GateResult:
         """The pruned candidate's gate, decided. When every kept edit won its own test (each
-        significantly better than the candidate without it), the pruned candidate is their
-        sum less passengers that were not shown to help: it needs only to show a net gain
-        over the current skill, not a second significant one. Asking every kept edit to win
-        two independent tests in a row is what threw good edits away with the passengers
-        (the power of two tests is the product of their powers). An edit that had no test of
+        significantly better than the candidate without it, on fresh draws), the pruned
+        candidate is their sum less passengers that were not shown to help: its gate is a
+        check that together they do no harm, so it is refused only when it did significantly
+        worse than the current skill. Asking every kept edit to win a second test in a row
+        (the pruned candidate's gain over the current skill on one pass over val, where an edit
+        that acts on 3 of 60 items is lost in the noise of the other 57 about one time in
+        three) is what threw good edits away with the passengers. An edit that had no test of
         its own (the last one standing) still needs the gate's significance: that gate is its
-        only test."""
+        only test. ``result`` must be a full pass over val (no early stop)."""
+        if result.decision == "accepted" or not self.kept_tested():
+            return result
         up, down = result.counts
-        if (
-            result.decision == "accepted"
-            or result.early_stopped
-            or not self.kept_tested()
-            or up <= down
-        ):
+        if significance.significant(significance.sign_test_p(down, up), self.alpha):
             return result
         return dataclasses.replace(result, decision="accepted")
 

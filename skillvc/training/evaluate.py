@@ -255,7 +255,7 @@ class GateResult:
     lost: list[str]
     errors: int
     p_value: float | None = None  # one-sided: "the candidate is not better" (None: not tested)
-    test: str | None = None  # "sign" (exact, on 0/1 differences) or "normal" (approximation)
+    test: str | None = None  # "sign" (exact, 0/1 differences), "weighted sign" (rounds), "normal"
     # Passes over val (> 1: more rounds on a stochastic target) and the discordant items of
     # all of them, when more than one ran.
     rounds: int = 1
@@ -472,13 +472,15 @@ def more_rounds(
     alphas: Sequence[float],
     current_round: int = 0,
     rounds: int | None = None,
-) -> tuple[int, int, int, bool]:
+) -> tuple[int, int, int, bool, float]:
     """Go on with a paired sign test the first round left undecided, with fresh draws: round 1
     on ``items``, each later one only on the items the round before found discordant (either
-    way, see ``training/attribution.py``: the pooled sign test stays exact), up to ``rounds``
-    more (default ``len(alphas) - 1``). One look at the end, at the alpha the first look left
-    (``sum(alphas[1:])``); before it only futility stops (no more wins than losses), which
-    spend nothing. Returns (up, down, rounds run with the first, significant).
+    way, see ``training/attribution.py``: the test stays exact), up to ``rounds`` more
+    (default ``len(alphas) - 1``). One look at the end, at the alpha the first look left
+    (``sum(alphas[1:])``), with the round-weighted sign test (``significance``: the first
+    pass weighs 1, the next round 2, ...); before it only futility stops (no more wins than
+    losses), which spend nothing. Returns (up, down, rounds run with the first, significant,
+    p-value).
 
     ``worse`` (the current skill) draws from round ``current_round + r``: the rounds below
     ``current_round`` are the ones its own gate ran, whose draws got it accepted (lucky ones,
@@ -496,10 +498,9 @@ def more_rounds(
         up=up,
         down=down,
     )
-    won = not run.futile and significance.significant(
-        significance.sign_test_p(run.up, run.down), alpha
-    )
-    return run.up, run.down, run.done + 1, won
+    p = significance.weighted_sign_test_p([(up, down), *run.by_round])
+    won = not run.futile and significance.significant(p, alpha)
+    return run.up, run.down, run.done + 1, won, p
 
 
 @dataclass(frozen=True)
@@ -512,6 +513,7 @@ class NarrowedRounds:
     futile: bool  # stopped: no more wins than losses
     evaluated: int  # item pairs evaluated, over all rounds
     first: tuple[int, int] | None  # (up, down) of the first round alone
+    by_round: tuple[tuple[int, int], ...] = ()  # (up, down) of each round run
 
 
 def narrowing_rounds(
@@ -533,6 +535,7 @@ def narrowing_rounds(
     (``better``'s round, ``worse``'s round or None for the same)."""
     done = evaluated = 0
     first: tuple[int, int] | None = None
+    by_round: list[tuple[int, int]] = []
     futile, items = False, list(items)
     for r in range(1, rounds + 1):
         better_round, worse_round = round_of(r)
@@ -547,14 +550,15 @@ def narrowing_rounds(
         )
         evaluated += len(items)
         up, down, done = up + len(ups), down + len(downs), r
-        first = first or (len(ups), len(downs))
+        by_round.append((len(ups), len(downs)))
+        first = first or by_round[0]
         futile = up < down or (up == down and r > 1)
         if futile:
             break
         flipped = {it.id for it in (*ups, *downs)}
         if flipped:
             items = [it for it in items if it.id in flipped]
-    return NarrowedRounds(up, down, done, futile, evaluated, first)
+    return NarrowedRounds(up, down, done, futile, evaluated, first, tuple(by_round))
 
 
 def resample_gate(
@@ -576,7 +580,7 @@ def resample_gate(
     # Fresh draws on the items the first round found discordant (either way: the choice does
     # not look at which side won), where the candidate's edits act, and enough others.
     items = focus_items(val, [*result.gained, *result.lost])
-    up, down, rounds, won = more_rounds(
+    up, down, rounds, won, p = more_rounds(
         evaluator,
         candidate,
         current,
@@ -591,8 +595,8 @@ def resample_gate(
     return dataclasses.replace(
         result,
         decision="accepted" if won else "rejected",
-        p_value=significance.sign_test_p(up, down),
-        test="sign",
+        p_value=p,
+        test="weighted sign",  # rounds weighted 1, 2, ... (significance.weighted_sign_test_p)
         rounds=rounds,
         discordant=(up, down),
     )

@@ -285,6 +285,11 @@ class Gating(Summaries):
                     credit.kept, text, document, package = rest, without, doc, pkg
         if credit.dropped:
             assert document is not None
+            # Independent tests on fresh draws (a stochastic target) settled every kept edit:
+            # the pruned gate only checks for harm (``Attribution.confirm``), on a full pass.
+            # A deterministic target's pruned gate sees the same answers again: it stays a
+            # check that the kept edits together still beat the current skill.
+            settled = len(self.alphas) > 1 and credit.kept_tested()
             with self.stage(f"{name} gate of the kept edits", [(text, self.ctx.val, "val")]):
                 credit.result = gate(
                     self.evaluator,
@@ -292,27 +297,25 @@ class Gating(Summaries):
                     text,
                     self.ctx.val,
                     metric=t.gate_metric,
-                    early_stop=t.early_stop,
+                    early_stop=t.early_stop and not settled,
                     chunk=self.look_chunk,
                     confidence=1 - self.alphas[0],
                     sequential=len(self.alphas) == 1,
                     current_round=self.current_round,
                 )
-                credit.result = resample_gate(
-                    self.evaluator,
-                    s.skill,
-                    text,
-                    self.ctx.val,
-                    credit.result,
-                    alphas=self.alphas,
-                    current_round=self.current_round,
-                    rounds=self.gate_rounds_more,
-                )
-                if len(self.alphas) > 1:
-                    # Independent tests on fresh draws (a stochastic target): see ``confirm``.
-                    # A deterministic target's pruned gate sees the same answers again: it
-                    # stays a check that the kept edits together still beat the current skill.
+                if settled:
                     credit.result = credit.confirm(credit.result)
+                else:
+                    credit.result = resample_gate(
+                        self.evaluator,
+                        s.skill,
+                        text,
+                        self.ctx.val,
+                        credit.result,
+                        alphas=self.alphas,
+                        current_round=self.current_round,
+                        rounds=self.gate_rounds_more,
+                    )
             s.calls_saved += credit.result.calls_saved * t.samples
             credit.text, credit.document, credit.package = text, document, package
         return credit

@@ -21,9 +21,10 @@ More rounds. On a stochastic target (``[target] temperature`` > 0) a gate that o
 val leaves undecided (more wins than losses, not significant) runs more rounds of fresh draws,
 and an attribution test runs in fresh rounds from the start; each round after the first only on
 the items the round before found discordant, either way (``evaluate.more_rounds``,
-``attribution._fresh``), and the discordant items of all rounds are pooled. Under "no
-difference" every fresh pair is still equally likely to favour either side, whichever items
-were chosen without looking at the side, so the sign test stays valid. The gate's first pass
+``attribution._fresh``), and the rounds are judged together by the round-weighted sign test
+(``weighted_sign_test_p``: round r's discordant items count r times). Under "no difference"
+every fresh pair is still equally likely to favour either side, whichever items were chosen
+without looking at the side, so the test stays exact. The gate's first pass
 is a look at ``look_alphas``'s first alpha; the extra rounds take one look, at their end, at
 the alpha left; an attribution test takes one look at the whole alpha. Before those looks a
 test stops only for futility, which spends nothing. ``[train] gate_rounds`` sets the rounds. A
@@ -33,6 +34,7 @@ deterministic target would give the same answers again, which is why it gets one
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 # The alpha a gain is judged at where the gate recorded none (the paper's bundle gate, which
@@ -55,6 +57,41 @@ def sign_test_p(up: int, down: int) -> float:
     if n == 0 or up == 0:
         return 1.0
     return math.fsum(math.comb(n, k) for k in range(up, n + 1)) / 2**n
+
+
+def weighted_sign_test_p(rounds: Sequence[tuple[int, int]]) -> float:
+    """One-sided exact p-value of rounds of paired draws, round ``r`` (from 1) weighing ``r``.
+
+    ``rounds``: each round's (wins, losses). The statistic is the sum over rounds of ``r`` x
+    (wins - losses). Under "no difference" every discordant pair of every round is a fair coin
+    (see the module's docstring), so the statistic's law is that of the sum of ``r`` x
+    (2 Binomial(n_r, 1/2) - n_r): computed exactly here, by convolution. Later rounds run on
+    the items the earlier ones found discordant, where an edit acts (a good one wins there
+    round after round, chance does not), so they weigh more: the weights are fixed before any
+    draw, which keeps the test exact. One round is the plain sign test.
+
+    ``weighted_sign_test_p([(3, 0)]) == sign_test_p(3, 0)``.
+    """
+    if any(up < 0 or down < 0 for up, down in rounds):
+        raise ValueError("counts of discordant items are never negative")
+    if len(rounds) == 1:
+        return sign_test_p(*rounds[0])
+    # law[t]: the probability that the wins, weighted, sum to t (the statistic is increasing
+    # in that sum for fixed counts).
+    law = [1.0]
+    for r, (up, down) in enumerate(rounds, start=1):
+        n = up + down
+        step = [math.comb(n, k) / 2**n for k in range(n + 1)]
+        out = [0.0] * (len(law) + r * n)
+        for t, p in enumerate(law):
+            if p:
+                for k, q in enumerate(step):
+                    out[t + r * k] += p * q
+        law = out
+    observed = sum(r * up for r, (up, _) in enumerate(rounds, start=1))
+    if observed == 0:
+        return 1.0
+    return min(1.0, math.fsum(law[observed:]))
 
 
 def significant(p_value: float | None, alpha: float) -> bool:
@@ -109,14 +146,31 @@ def smallest_detectable_gain(n: int, alpha: float) -> float | None:
     return None if n < k else k / n
 
 
-DEFAULT_CONFIDENCE = 0.8  # the gate's with attribution on: one-sided alpha 0.2
+DEFAULT_CONFIDENCE = 0.8  # the gate's with attribution on, one pass: one-sided alpha 0.2
+# With attribution on a stochastic target, whose tests run rounds of fresh draws weighted
+# toward the items an edit acts on (``weighted_sign_test_p``): one-sided alpha 0.1. The rounds
+# give the tests the power to afford it, and a run meets many tests of edits that change
+# nothing (courteous lines, restated rules), each a chance of a false "significant".
+ROUNDS_CONFIDENCE = 0.9
 
 
-def effective_confidence(t: Any) -> float:
-    """``[train] gate_confidence`` as the gate uses it (unset: by ``attribution``)."""
+def effective_confidence(t: Any, *, rounds: bool = False) -> float:
+    """``[train] gate_confidence`` as the gate uses it (unset: by ``attribution``, and by
+    ``rounds``: whether the tests run rounds of fresh draws, ``tests_in_rounds``)."""
     if t.gate_confidence is not None:
         return float(t.gate_confidence)
-    return DEFAULT_CONFIDENCE if t.attribution else 0.0
+    if not t.attribution:
+        return 0.0
+    return ROUNDS_CONFIDENCE if rounds else DEFAULT_CONFIDENCE
+
+
+def tests_in_rounds(config: Any) -> bool:
+    """Whether a run's gate and attribution tests run rounds of fresh draws: attribution on the
+    hard metric, with a stochastic target (``[target] temperature`` > 0) sampled once a call
+    (``samples`` = 1). A deterministic target would give the same answers again."""
+    t = config.train
+    stochastic = config.target.temperature > 0 and t.samples == 1
+    return bool(stochastic and t.attribution and t.gate_metric == "hard")
 
 
 def alpha_of(confidence: float) -> float:

@@ -98,14 +98,13 @@ class TrainerBase:
         self.upcoming: list[tuple[Sequence[TaskItem], str]] = []
         self.epoch_start = ""  # the skill the current epoch started with
         self.branch_ref = commits.branch_ref(self.repo)  # a run never switches branches
-        # The gate's confidence: as set, else 0.8 with attribution and 0 (any strict gain,
-        # the paper's gate) without.
-        self.confidence = significance.effective_confidence(self.t)
+        # The gate's confidence: as set, else with attribution 0.8 (0.9 where its tests run in
+        # rounds), and 0 (any strict gain, the paper's gate) without.
+        in_rounds = significance.tests_in_rounds(config)
+        self.confidence = significance.effective_confidence(self.t, rounds=in_rounds)
         self.gains: list[dict[str, Any]] = []  # see RunSummary.gains
         # The alpha of each look of a test (more rounds of val only on a stochastic target).
-        stochastic = config.target.temperature > 0 and self.t.samples == 1
-        tests = self.t.attribution and self.t.gate_metric == "hard"
-        rounds = self.t.gate_rounds if stochastic and tests else 1
+        rounds = self.t.gate_rounds if in_rounds else 1
         self.alphas = significance.look_alphas(significance.alpha_of(self.confidence), rounds)
         # The round of val draws that stands for the current skill in its gates: the seed's
         # first; an accepted candidate's on a stochastic target, a fresh one (its first-round
