@@ -86,6 +86,23 @@ def test_simulator_needs_nothing(repo: Path) -> None:
     assert lines(result)[-1] == "All 5 checks passed."
 
 
+def test_a_zero_gate_confidence_with_attribution_is_noted(repo: Path) -> None:
+    """What `skillvc init` wrote before attribution existed: every attribution test passes."""
+    config = repo / "skillvc.toml"
+    text = config.read_text(encoding="utf-8")
+    assert "Note:" not in line(doctor(), "config")
+    config.write_text(text.replace("[train]\n", "[train]\ngate_confidence = 0.0\n"), "utf-8")
+    result = doctor()
+    assert result.exit_code == 0, result.output
+    assert "Note: [train] gate_confidence = 0 with attribution on keeps every edit" in line(
+        result, "config"
+    )
+    config.write_text(
+        text.replace("[train]\n", "[train]\ngate_confidence = 0.0\nattribution = false\n"), "utf-8"
+    )
+    assert "Note:" not in line(doctor(), "config")  # the paper's gate, as asked
+
+
 @pytest.mark.usefixtures("openai_env")
 def test_openai_is_reached_with_one_tiny_unrecorded_call(
     repo: Path, loopback: LoopbackServer

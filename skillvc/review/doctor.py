@@ -208,7 +208,16 @@ def check_config(path: str | Path) -> tuple[Check, Config | None]:
     except SkillvcError as exc:
         return Check("config", FAIL, exc.message, exc.hint), None
     models = f"target {config.target.model}, optimizer {config.optimizer.model}"
-    return Check("config", OK, f"{root / CONFIG_FILE} loads ({models})."), config
+    detail = f"{root / CONFIG_FILE} loads ({models})."
+    if config.train.attribution and config.train.gate_confidence == 0:
+        # What `skillvc init` wrote before attribution existed: alpha 1 passes every test.
+        detail += (
+            " Note: [train] gate_confidence = 0 with attribution on keeps every edit of a "
+            "passing candidate (every test passes at alpha 1); remove the line for the default "
+            "(0.8, 0.9 with a target temperature above 0), or set attribution = false for the "
+            "paper's gate."
+        )
+    return Check("config", OK, detail), config
 
 
 def check_skill(config: Config) -> Check:
