@@ -254,16 +254,9 @@ def _verdict(why: str) -> dict[str, Any]:
 
 
 def edits_in(prompt: str, tag: str) -> list[dict[str, Any]]:
-    """The list of edits under ``<tag>`` in a rendered prompt: one line an edit, or JSON (a
-    prompt rendered before edits were shown as lines)."""
-    text = section(prompt, tag).strip()
-    if text.startswith("["):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            return []
-        return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
-    return parse_edit_lines(text)
+    """The list of edits under ``<tag>`` in a rendered prompt (``edit_lines``: every list of
+    edits is rendered so, and a run never resumes across a change of templates)."""
+    return parse_edit_lines(section(prompt, tag))
 
 
 class PromptTooLong(ValueError):

@@ -512,8 +512,12 @@ class NarrowedRounds:
     done: int  # rounds run
     futile: bool  # stopped: no more wins than losses
     evaluated: int  # item pairs evaluated, over all rounds
-    first: tuple[int, int] | None  # (up, down) of the first round alone
     by_round: tuple[tuple[int, int], ...] = ()  # (up, down) of each round run
+
+    @property
+    def first(self) -> tuple[int, int] | None:
+        """(up, down) of the first round alone."""
+        return self.by_round[0] if self.by_round else None
 
 
 def narrowing_rounds(
@@ -534,7 +538,6 @@ def narrowing_rounds(
     (worse, or after a second round no better). ``round_of(r)``: the draws round ``r`` uses,
     (``better``'s round, ``worse``'s round or None for the same)."""
     done = evaluated = 0
-    first: tuple[int, int] | None = None
     by_round: list[tuple[int, int]] = []
     futile, items = False, list(items)
     for r in range(1, rounds + 1):
@@ -551,14 +554,13 @@ def narrowing_rounds(
         evaluated += len(items)
         up, down, done = up + len(ups), down + len(downs), r
         by_round.append((len(ups), len(downs)))
-        first = first or by_round[0]
         futile = up < down or (up == down and r > 1)
         if futile:
             break
         flipped = {it.id for it in (*ups, *downs)}
         if flipped:
             items = [it for it in items if it.id in flipped]
-    return NarrowedRounds(up, down, done, futile, evaluated, first, tuple(by_round))
+    return NarrowedRounds(up, down, done, futile, evaluated, tuple(by_round))
 
 
 def resample_gate(
