@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import subprocess
 import threading
 from pathlib import Path
 
@@ -319,6 +320,39 @@ def test_a_commit_pruned_after_its_pin_is_built_again(
     assert git(skill_repo, "rev-parse", "HEAD") == head
     git(skill_repo, "fsck", "--strict", "--no-dangling")
     assert git(skill_repo, "for-each-ref", KEEP_PREFIX) == ""
+
+
+def test_objects_a_running_gc_prunes_after_the_move_are_written_back(
+    skill_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gc that began before the pin may prune the new commit's objects even after the branch
+    moved onto it: the commit waits for that gc to end, then writes back what it deleted."""
+    gc_pid = skill_repo / ".git" / "gc.pid"
+    # A gc as git runs one: it names itself in gc.pid and removes the file when it ends.
+    gc = subprocess.Popen(["sh", "-c", f"sleep 0.5; rm -f '{gc_pid}'"])
+    gc_pid.write_text(f"{gc.pid} {socket.gethostname()}")
+    pruned: list[str] = []
+    with SkillRepo(skill_repo) as repo:
+        move = repo._move_ref
+
+        def move_then_prune(ref: str, new: str, old: str | None, *rest: object) -> None:
+            move(ref, new, old, *rest)  # type: ignore[arg-type]
+            fresh = git(skill_repo, "rev-list", "--objects", new, "--not", old or "HEAD~")
+            for oid in (line.split()[0] for line in fresh.splitlines()):
+                (skill_repo / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+                pruned.append(oid)
+
+        monkeypatch.setattr(repo, "_move_ref", move_then_prune)
+        head = repo.commit_file("skills/support/SKILL.md", b"# Version 1\n", "edit 1")
+        assert gc.poll() is not None  # it waited for the gc
+    assert len(pruned) == 5  # the commit, the root tree, skills/, skills/support/ and the blob
+    assert git(skill_repo, "rev-parse", "HEAD") == head
+    git(skill_repo, "fsck", "--strict", "--no-dangling")
+    assert git(skill_repo, "show", "HEAD:skills/support/SKILL.md") == "# Version 1"
+    # A gc.pid left by a gc that died on this host is no gc: nothing waits for it.
+    gc_pid.write_text(f"{gc.pid} {socket.gethostname()}")
+    with SkillRepo(skill_repo) as repo:
+        assert repo._gc_owner() is None
 
 
 def test_check_refuses_an_unrelated_base_and_reads_blobs(demo: Path) -> None:

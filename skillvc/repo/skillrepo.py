@@ -25,6 +25,7 @@ import contextlib
 import os
 import posixpath
 import re
+import socket
 import subprocess
 import tempfile
 import time
@@ -51,6 +52,7 @@ from skillvc.core.errors import (
 SKILLVC_REF_PREFIX = "refs/skillvc/"
 KEEP_PREFIX = "refs/skillvc/keep/"  # new commits, held against gc until a ref points at them
 _GC_RETRIES = 5  # rebuilds of a commit whose fresh objects a concurrent gc deleted
+_GC_WAIT = 120.0  # seconds a new commit waits for a gc that may have read the refs before it
 _LOCK_RETRIES = 5  # tries of a ref move while another git process holds its lock (~1 s)
 
 
@@ -122,6 +124,9 @@ class SkillRepo:
         self._git = self.git_repo.git
         self._signing: bool | None = None  # commit.gpgsign, read on the first commit
         self._pins: dict[str, list[str]] = {}  # commit sha -> its refs/skillvc/keep/ refs
+        # commit sha -> (the gc running when it was pinned, the commit's new objects), kept
+        # until that gc has ended: see _outlive_gc
+        self._exposed: dict[str, tuple[str, dict[str, tuple[str, bytes]]]] = {}
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -282,6 +287,23 @@ class SkillRepo:
 
     def _gc_running(self) -> bool:
         return (Path(self.git_repo.common_dir) / "gc.pid").exists()
+
+    def _gc_owner(self) -> str | None:
+        """The running gc's ``gc.pid`` line ("<pid> <host>"), or None when no gc runs (a
+        ``gc.pid`` left by a gc that died on this host counts as none)."""
+        try:
+            line = (Path(self.git_repo.common_dir) / "gc.pid").read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        pid, _, host = line.partition(" ")
+        if pid.isdigit() and host == socket.gethostname():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return None
+            except PermissionError:
+                pass  # alive, another user's
+        return line or None
 
     def same_between(self, a: str, b: str, relpath: str) -> bool:
         """True when the file or folder ``relpath`` is identical in commits ``a`` and ``b``."""
@@ -539,6 +561,7 @@ class SkillRepo:
             sha = self._build_pinned(files, message, parent, trailers)
             try:
                 move(sha)
+                self._outlive_gc(sha)
                 return sha
             except _ObjectsVanished:
                 if attempt == _GC_RETRIES - 1:
@@ -546,6 +569,23 @@ class SkillRepo:
             finally:
                 self._unpin(sha)
         raise AssertionError("unreachable")
+
+    def _outlive_gc(self, sha: str) -> None:
+        """Wait for the gc that ran when ``sha`` was pinned, then write back any of the
+        commit's objects it deleted. Its prune may have read the refs before the pin existed
+        and so delete them even after the ref move (git calls '--prune=now' unsafe beside a
+        writer): the same bytes make the same object ids, so the moved ref is whole again."""
+        owner, objects = self._exposed.pop(sha, (None, {}))
+        if owner is None:
+            return
+        deadline = time.monotonic() + _GC_WAIT
+        while self._gc_owner() == owner and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for oid in self._missing_objects(list(objects)):
+            kind, data = objects[oid]
+            written = self._git_stdin("hash-object", "-t", kind, "-w", "--stdin", data=data)
+            if written != oid:  # cannot happen: an object id is the hash of its bytes
+                raise SkillvcError(f"git wrote {kind} {oid} back as {written}.")
 
     def _resolve_through_gc(self, rev: str) -> str:
         """``resolve``, asked again while a concurrent gc repacks: git can briefly miss an
@@ -613,12 +653,38 @@ class SkillRepo:
                 raise _ObjectsVanished() from None
             raise
         self._pins.setdefault(sha, []).append(pin)
-        if self._missing_objects([sha, tree, *blobs.values()]):
+        owner = self._gc_owner()  # read after the pin: a gc that began before it is a threat
+        objects = self._new_objects(sha, parent_sha)
+        if objects is None:
             self._unpin(sha)
             raise _ObjectsVanished()
+        if owner is not None:
+            self._exposed[sha] = (owner, objects)
         return sha
 
+    def _new_objects(self, sha: str, parent: str | None) -> dict[str, tuple[str, bytes]] | None:
+        """Object id -> (type, bytes) for every object ``sha`` has that ``parent`` has not
+        (the commit, its new trees and blobs); None when any of them is missing."""
+        try:
+            listed = self._git.rev_list("--objects", sha, *(["--not", parent] if parent else []))
+        except git.GitCommandError:
+            return None  # a commit, tree or blob it names is gone
+        oids = [line.split(" ", 1)[0] for line in listed.splitlines() if line]
+        out = self._cat_file("--batch", oids, check=False)
+        objects: dict[str, tuple[str, bytes]] = {}
+        at = 0
+        while at < len(out):
+            end = out.index(b"\n", at)
+            header = out[at:end].decode().split()
+            if header[-1] == "missing":
+                return None
+            oid, kind, size = header[0], header[1], int(header[2])
+            objects[oid] = (kind, out[end + 1 : end + 1 + size])
+            at = end + 2 + size  # the content is followed by a newline
+        return objects if len(objects) == len(oids) else None
+
     def _unpin(self, sha: str) -> None:
+        self._exposed.pop(sha, None)
         for pin in self._pins.pop(sha, []):
             with contextlib.suppress(git.GitCommandError):
                 self._git.update_ref("-d", pin)
