@@ -8,6 +8,7 @@ is a crash (exit 70) whose traceback ``SKILLVC_RAISE_ERRORS=1`` shows.
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 from typing import Any
@@ -119,7 +120,13 @@ _register_command_modules()
 
 
 def main() -> None:
-    cli(prog_name="skillvc")
+    try:
+        cli(prog_name="skillvc")
+    finally:
+        # Python's last collection at exit walks every object still alive, the model SDKs'
+        # thousands of classes among them: half a second after a training run, spent as the
+        # process ends. Frozen objects are skipped by it; each is still finalized as before.
+        gc.freeze()
 
 
 if __name__ == "__main__":  # pragma: no cover

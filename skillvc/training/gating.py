@@ -120,6 +120,9 @@ class Gating(Summaries):
             if matrix is not None and matrix["vetoed"]:
                 result = dataclasses.replace(result, decision="rejected")
         decision = result.decision if result else "forced"
+        if decision != "rejected":
+            # What the loop runs next with the new skill goes out now, beside the commit.
+            self.after_accept(candidate_text)
         gate_event = self.log.emit(
             "gate",
             {
@@ -185,7 +188,6 @@ class Gating(Summaries):
                 }
             )
             s.accept(candidate, sha, edits, slow=kind != "step", package=package)
-            self.after_accept()
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             if result is not None and len(self.alphas) > 1:

@@ -132,13 +132,13 @@ class Speculation(Budget):
         )
         return str(rows[0]["decision"]) if rows else None
 
-    def after_accept(self) -> None:
-        """The candidate became the current skill: what the loop runs next with it is certain
-        now. It goes out here, on the calls-ahead pool, while the loop runs the new skill's
-        val pass on its own (free after a gate, a real pass after a forced update), so that
-        pass no longer blocks the next stage."""
+    def after_accept(self, skill: str) -> None:
+        """``skill`` (a candidate just accepted) becomes the current skill: what the loop runs
+        next with it is certain now. It goes out here, on the calls-ahead pool, while the loop
+        commits it and runs its val pass (free after a gate, a real pass after a forced
+        update), so neither blocks the next stage."""
         for items, split in self.upcoming:
-            self.prefetch(self.state.skill, items, split, rank=NEXT)
+            self.prefetch(skill, items, split, rank=NEXT)
 
     def after_step(
         self, epoch: int, following: Sequence[Sequence[TaskItem]]
