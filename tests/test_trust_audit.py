@@ -116,8 +116,10 @@ def test_the_prs_gitattributes_do_not_rewrite_the_base_tasks(
     them readable while it rewrites every non-ASCII target)."""
     git(demo, "checkout", "-q", "-b", "pr")
     (demo / "evals" / ".gitattributes").write_text("*.jsonl working-tree-encoding=UTF-16\n")
-    git(demo, "add", "-A")
-    commit_all(demo, "Re-encode the task files on checkout")
+    # Only the new file: 'add -A' (or 'commit -a') re-reads a task file whose index entry is
+    # racily clean (written in the index's second) and dies converting its UTF-8 from UTF-16.
+    git(demo, "add", "evals/.gitattributes")
+    git(demo, "commit", "-q", "-m", "Re-encode the task files on checkout")
 
     for args in (["pr"], []):
         result = run_cli(demo, monkeypatch, "check", "-q", "--base", "main", *args)
