@@ -12,6 +12,7 @@ import socket
 import sqlite3
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -349,9 +350,15 @@ def test_objects_a_running_gc_prunes_after_the_move_are_written_back(
     assert git(skill_repo, "rev-parse", "HEAD") == head
     git(skill_repo, "fsck", "--strict", "--no-dangling")
     assert git(skill_repo, "show", "HEAD:skills/support/SKILL.md") == "# Version 1"
-    # A gc.pid left by a gc that died on this host is no gc: nothing waits for it.
+    # A gc.pid left by a gc that died on this host is no gc: nothing waits for it; nor is one
+    # older than 12 hours (git's own rule), whatever process has its pid now.
     gc_pid.write_text(f"{gc.pid} {socket.gethostname()}")
     with SkillRepo(skill_repo) as repo:
+        assert repo._gc_owner() is None
+        gc_pid.write_text(f"{os.getpid()} {socket.gethostname()}")
+        assert repo._gc_owner() == f"{os.getpid()} {socket.gethostname()}"
+        old = time.time() - 13 * 3600
+        os.utime(gc_pid, (old, old))
         assert repo._gc_owner() is None
 
 

@@ -289,14 +289,19 @@ class SkillRepo:
         return (Path(self.git_repo.common_dir) / "gc.pid").exists()
 
     def _gc_owner(self) -> str | None:
-        """The running gc's ``gc.pid`` line ("<pid> <host>"), or None when no gc runs (a
-        ``gc.pid`` left by a gc that died on this host counts as none)."""
+        """The running gc's ``gc.pid`` line ("<pid> <host>"), or None when no gc runs. A
+        ``gc.pid`` left by a gc that died on this host counts as none, and, as git counts it,
+        one older than 12 hours."""
+        path = Path(self.git_repo.common_dir) / "gc.pid"
         try:
-            line = (Path(self.git_repo.common_dir) / "gc.pid").read_text().strip()
+            line = path.read_text().strip()
+            if time.time() - path.stat().st_mtime > 12 * 3600:
+                return None
         except (OSError, UnicodeDecodeError):
             return None
         pid, _, host = line.partition(" ")
-        if pid.isdigit() and host == socket.gethostname():
+        # (signal 0 probes a process on POSIX; on Windows os.kill would end it)
+        if pid.isdigit() and host == socket.gethostname() and os.name == "posix":
             try:
                 os.kill(int(pid), 0)
             except ProcessLookupError:
