@@ -224,3 +224,32 @@ def test_a_bad_cached_rate_in_prices_fails_with_a_sentence() -> None:
     assert cache_prices_for("anthropic:claude-sonnet-4-5-20250929") == (0.30, 3.75)
     assert cache_prices_for("openai:gpt-4.1-mini") == (0.10, 0.40)
     assert cache_prices_for("openai:unknown-model") is None
+
+
+def test_a_reflection_prompts_shared_part_is_a_cache_point_of_its_own(
+    loopback: lb.LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from skillvc.models import prompts
+
+    def reflection(skill: str, case: str) -> list[dict[str, str]]:
+        return prompts.render(
+            "reflect", n_cases="1", kind="failures", kind_note="n", budget="2", skill=skill,
+            cases=[{"id": case, "input": "q", "output": "a", "expected": "x", "score": 0.0}],
+            rejected=[], meta="(none yet)",
+        )  # fmt: skip
+
+    c, store = client(tmp_path, loopback, monkeypatch, "anthropic:claude-sonnet-4-5")
+    long_skill = "Refund within 30 days. " * 300  # over 1,024 tokens before the cases
+    for case in ("t1", "t2"):
+        c.call("target", reflection(long_skill, case))
+    c.call("target", reflection("Be brief.", "t3"))
+
+    first, second, short = (r.json["messages"] for r in loopback.requests)
+    user = reflection(long_skill, "t1")[1]["content"]
+    (message,) = first
+    head, tail = message["content"]
+    assert head == {**CACHED, "text": user[: user.index("<cases>")]}
+    assert tail == {"type": "text", "text": user[user.index("<cases>") :]}
+    assert second[0]["content"][0] == head  # the step's next minibatch: the same cached prefix
+    assert isinstance(short[0]["content"], str)  # too short to cache: sent as before
+    store.close()

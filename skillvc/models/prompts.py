@@ -337,6 +337,14 @@ def cut(text: str, limit: int) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
+def cache_point(text: str) -> int | None:
+    """Where the part of a rendered prompt that the calls of a step share ends: the start of
+    its ``<cases>`` section (None: the prompt has none). A backend that must mark a cache
+    point to be served from the provider's cache (Anthropic) marks one there."""
+    i = text.find("\n<cases>\n")
+    return i + 1 if i >= 0 else None
+
+
 def section(prompt: str, tag: str) -> str:
     """The text between ``<tag>`` and ``</tag>`` in a rendered prompt ('' when absent)."""
     m = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", prompt, re.S)

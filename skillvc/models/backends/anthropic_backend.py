@@ -16,8 +16,11 @@ Configuration rules:
 - Prompt caching: a system prompt (the skill, the stable prefix of every rollout) long enough
   to be cached (``MIN_CACHEABLE_TOKENS`` for the model's family, estimated at 4 characters a
   token) is sent as one text block marked ``cache_control: ephemeral`` (5 minutes); a shorter
-  one is sent as a plain string, as before. The cache key of ``skillvc.models.calls`` is computed
-  from the request's messages and parameters, not from this body, so it does not change. Usage:
+  one is sent as a plain string, as before. An optimizer prompt whose part before its cases
+  (``skillvc.models.prompts.cache_point``) is that long, with the system prompt, has a cache
+  point there too: its user message is sent as two text blocks, the first marked. The cache
+  key of ``skillvc.models.calls`` is computed from the request's messages and parameters, not
+  from this body, so it does not change. Usage:
   Anthropic's ``input_tokens`` excludes cache reads and writes; ``prompt_tokens`` adds them back
   (every input token, as OpenAI counts), with ``cached_tokens`` and ``cache_write_tokens``.
 
@@ -39,6 +42,7 @@ import anthropic
 from skillvc.core.config import ModelConfig
 from skillvc.models.backends.base import CallRequest, CallResult, TransientError
 from skillvc.models.backends.retry import backend_sdk_errors, require_key
+from skillvc.models.prompts import cache_point
 
 DEFAULT_MAX_TOKENS = 4096
 KEY_HINT = (
@@ -119,7 +123,18 @@ class AnthropicBackend:
             ],
         }
         system = request.system
-        if system and len(system) >= CHARS_PER_TOKEN * min_cacheable_tokens(self.name):
+        minimum = CHARS_PER_TOKEN * min_cacheable_tokens(self.name)
+        last = args["messages"][-1] if args["messages"] else None
+        cut = cache_point(last["content"]) if last and last["role"] == "user" else None
+        if last is not None and cut is not None and len(system) + cut >= minimum:
+            # An optimizer prompt's shared part (rules, skill, rejected edits, ...; the same in
+            # every minibatch of a step) is a cache point of its own, before the cases.
+            text = last["content"]
+            last["content"] = [
+                {"type": "text", "text": text[:cut], "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": text[cut:]},
+            ]
+        if system and len(system) >= minimum:
             args["system"] = [
                 {"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}
             ]
