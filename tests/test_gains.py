@@ -27,6 +27,7 @@ from skillvc.core.store import open_store
 from skillvc.review.history import log_entries
 from skillvc.review.report import blame
 from skillvc.training import significance
+from skillvc.training.commits import Honesty
 from skillvc.training.loop import RunSummary, train
 from skillvc.workspace.workspace import open_workspace
 
@@ -104,6 +105,20 @@ def test_attribution_drops_passengers_and_says_why(trained: tuple[Path, RunSumma
     assert summary.test > summary.baseline_test  # the demo still improves test
     assert summary.best_val is not None and summary.baseline_val is not None
     assert summary.best_val > summary.baseline_val
+
+
+def test_the_progress_line_counts_every_edit_of_the_bundle() -> None:
+    """Attribution tests every edit while more than one is kept, so a bundle of 4 can have 4
+    tests: the line said "dropped 1 of 5 edits" (tests + 1, the untested last edit)."""
+    tests = tuple(
+        ({"id": name}, outcome, 4, 0, 30, 0.0625)
+        for name, outcome in (("d", "kept"), ("c", "neutral"), ("b", "kept"), ("a", "kept"))
+    )
+    honesty = Honesty(0.2, 0.000488, "sign", "accepted", edits=tests, bundle=4)
+    assert honesty.summary() == "p = 0.000488, significant; dropped 1 of 4 edits"
+    # Pruned to one edit: the last one standing is not tested, and still counted.
+    two = Honesty(0.2, 0.01, "sign", "accepted", edits=tests[1:2], bundle=2)
+    assert two.summary().endswith("; dropped 1 of 2 edits")
 
 
 def test_blame_gives_each_line_the_gain_of_its_own_edit(trained: tuple[Path, RunSummary]) -> None:

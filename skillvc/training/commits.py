@@ -108,6 +108,7 @@ class Honesty:
     decision: str
     # Attribution's tests: (edit, outcome, up, down, n, p_value) per edit tested.
     edits: tuple[tuple[dict[str, Any], str, int, int, int, float], ...] = ()
+    bundle: int = 0  # edits in the candidate attribution took apart (not all are tested)
 
     @property
     def verdict(self) -> str:
@@ -123,7 +124,7 @@ class Honesty:
         said = significance.describe(self.p_value, self.alpha)
         dropped = sum(1 for _, outcome, *_ in self.edits if outcome != "kept")
         if dropped:
-            said += f"; dropped {dropped} of {len(self.edits) + 1} edits"
+            said += f"; dropped {dropped} of {self.bundle} edits"
         return said
 
     def lines(self) -> list[str]:

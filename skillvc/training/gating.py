@@ -347,6 +347,7 @@ class Gating(Summaries):
                 (t.edit, t.outcome, t.up, t.down, t.n, t.p_value)
                 for t in (credit.tests if credit is not None else [])
             ),
+            bundle=len(credit.bundle) if credit is not None else 0,
         )
 
     def evidence(
