@@ -238,7 +238,7 @@ def test_a_reflection_prompts_shared_part_is_a_cache_point_of_its_own(
             rejected=[], meta="(none yet)",
         )  # fmt: skip
 
-    c, store = client(tmp_path, loopback, monkeypatch, "anthropic:claude-sonnet-4-5")
+    c, store = client(tmp_path, loopback, monkeypatch, "anthropic:claude-opus-4-1")
     long_skill = "Refund within 30 days. " * 300  # over 1,024 tokens before the cases
     for case in ("t1", "t2"):
         c.call("target", reflection(long_skill, case))
