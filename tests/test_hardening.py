@@ -347,7 +347,8 @@ def test_objects_a_running_gc_prunes_after_the_move_are_written_back(
 
         monkeypatch.setattr(repo, "_move_ref", move_then_prune)
         head = repo.commit_file("skills/support/SKILL.md", b"# Version 1\n", "edit 1")
-        assert gc.poll() is not None  # it waited for the gc
+        assert not gc_pid.exists()  # it waited for the gc to end
+    gc.wait()
     assert len(pruned) == 5  # the commit, the root tree, skills/, skills/support/ and the blob
     assert git(skill_repo, "rev-parse", "HEAD") == head
     git(skill_repo, "fsck", "--strict", "--no-dangling")
