@@ -280,13 +280,10 @@ class SkillRepo:
             try:
                 return str(self._git.rev_parse("--verify", "-q", f"{rev}^{{commit}}"))
             except git.GitCommandError:
-                if attempt == 7 or (attempt > 0 and not self._gc_running()):
+                if attempt == 7 or (attempt > 0 and self._gc_owner() is None):
                     break
                 time.sleep(0.05 * attempt)
         raise UnknownRevision(f"'{rev}' does not name a commit in {self.root}.")
-
-    def _gc_running(self) -> bool:
-        return (Path(self.git_repo.common_dir) / "gc.pid").exists()
 
     def _gc_owner(self) -> str | None:
         """The running gc's ``gc.pid`` line ("<pid> <host>"), or None when no gc runs. A
