@@ -51,11 +51,11 @@ def world(directory: Path, seed: int, temperature: float, sizes: tuple[int, int,
         if item["input"] not in seen:
             seen.add(item["input"])
             items.append(item)
-    n_train, n_val, _ = sizes
+    n_train, n_val, n_test = sizes
     splits = {
         "train": items[:n_train],
         "val": items[n_train : n_train + n_val],
-        "test": items[n_train + n_val :],
+        "test": items[n_train + n_val : n_train + n_val + n_test],
     }
     for name, rows in splits.items():
         text = "".join(json.dumps(r) + "\n" for r in rows)
