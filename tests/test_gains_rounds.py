@@ -5,8 +5,12 @@ skill."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from conftest import copy_repo
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.hashing import sha256_hex
@@ -19,6 +23,8 @@ from skillvc.tasks.scorers import get_scorer
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training import attribution, significance
 from skillvc.training.evaluate import Evaluator, GateResult, resampled
+from skillvc.training.loop import train
+from skillvc.workspace.workspace import open_workspace
 
 BILLING = simworld.rule("billing errors go to").text
 
@@ -141,3 +147,68 @@ def test_a_pruned_candidate_of_edits_that_won_their_own_tests_is_refused_only_fo
         [a, b, c], [a], [_test(c, "neutral"), _test(b, "neutral")], 0.2, bundle
     )
     assert last.confirm(within_noise).decision == "rejected"
+
+
+def _noisy_demo(repo: Path, seed: int) -> None:
+    """The demo with a noisy target (temperature 0.8) and a fresh sample of 40/40/10 tickets."""
+    items: list[dict] = []
+    for item in simworld.generate_items(180, 1000 + seed):
+        if item["input"] not in {i["input"] for i in items}:  # the splits must not overlap
+            items.append(item)
+    splits = {"train": items[:40], "val": items[40:80], "test": items[80:90]}
+    for name, rows in splits.items():
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        (repo / "evals" / f"{name}.jsonl").write_text(text, encoding="utf-8")
+    config = (repo / "skillvc.toml").read_text(encoding="utf-8")
+    head, _, _ = config.partition("[train]")
+    head = head.replace("temperature = 0.0", "temperature = 0.8", 1)
+    train_section = f"[train]\nepochs = 1\nbatch_size = 20\nseed = {seed}\n"
+    (repo / "skillvc.toml").write_text(head + train_section, encoding="utf-8")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "noisy"], check=True)
+
+
+def test_a_candidate_checked_for_harm_keeps_the_checks_draws_as_its_val_answers(
+    demo_seed: Path, tmp_path: Path
+) -> None:
+    """The check for harm is one full pass over val on draws no decision has used; they were
+    selected by "not significantly worse" alone, so once the candidate is accepted they stand
+    for it as the current skill: no second pass over val."""
+    repo = copy_repo(demo_seed, tmp_path / "repo")
+    _noisy_demo(repo, seed=3)
+    train(open_workspace(repo))
+    with open_store(repo / ".skillvc/events.db") as store:
+        events = list(store.events(types=["gate", "rollout"]))
+    checked = [
+        e
+        for e in events
+        if e.type == "gate"
+        and e.payload["decision"] == "accepted"
+        and any(
+            t["outcome"] != attribution.KEPT
+            for t in e.payload.get("attribution", {}).get("tests", [])
+        )
+        and {
+            t["edit"] for t in e.payload["attribution"]["tests"] if t["outcome"] == attribution.KEPT
+        }
+        >= set(e.payload["attribution"]["kept"])
+    ]
+    assert checked, "seed 3 accepts a pruned candidate whose kept edits won their own tests"
+    val = sum(1 for _ in (repo / "evals/val.jsonl").open())
+    for gate in checked:
+        skill = gate.payload["candidate"]  # the pruned candidate's text, by its hash
+        vals = [
+            e
+            for e in events
+            if e.type == "rollout"
+            and e.payload["skill"] == skill
+            and e.payload["split"].partition(":")[0] == "val"
+        ]
+        by_round: dict[str, list] = {}
+        for e in vals:
+            by_round.setdefault(e.payload["split"], []).append(e)
+        # Later gates and tests draw it on a few items in rounds of their own; one round only
+        # covers val, once per item: the check's, drawn before its gate decided.
+        full = [r for r, es in by_round.items() if len({e.payload["item"] for e in es}) == val]
+        assert len(full) == 1 and full != ["val"]
+        assert len(by_round[full[0]]) == val
+        assert all(e.seq < gate.seq for e in by_round[full[0]])

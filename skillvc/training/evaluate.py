@@ -333,6 +333,7 @@ def gate(
     confidence: float = 0.0,
     sequential: bool = False,
     current_round: int = 0,
+    candidate_round: int = 0,
 ) -> GateResult:
     """Candidate vs current on val: accept only a strict improvement of the paired mean.
 
@@ -345,7 +346,9 @@ def gate(
     becomes the current skill, whose scores the next gate needs anyway.)
     """
     # ``current_round``: which draws of a stochastic target stand for the current skill (not
-    # the ones that got it accepted, which are biased in its favour).
+    # the ones that got it accepted, which are biased in its favour); ``candidate_round``: the
+    # candidate's (a pruned candidate's check for harm draws the ones it will keep as the
+    # current skill).
     cur = {r.item_id: r for r in evaluator.run(current, val, "val", current_round)}
     cand: dict[str, Rollout] = {}
 
@@ -361,7 +364,7 @@ def gate(
     order = sorted(val, key=rank)
 
     def evaluate(a: int, b: int) -> list[float | None]:
-        out = evaluator.run(candidate, order[a:b], "val")
+        out = evaluator.run(candidate, order[a:b], "val", candidate_round)
         cand.update((r.item_id, r) for r in out)
         return [r.value(metric) if r.ok else None for r in out]
 

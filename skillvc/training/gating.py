@@ -191,8 +191,9 @@ class Gating(Summaries):
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             if result is not None and len(self.alphas) > 1:
-                # Fresh draws (see __init__): past every round its gate and attribution ran.
-                self.current_round = self.attribution_first_round + self.attribution_rounds
+                # Fresh draws (see __init__): past every round its gate and attribution ran
+                # (drawn already when its last gate was a check for harm).
+                self.current_round = self.accepted_round
             with self.stage(
                 f"epoch {epoch} val of the forced update", [(s.skill, self.ctx.val, "val")]
             ):
@@ -221,6 +222,11 @@ class Gating(Summaries):
     @property
     def attribution_rounds(self) -> int:
         return 2 * len(self.alphas)
+
+    @property
+    def accepted_round(self) -> int:
+        """The round of val draws an accepted version runs as the current skill."""
+        return self.attribution_first_round + self.attribution_rounds
 
     def files_of(
         self, candidate: SkillDocument, package: SkillPackage | None
@@ -304,6 +310,9 @@ class Gating(Summaries):
                     confidence=1 - self.alphas[0],
                     sequential=len(self.alphas) == 1,
                     current_round=self.current_round,
+                    # A check for harm decides nothing on a gain: its pass is fresh draws in
+                    # the round the candidate keeps as the current skill, not a second pass.
+                    candidate_round=self.accepted_round if settled else 0,
                 )
                 if settled:
                     credit.result = credit.confirm(credit.result)
