@@ -1,16 +1,23 @@
 """Issue 21: an edit's test on a stochastic target runs its later rounds only on the items the
 round before found discordant, on draws no gate has used; a pruned candidate whose kept edits
 each won their own test is refused only when it does significantly worse than the current
-skill."""
+skill, on the val draws it keeps as the current skill once accepted; a kill during that check
+resumes to the same commits."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from conftest import copy_repo
+from test_train import history
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.hashing import sha256_hex
@@ -167,15 +174,29 @@ def _noisy_demo(repo: Path, seed: int) -> None:
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "noisy"], check=True)
 
 
+@pytest.fixture(scope="module")
+def noisy_seed(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The noisy demo at seed 3, untrained: its one epoch accepts a pruned candidate whose kept
+    edits won their own tests, then refuses and accepts candidates of one edit."""
+    repo = copy_repo(demo_seed, tmp_path_factory.mktemp("noisy") / "seed")
+    _noisy_demo(repo, seed=3)
+    return repo
+
+
+@pytest.fixture(scope="module")
+def noisy_trained(noisy_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = copy_repo(noisy_seed, tmp_path_factory.mktemp("noisy") / "trained")
+    train(open_workspace(repo))
+    return repo
+
+
 def test_a_candidate_checked_for_harm_keeps_the_checks_draws_as_its_val_answers(
-    demo_seed: Path, tmp_path: Path
+    noisy_trained: Path,
 ) -> None:
     """The check for harm is one full pass over val on draws no decision has used; they were
     selected by "not significantly worse" alone, so once the candidate is accepted they stand
     for it as the current skill: no second pass over val."""
-    repo = copy_repo(demo_seed, tmp_path / "repo")
-    _noisy_demo(repo, seed=3)
-    train(open_workspace(repo))
+    repo = noisy_trained
     with open_store(repo / ".skillvc/events.db") as store:
         events = list(store.events(types=["gate", "rollout"]))
     checked = [
@@ -212,3 +233,53 @@ def test_a_candidate_checked_for_harm_keeps_the_checks_draws_as_its_val_answers(
         assert len(full) == 1 and full != ["val"]
         assert len(by_round[full[0]]) == val
         assert all(e.seq < gate.seq for e in by_round[full[0]])
+
+
+def test_a_kill_during_a_check_for_harm_resumes_to_the_same_commits(
+    noisy_seed: Path, noisy_trained: Path, tmp_path: Path
+) -> None:
+    # The calls of the first gate's check for harm (its pruned candidate's val draws in the
+    # round it keeps as the current skill, logged together once all are back): the run is
+    # killed as soon as the simulator has answered one of them.
+    with open_store(noisy_trained / ".skillvc/events.db") as store:
+        first_gate = store.events(types=["gate"])[0]
+        check = {
+            e.payload["call"]
+            for e in store.events(types=["rollout"])
+            if e.seq < first_gate.seq  # type: ignore[operator]
+            and e.payload["skill"] == first_gate.payload["candidate"]
+            and e.payload["split"] == "val:11"
+        }
+    assert len(check) == 40
+    command = [sys.executable, "-m", "skillvc", "train", "-q"]
+    for attempt in range(3):  # the kill must land before the check's 40 answers are logged
+        repo = copy_repo(noisy_seed, tmp_path / f"killed-{attempt}")
+        journal = tmp_path / f"journal-{attempt}.txt"
+        journal.touch()
+        env = dict(
+            os.environ,
+            SKILLVC_SIM_LATENCY_MS="30",
+            SKILLVC_SIM_JOURNAL=str(journal),
+            PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+        )
+        proc = subprocess.Popen(command, cwd=repo, env=env, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and check.isdisjoint(journal.read_text().split()):
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        assert proc.poll() is None, "the run ended before the check for harm was seen"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        with open_store(repo / ".skillvc/events.db") as store:
+            if not store.events(types=["gate"]):
+                break  # killed inside the first gate's check
+    else:
+        raise AssertionError("three kills all landed after the check")
+    final = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
+    assert final.returncode == 0, final.stderr
+    got, expected = history(repo), history(noisy_trained)
+    for key in ("skill", "accepted", "rejected", "gates", "rejected_edits", "seqs", "calls"):
+        assert got[key] == expected[key], key
+    made = journal.read_text().split()
+    assert len(made) - len(set(made)) <= 16  # only calls in flight at the kill
+    assert len(set(made)) == expected["calls"]["n"]
