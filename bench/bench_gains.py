@@ -10,7 +10,8 @@ and once with the defaults (attribution on, gate confidence 0.8). Per arm:
 
 - true accuracy of the final skill (mean, worst) and the best reachable (every good rule);
 - harmful and neutral (redundant) rule lines in the final skills;
-- requests (model calls) and tokens, and their ratio to the bundle gate's.
+- requests (model calls sent, speculation a gate made useless included) and tokens, and their
+  ratio to the bundle gate's.
 
     python bench/bench_gains.py [--seeds 10] [--temperature 0.8] [--train 120 --val 60 --test 60]
         [--jobs 2]
@@ -87,7 +88,8 @@ def one(seed: int, temperature: float, sizes: tuple[int, int, int], arm: dict[st
         "harmful": kinds["harmful"],
         # The seed skill's own neutral line is the user's: count the ones training added.
         "neutral": max(0, kinds["redundant"] - seed_kinds["redundant"]),
-        "calls": summary.calls,
+        # Requests as sent and billed (like "tokens"): speculation the gate made useless included.
+        "calls": summary.fresh_calls,
         "tokens": summary.tokens,
         "accepted": summary.accepted,
         "val": summary.best_val,
@@ -161,7 +163,8 @@ def main() -> None:
     print(
         "harmful / neutral: rule lines in all final skills together (neutral: those training "
         "added; the seed skill has one of its own); gap: best reachable minus "
-        "the mean; requests and tokens: mean per run, ratio to the bundle gate."
+        "the mean; requests (calls sent, speculation a gate made useless included) and tokens: "
+        "mean per run, ratio to the bundle gate."
     )
 
 
