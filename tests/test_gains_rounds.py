@@ -190,6 +190,36 @@ def noisy_trained(noisy_seed: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return repo
 
 
+def _checked_for_harm(gate: dict) -> bool:
+    """An accepted pruned candidate whose kept edits each won their own test."""
+    tests = gate.get("attribution", {}).get("tests", [])
+    won = {t["edit"] for t in tests if t["outcome"] == attribution.KEPT}
+    dropped = any(t["outcome"] != attribution.KEPT for t in tests)
+    return gate["decision"] == "accepted" and dropped and won >= set(gate["attribution"]["kept"])
+
+
+def test_a_gate_in_rounds_shows_the_alpha_its_decision_was_made_at(noisy_trained: Path) -> None:
+    """The first look spends 0.01 of the gate's 0.1, the last look the 0.09 left: every view
+    judges the gate at 0.09 (not at the last interim share, 0.08), so a gain accepted at
+    p = 0.085 is never shown as within noise."""
+    alphas = significance.look_alphas(0.1, 3)
+    last_look = sum(alphas[1:])
+    assert alphas[-1] < last_look == pytest.approx(0.09)
+    with open_store(noisy_trained / ".skillvc/events.db") as store:
+        gates = [e.payload for e in store.events(types=["gate"])]
+    assert gates and all(g["alpha"] == pytest.approx(last_look) for g in gates)
+    decided = [g for g in gates if g["decision"] == "accepted" and not _checked_for_harm(g)]
+    assert decided and all(g["p_value"] <= g["alpha"] for g in decided)
+    log = subprocess.run(
+        ["git", "-C", str(noisy_trained), "log", "--format=%B"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "at alpha 0.09." in log and "alpha=0.09" in log  # the message and its trailer
+    assert "at alpha 0.08" not in log
+
+
 def test_a_candidate_checked_for_harm_keeps_the_checks_draws_as_its_val_answers(
     noisy_trained: Path,
 ) -> None:
@@ -199,20 +229,7 @@ def test_a_candidate_checked_for_harm_keeps_the_checks_draws_as_its_val_answers(
     repo = noisy_trained
     with open_store(repo / ".skillvc/events.db") as store:
         events = list(store.events(types=["gate", "rollout"]))
-    checked = [
-        e
-        for e in events
-        if e.type == "gate"
-        and e.payload["decision"] == "accepted"
-        and any(
-            t["outcome"] != attribution.KEPT
-            for t in e.payload.get("attribution", {}).get("tests", [])
-        )
-        and {
-            t["edit"] for t in e.payload["attribution"]["tests"] if t["outcome"] == attribution.KEPT
-        }
-        >= set(e.payload["attribution"]["kept"])
-    ]
+    checked = [e for e in events if e.type == "gate" and _checked_for_harm(e.payload)]
     assert checked, "seed 3 accepts a pruned candidate whose kept edits won their own tests"
     val = sum(1 for _ in (repo / "evals/val.jsonl").open())
     for gate in checked:

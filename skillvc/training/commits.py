@@ -102,13 +102,14 @@ class Honesty:
     """How sure a gate decision is, for the commit message and the progress line (with
     attribution on; the paper's bundle gate keeps its messages as they were)."""
 
-    alpha: float
+    alpha: float  # the gate's (``Gating.gate_alpha``)
     p_value: float | None
     test: str | None
     decision: str
     # Attribution's tests: (edit, outcome, up, down, n, p_value) per edit tested.
     edits: tuple[tuple[dict[str, Any], str, int, int, int, float], ...] = ()
     bundle: int = 0  # edits in the candidate attribution took apart (not all are tested)
+    test_alpha: float | None = None  # the tests' alpha, when it is not the gate's
 
     @property
     def verdict(self) -> str:
@@ -141,7 +142,7 @@ class Honesty:
                 }[outcome]
                 out.append(
                     f"- {why}: {describe_edit(edit)}; {up} items better with it, {down} worse, "
-                    f"{significance.describe(p, self.alpha)}"
+                    f"{significance.describe(p, self.test_alpha or self.alpha)}"
                 )
         return out
 

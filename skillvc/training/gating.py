@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -134,7 +135,7 @@ class Gating(Summaries):
                 "candidate": self.store.put_blob(candidate_text),
                 **(result.payload() if result else self.ungated_payload()),
                 **({"attribution": credit.payload()} if credit is not None else {}),
-                **({"alpha": self.alphas[-1]} if self.t.attribution and result else {}),
+                **({"alpha": self.gate_alpha} if self.t.attribution and result else {}),
                 **({"targets": matrix} if matrix is not None else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
@@ -173,7 +174,7 @@ class Gating(Summaries):
                 evidence=rejection_evidence(result, self.alphas) if self.t.attribution else None,
             )
         else:
-            alpha = self.alphas[-1] if self.t.attribution else significance.REVIEW_ALPHA
+            alpha = self.gate_alpha if self.t.attribution else significance.REVIEW_ALPHA
             p_value = result.p_value if result else None
             self.gains.append(
                 {
@@ -222,6 +223,14 @@ class Gating(Summaries):
     @property
     def attribution_rounds(self) -> int:
         return 2 * len(self.alphas)
+
+    @property
+    def gate_alpha(self) -> float:
+        """The alpha a gate's decision is made at, as its verdict is shown: the only look of a
+        deterministic target's gate; in rounds, the last look's (what the first look left,
+        ``evaluate.more_rounds``), which a first-look acceptance (p within the first alpha)
+        also meets."""
+        return math.fsum(self.alphas[1:]) if len(self.alphas) > 1 else self.alphas[0]
 
     @property
     def accepted_round(self) -> int:
@@ -348,7 +357,8 @@ class Gating(Summaries):
         if not self.t.attribution or result is None:
             return None
         return Honesty(
-            alpha=significance.alpha_of(self.confidence),
+            alpha=self.gate_alpha,
+            test_alpha=significance.alpha_of(self.confidence),
             p_value=result.p_value,
             test=result.test,
             decision=result.decision,
