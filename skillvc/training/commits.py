@@ -133,6 +133,7 @@ class Honesty:
         how = f" ({self.test} test, one-sided)" if self.test else ""
         out = [f"Significance: {said}{how} at alpha {self.alpha:.3g}."]
         if self.edits:
+            tests_alpha = self.alpha if self.test_alpha is None else self.test_alpha
             out.append("Attribution (each edit against the candidate without it, same val items):")
             for edit, outcome, up, down, _, p in self.edits:
                 why = {
@@ -142,7 +143,7 @@ class Honesty:
                 }[outcome]
                 out.append(
                     f"- {why}: {describe_edit(edit)}; {up} items better with it, {down} worse, "
-                    f"{significance.describe(p, self.test_alpha or self.alpha)}"
+                    f"{significance.describe(p, tests_alpha)}"
                 )
         return out
 

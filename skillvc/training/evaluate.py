@@ -489,7 +489,7 @@ def more_rounds(
     ``current_round`` are the ones its own gate ran, whose draws got it accepted (lucky ones,
     which would hold every candidate back)."""
     n = len(alphas) - 1 if rounds is None else rounds
-    alpha = math.fsum(alphas[1:])
+    alpha = significance.decision_alpha(alphas)
     run = narrowing_rounds(
         evaluator,
         better,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -226,11 +225,8 @@ class Gating(Summaries):
 
     @property
     def gate_alpha(self) -> float:
-        """The alpha a gate's decision is made at, as its verdict is shown: the only look of a
-        deterministic target's gate; in rounds, the last look's (what the first look left,
-        ``evaluate.more_rounds``), which a first-look acceptance (p within the first alpha)
-        also meets."""
-        return math.fsum(self.alphas[1:]) if len(self.alphas) > 1 else self.alphas[0]
+        """The alpha a gate's decision is made at, as its verdict is shown."""
+        return significance.decision_alpha(self.alphas)
 
     @property
     def accepted_round(self) -> int:

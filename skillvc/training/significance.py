@@ -130,6 +130,13 @@ def look_alphas(alpha: float, rounds: int) -> list[float]:
     return [interim] * (rounds - 1) + [alpha * (1 - INTERIM_SHARE)]
 
 
+def decision_alpha(alphas: Sequence[float]) -> float:
+    """The alpha a test with these looks (``look_alphas``) decides at, as its verdict is shown:
+    its only look's; with more, the last look's, which takes what the first look left (a
+    first-look acceptance, within the first alpha, meets it too)."""
+    return math.fsum(alphas[1:]) if len(alphas) > 1 else alphas[0]
+
+
 def wins_needed(alpha: float) -> int:
     """The fewest discordant items, all in the candidate's favour, that reach p <= alpha."""
     k = 1
