@@ -158,9 +158,10 @@ def test_a_pruned_candidate_of_edits_that_won_their_own_tests_is_refused_only_fo
 
 def _noisy_demo(repo: Path, seed: int) -> None:
     """The demo with a noisy target (temperature 0.8) and a fresh sample of 40/40/10 tickets."""
-    items: list[dict] = []
+    items, seen = [], set()
     for item in simworld.generate_items(180, 1000 + seed):
-        if item["input"] not in {i["input"] for i in items}:  # the splits must not overlap
+        if item["input"] not in seen:  # the splits must not overlap
+            seen.add(item["input"])
             items.append(item)
     splits = {"train": items[:40], "val": items[40:80], "test": items[80:90]}
     for name, rows in splits.items():
