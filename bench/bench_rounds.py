@@ -151,11 +151,12 @@ def bound(
     first step's rollouts, rollouts the loop waits for). Free (beside an earlier round): the
     seed's test, the first step's rollouts, the slow-update
     rollouts of the epoch's start skill, rollouts with the current skill while a gate that
-    rejects runs, the meta update (beside the slow update). Needed: a step's reflection
+    rejects runs, the meta update (beside the slow update, or at an epoch end without one
+    beside the next epoch's first rollouts). Needed: a step's reflection
     (``workers`` minibatches a round), the gate's chunks (early stopping: ``workers`` items at
     a time, each chunk decides whether the next runs; attribution's tests likewise), a round
-    for rollouts with a skill a gate just accepted, one per epoch end for the slow and meta
-    updates' optimizer calls, and the final test of a best skill the last gate accepted. An
+    for rollouts with a skill a gate just accepted, one per slow update for the epoch end's
+    optimizer calls, and the final test of a best skill the last gate accepted. An
     epoch end that repeats the last one word for word (no skill changed since) is answered
     by the log: its slow update's gate costs nothing. Repair calls are not counted.
     """
@@ -193,9 +194,12 @@ def bound(
             accepted_last = payload["decision"] != "rejected"
             if accepted_last:
                 skill, changed = payload["candidate"], True
-        elif kind in ("slow_update", "meta_update") and not ended:
-            rounds += 1 + (accepted_last and kind == "slow_update")
+        elif kind == "slow_update" and not ended:
+            rounds += 1 + accepted_last
             accepted_last, ended = False, True
+            fresh_end, changed = changed, False
+        elif kind == "meta_update" and not ended:  # alone: beside the next epoch's rollouts
+            ended = True
             fresh_end, changed = changed, False
     return max(rounds, 1) + accepted_last  # the best skill's test, unless it was speculated
 

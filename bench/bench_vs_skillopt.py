@@ -6,7 +6,10 @@ The world: the simulator's support world (``sim:support``) behind a loopback HTT
 simulator counts them: 4 characters a token). Both trainers talk to it through the real
 ``openai`` SDK, with the same split (bench_rounds.py's configs) and hyperparameters: 2 epochs,
 batch 8, minibatch 2, learning rate 4 -> 2 (cosine), slow update and meta skill, and for
-skillvc the paper's bundle gate (``attribution = false``), which is what SkillOpt runs.
+skillvc what SkillOpt runs: the paper's bundle gate (``attribution = false``) and SkillOpt's
+slow-update schedule (``slow_update_from_epoch = 2``: SkillOpt leaves the guidance region
+empty at the end of epoch 1 and compares two epochs' skills from the end of epoch 2 on, where
+skillvc's default also compares the seed skill with epoch 1's).
 
 Printed per trainer: requests, dependent rounds (maximal sets of overlapping requests), tokens
 (prompt + completion) and wall time; then the ratios skillvc / SkillOpt (issue 27's targets:
@@ -203,7 +206,7 @@ SKILLVC_TOML = (
         '[optimizer]\nmodel = "sim:support"',
         '[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{url}"',
     )
-    .replace("seed = {seed}", "attribution = false\nseed = {seed}")
+    .replace("seed = {seed}", "attribution = false\nslow_update_from_epoch = 2\nseed = {seed}")
 )
 
 

@@ -375,6 +375,28 @@ def test_projection_arithmetic() -> None:
     assert p.unpriced == () and p.cost_usd == 0.0  # sim: is free
 
 
+def test_projection_counts_slow_updates_from_the_epoch_they_start_at() -> None:
+    text = "[train]\nepochs = 3\nbatch_size = 20\nminibatch_size = 5\n"
+    stats = RoleStats(replies=30, tokens=30 * 150)
+    sizes = {"n_train": 60, "n_val": 30, "n_test": 30, "n_slow": 20, "skill_tokens": 100}
+    calls = {
+        start: project(
+            parse_config(text + f"slow_update_from_epoch = {start}\n", Path("/nonexistent")),
+            {"target": stats},
+            **sizes,
+        ).calls
+        for start in (1, 2, 4)
+    }
+    # Per epoch: 60 rollouts + 3 gates x 30 = 150 target and 3 x 5 + meta = 16 optimizer calls;
+    # per slow update 2 x 20 rollouts + its gate 30 = 70 target calls and 1 optimizer call.
+    base = {"target": 30 + 3 * 150 + 2 * 30, "optimizer": 3 * 16}
+    for start, slow_updates in ((1, 3), (2, 2), (4, 0)):
+        assert calls[start] == {
+            "target": base["target"] + 70 * slow_updates,
+            "optimizer": base["optimizer"] + slow_updates,
+        }
+
+
 def test_projection_prices_each_role_and_names_unpriced_models() -> None:
     config = parse_config(
         '[target]\nmodel = "openai:gpt-4o-mini"\n[optimizer]\nmodel = "anthropic:mystery"\n'

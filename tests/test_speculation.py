@@ -87,6 +87,37 @@ def test_speculation_leaves_decisions_events_commits_and_skill_unchanged(
     assert with_.fresh_calls == without.fresh_calls + with_.speculation_wasted_calls
 
 
+def test_skillopts_slow_update_schedule_runs_from_epoch_2_and_speculation_leaves_it_unchanged(
+    demo_seed: Path, tmp_path: Path
+) -> None:
+    """``slow_update_from_epoch = 2``: the first epoch ends with its meta update only, and the
+    next epoch's rollouts go out beside that call; the run is the same without speculation."""
+    runs = {}
+    for speculate in (False, True):
+        repo = copy_repo(demo_seed, tmp_path / str(speculate))
+        train_ = {"seed": 2, "speculate": speculate, "slow_update_from_epoch": 2}
+        runs[speculate] = (train(open_workspace(repo), overrides={"train": train_}), repo)
+    (plain, plain_repo), (fast, fast_repo) = runs[False], runs[True]
+    with open_store(fast_repo / ".skillvc/events.db") as store:
+        ends = store.query(
+            "SELECT type, epoch FROM events WHERE type IN ('slow_update', 'meta_update') "
+            "ORDER BY seq"
+        )
+    assert [(r["type"], r["epoch"]) for r in ends] == [
+        ("meta_update", 1),
+        ("slow_update", 2),
+        ("meta_update", 2),
+        ("slow_update", 3),
+        ("meta_update", 3),
+    ]
+    assert fast.slow_updates_accepted + fast.slow_updates_rejected <= 2
+    events_with, events_without = run_events(fast_repo), run_events(plain_repo)
+    events_with.pop(), events_without.pop()  # run.finished: tokens differ by the speculation
+    assert events_with == events_without
+    assert (fast_repo / SKILL).read_bytes() == (plain_repo / SKILL).read_bytes()
+    assert fast.fresh_calls == plain.fresh_calls + fast.speculation_wasted_calls
+
+
 def test_speculation_wastes_calls_only_when_a_gate_accepts(demo_seed: Path, tmp_path: Path):
     repo = copy_repo(demo_seed, tmp_path / "r")
     summary = _train(repo, 7, speculate=True)

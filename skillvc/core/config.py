@@ -129,6 +129,10 @@ class TrainConfig:
     seed: int = 42
     buffer: bool = True
     slow_update: bool = True
+    # The first epoch whose end runs the slow update. 1: every epoch end, the first comparing
+    # the seed skill with epoch 1's. 2: SkillOpt's schedule (the paper's reference code), which
+    # compares two epochs' final skills only, from the end of epoch 2.
+    slow_update_from_epoch: int = 1
     slow_update_gate: bool = True
     meta_skill: bool = True
     early_stop: bool = True
@@ -589,6 +593,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("skill", "reference_bytes"): (0, 10_000_000, False, False),
     ("skill", "optimizer_chars"): (0, 10_000_000, False, False),
     ("train", "epochs"): (1, 1000, False, False),
+    ("train", "slow_update_from_epoch"): (1, 1000, False, False),
     ("train", "batch_size"): (1, 100_000, False, False),
     ("train", "minibatch_size"): (1, 10_000, False, False),
     ("train", "learning_rate"): (1, 1000, False, False),

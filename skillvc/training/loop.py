@@ -55,7 +55,7 @@ from skillvc.training.optimize import (
     reflect,
     select,
 )
-from skillvc.training.prefetch import Prefetcher
+from skillvc.training.prefetch import NEXT, Prefetcher
 from skillvc.training.resume import (
     NEW,
     REFUSE,
@@ -343,17 +343,20 @@ class Trainer(Updates):
 
     def end_epoch(self, epoch: int, epoch_start_skill: str) -> None:
         self.log.step, self.log.epoch = None, epoch
+        slow = self.slow_update_due(epoch)
         # One wave for both slow-update evaluations and the meta update's call (which reads
         # only the epoch's step decisions, never the slow update's).
-        if self.t.slow_update:
+        if slow:
             self.prefetch(epoch_start_skill, self.slow_items, "train")
             self.prefetch(self.state.skill, self.slow_items, "train")
         if self.t.meta_skill:
             messages = self.meta_messages()
             self.ahead.call("meta", lambda c: ask_json(c, messages, "notes", None))
         self.upcoming = self.after_epoch(epoch)
-        if self.t.slow_update:
+        if slow:
             self.slow_update(epoch, epoch_start_skill)
+        else:  # the skill stays: what comes next is certain, and goes out beside the meta call
+            self.send_upcoming(self.state.skill, NEXT)
         if self.t.meta_skill:
             self.meta_update()
         self.state.new_epoch()

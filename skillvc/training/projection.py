@@ -87,13 +87,16 @@ def project(
     t = config.train
     steps_per_epoch = math.ceil(n_train / t.batch_size)
     steps = t.epochs * steps_per_epoch
+    slow_updates = max(0, t.epochs - t.slow_update_from_epoch + 1) if t.slow_update else 0
+    per_slow_update = 2 * n_slow + (n_val if t.slow_update_gate else 0)
     per_epoch = n_train + steps_per_epoch * n_val
-    if t.slow_update:
-        per_epoch += 2 * n_slow + (n_val if t.slow_update_gate else 0)
-    target_calls = (n_val + t.epochs * per_epoch + 2 * n_test) * t.samples
+    target_calls = n_val + t.epochs * per_epoch + slow_updates * per_slow_update + 2 * n_test
+    target_calls *= t.samples
     batch = min(t.batch_size, n_train)
-    optimizer_calls = steps * (math.ceil(batch / t.minibatch_size) + 1) + t.epochs * (
-        int(t.slow_update) + int(t.meta_skill)
+    optimizer_calls = (
+        steps * (math.ceil(batch / t.minibatch_size) + 1)
+        + slow_updates
+        + t.epochs * int(t.meta_skill)
     )
 
     target = baseline.get("target", RoleStats())

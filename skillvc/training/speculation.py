@@ -55,7 +55,8 @@ class Speculation(Budget):
 
     def prefetch_start(self) -> None:
         """Calls the run makes whatever its gates decide: the seed skill on test, the first
-        step's rollouts and the first slow update's evaluation of the seed skill."""
+        step's rollouts and, when epoch 1 ends with a slow update, its evaluation of the seed
+        skill."""
         self.prefetch_epoch_start(1)  # first: step 1 waits for its rollouts, the test does not
         self.prefetch(self.ctx.base_skill, self.ctx.test, "test", rank=LATER)
 
@@ -73,7 +74,7 @@ class Speculation(Budget):
         """The epoch's first rollouts and its slow update's evaluation of the epoch-start
         skill: both certain once the epoch has begun."""
         self.prefetch(self.state.skill, self.batches(epoch)[0], "train", rank=NEXT)
-        if self.t.slow_update:
+        if self.slow_update_due(epoch):
             self.prefetch(self.state.skill, self.slow_items, "train", rank=CERTAIN)
 
     def rollouts(self, skill: str, items: Sequence[TaskItem], split: str) -> list[Rollout]:
@@ -146,7 +147,7 @@ class Speculation(Budget):
         """What the loop runs with the current skill after a step that keeps it."""
         if following:
             return [(following[0], "train")]
-        if self.t.slow_update:
+        if self.slow_update_due(epoch):
             return [(self.slow_items, "train")]
         return self.after_epoch(epoch)
 
@@ -154,7 +155,7 @@ class Speculation(Budget):
         """What the loop runs with the current skill after an epoch end that keeps it."""
         if epoch < self.t.epochs:
             upcoming: list[tuple[Sequence[TaskItem], str]] = [(self.batches(epoch + 1)[0], "train")]
-            if self.t.slow_update:
+            if self.slow_update_due(epoch + 1):
                 upcoming.append((self.slow_items, "train"))
             return upcoming
         return [(self.ctx.test, "test")] if self.ctx.test else []

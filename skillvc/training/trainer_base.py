@@ -130,6 +130,10 @@ class TrainerBase:
 
     # Bookkeeping -------------------------------------------------------------------------
 
+    def slow_update_due(self, epoch: int) -> bool:
+        """Whether ``epoch``'s end runs the slow update (``slow_update_from_epoch``)."""
+        return self.t.slow_update and epoch >= self.t.slow_update_from_epoch
+
     def batches(self, epoch: int) -> list[list[TaskItem]]:
         order = list(self.ctx.train)
         random.Random(f"{self.t.seed}:{epoch}").shuffle(order)
