@@ -72,3 +72,24 @@ def test_a_call_that_must_go_out_still_reaches_the_model(
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "sdks: True False"
     assert len(loopback.requests) > 0
+
+
+def test_the_command_collects_no_garbage_while_it_starts() -> None:
+    probe = (
+        "import gc, sys, time\n"
+        "import skillvc.__main__ as entry\n"
+        "entry.STARTUP_S = 2.0\n"
+        "sys.argv = ['skillvc', '--version']\n"
+        "try:\n"
+        "    entry.main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('starting', gc.isenabled())\n"
+        "time.sleep(2.5)\n"
+        "print('started', gc.isenabled())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.splitlines()[-2:] == ["starting False", "started True"]
+    assert "skillvc.__main__:main" in (Path(__file__).parents[1] / "pyproject.toml").read_text()
