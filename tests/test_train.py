@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from helpers import (
     first_rows,
     kill_at_fractions,
     priced_copies,
+    start_train,
     train_env,
     train_to_the_end,
 )
@@ -305,8 +309,12 @@ def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: 
             assert second.returncode == Locked.exit_code
             assert "Another skillvc train is running in this repository" in second.stderr
 
-    kills = kill_at_fractions(repo, env, total_events, (0.15, 0.45, 0.75), second_trainer)
-    assert kills >= 2
+    # Killed first while a rejected candidate's commit is written beside the loop, then at
+    # fractions of the run.
+    kills = _kill_while_a_rejected_commit_is_written(repo, env)
+    assert kills == 1
+    kills += kill_at_fractions(repo, env, total_events, (0.15, 0.45, 0.75), second_trainer)
+    assert kills >= 3
     train_to_the_end(repo, env)
 
     got = history(repo)
@@ -320,6 +328,70 @@ def test_kill_and_resume_equals_an_uninterrupted_run(seed_repo: Path, tmp_path: 
     assert len(made) - len(set(made)) <= kills * 16
     assert len(set(made)) == expected["calls"]["n"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_rejected_candidates_commit_is_logged_at_the_next_gate_under_its_own_step(
+    seed_repo: Path, tmp_path: Path
+) -> None:
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    first_rows(repo, 30, 20, 10)
+    train_to_the_end(repo, train_env())
+    with open_store(repo / ".skillvc/events.db") as store:
+        rows = store.query(
+            "SELECT seq, step, epoch, type, payload FROM events WHERE seq IS NOT NULL ORDER BY seq"
+        )
+    done = {json.loads(r["payload"])["gate_id"]: r for r in rows if r["type"] == "commit.done"}
+    type_at = {r["seq"]: r["type"] for r in rows}
+    rejected = 0
+    for intent in (r for r in rows if r["type"] == "commit.intent"):
+        payload = json.loads(intent["payload"])
+        logged = done[payload["gate_id"]]
+        assert (logged["step"], logged["epoch"]) == (intent["step"], intent["epoch"])
+        sha = json.loads(logged["payload"])["sha"]
+        if payload["accepted"]:
+            assert logged["seq"] == intent["seq"] + 1
+            continue
+        rejected += 1
+        # Written while the loop went on: logged before the next gate, checkpoint or run end.
+        assert logged["seq"] > intent["seq"] + 1
+        assert type_at[logged["seq"] + 1] in ("gate", "checkpoint", "run.finished")
+        assert git(repo, "rev-parse", payload["ref"]) == sha
+    assert rejected >= 2
+
+
+def _rejected_commits_pending(db: Path) -> list[int]:
+    """The gates whose rejected candidate's commit is logged as intended, not as done (read
+    only, beside a trainer that writes the log)."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute(
+                "SELECT json_extract(payload, '$.gate_id') FROM events i "
+                "WHERE type = 'commit.intent' AND NOT json_extract(payload, '$.accepted') "
+                "AND NOT EXISTS (SELECT 1 FROM events d WHERE d.type = 'commit.done' "
+                "AND d.key = 'gate:' || json_extract(i.payload, '$.gate_id'))"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return [int(gate) for (gate,) in rows]
+
+
+def _kill_while_a_rejected_commit_is_written(repo: Path, env: dict[str, str]) -> int:
+    """SIGKILL ``skillvc train`` once a rejected candidate's commit is pending; 1 if it was
+    (0: the run ended first)."""
+    db = repo / ".skillvc" / "events.db"
+    proc = start_train(repo, env)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and not _rejected_commits_pending(db):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    killed = proc.poll() is None
+    if killed:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    return int(killed)
 
 
 def test_edits_that_break_the_format_rules_are_refused() -> None:

@@ -10,15 +10,23 @@ changed). Protocol for every commit (accepted step, slow update, rejected candid
 So the same intent never produces two commits, and a resumed run ends with the same trees and
 messages as an uninterrupted one (messages hold only deterministic facts: no times, no ids that
 depend on thread timing).
+
+A rejected candidate's commit moves no branch and nothing the loop does next reads it, so the
+loop may write it on a thread of its own (``start_commit(writer=...)``) while its next stage
+runs; its ``commit.done`` is logged where the loop next asks for it (``Pending.finish``: before
+the next gate, epoch checkpoint or run end), a fixed place in the run's sequence whatever the
+timing. A run logged before this (``commit.done`` right after its intent) replays as it was.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
+from skillvc.core.events import Event
 from skillvc.packages.model import SkillPackage
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.training import significance
@@ -224,17 +232,55 @@ def commit(
     branch: str | None = None,
     significance_trailer: str | None = None,
 ) -> str:
-    """Write (or find again) the commit of one gate decision; returns its sha.
+    """Write (or find again) the commit of one gate decision and log it; returns its sha
+    (``start_commit``, then ``Pending.finish``)."""
+    return start_commit(
+        repo,
+        log,
+        gate_id=gate_id,
+        files=files,
+        version=version,
+        text=text,
+        accepted=accepted,
+        parent=parent,
+        step_label=step_label,
+        skill=skill,
+        fresh=fresh,
+        branch=branch,
+        significance_trailer=significance_trailer,
+    ).finish()
+
+
+def start_commit(
+    repo: SkillRepo,
+    log: RunLog,
+    *,
+    gate_id: int,
+    files: Mapping[str, bytes],
+    version: str,
+    text: str,
+    accepted: bool,
+    parent: str,
+    step_label: str,
+    skill: str | None = None,
+    fresh: bool = False,
+    branch: str | None = None,
+    significance_trailer: str | None = None,
+    writer: Executor | None = None,
+) -> Pending:
+    """Log the intent of one gate decision's commit and write (or find again) the commit;
+    ``Pending.finish`` logs ``commit.done`` and returns its sha.
 
     ``files`` maps repository paths to the bytes the commit gives them (the skill file, or the
     files of a skill package the candidate changed); ``version`` is the candidate's identity
     text (the skill's text, or the package's bundle), which the intent records so a resume can
     finish the write. A rejected candidate is kept under
     refs/skillvc/rejected/[<skill>/]<run>/<step> (the skill's name only in a repository with
-    many skills: single-skill repositories keep their layout). ``fresh``: the run was never
-    interrupted, so no commit of this decision can exist yet and the search for one (git
-    calls between the gate and the next step) is skipped. ``branch``: the ref accepted commits
-    move, when the caller knows it (else git is asked).
+    many skills: single-skill repositories keep their layout); with a ``writer`` its commit is
+    written there, beside the caller. ``fresh``: the run was never interrupted, so no commit
+    of this decision can exist yet and the search for one (git calls between the gate and the
+    next step) is skipped. ``branch``: the ref accepted commits move, when the caller knows it
+    (else git is asked).
     """
     where = f"{skill}/{log.run_id}" if skill else log.run_id
     ref = None if accepted else f"refs/skillvc/rejected/{where}/{step_label}"
@@ -248,9 +294,13 @@ def commit(
             "content": log.store.put_blob(version),
         },
     )
+    pending = Pending(log, intent, ref=ref or branch or "", step=log.step, epoch=log.epoch)
     done = log.store.find("commit.done", f"gate:{gate_id}")
     if done is not None:
-        return str(log.emit("commit.done", dict(done.payload), key=done.key).payload["sha"])
+        pending.logged = done
+        if accepted or writer is None or done.seq == (intent.seq or 0) + 1:
+            pending.finish()  # logged where it was (a run from before deferred commits too)
+        return pending
     marker = f"{log.run_id}/{intent.seq}"
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
     if significance_trailer is not None:
@@ -260,25 +310,64 @@ def commit(
         if not fresh and (ref is None or ref in repo.refs(ref))
         else None
     )
-    if sha is None:
-        if accepted:
-            sha = repo.commit_files(files, text, trailers, expected_parent=parent)
-        else:
-            sha = repo.store_candidate_files(ref or "", files, text, parent, trailers)
-    elif accepted:
+    if sha is not None and accepted:
         for path, content in files.items():
             repo.restore_file(path, content)
-    log.emit(
-        "commit.done",
-        {
-            "gate_id": gate_id,
-            "sha": sha,
-            "ref": ref or branch or branch_ref(repo),
-            "intent": intent.seq,
-        },
-        key=f"gate:{gate_id}",
-    )
-    return sha
+    if sha is not None:
+        pending.sha = sha
+    elif accepted:
+        pending.sha = repo.commit_files(files, text, trailers, expected_parent=parent)
+    elif writer is None:
+        pending.sha = repo.store_candidate_files(ref or "", files, text, parent, trailers)
+    else:
+        pending.writing = writer.submit(
+            repo.store_candidate_files, ref or "", files, text, parent, trailers
+        )
+    if not pending.ref:
+        pending.ref = branch_ref(repo)
+    if accepted:
+        pending.finish()
+    return pending
+
+
+class Pending:
+    """One commit whose ``commit.done`` is not logged yet (see the module docstring)."""
+
+    def __init__(
+        self, log: RunLog, intent: Event, *, ref: str, step: int | None, epoch: int | None
+    ) -> None:
+        self.log, self.intent, self.ref = log, intent, ref
+        self.step, self.epoch = step, epoch
+        self.sha: str | None = None
+        self.writing: Future[str] | None = None
+        self.logged: Event | None = None  # commit.done as a replayed run logged it
+        self.done: Event | None = None
+
+    def finish(self) -> str:
+        """Wait for the write, log ``commit.done`` (once) at the gate's step and epoch, and
+        return the commit's sha."""
+        if self.done is None:
+            if self.logged is not None:
+                payload, key = dict(self.logged.payload), self.logged.key
+            else:
+                if self.writing is not None:
+                    self.sha = self.writing.result()
+                payload = {
+                    "gate_id": self.intent.payload["gate_id"],
+                    "sha": self.sha,
+                    "ref": self.ref,
+                    "intent": self.intent.seq,
+                }
+                key = f"gate:{self.intent.payload['gate_id']}"
+            with self.log.at(self.step, self.epoch):
+                self.done = self.log.emit("commit.done", payload, key=key)
+        return str(self.done.payload["sha"])
+
+    def wait(self) -> None:
+        """Let the write end, logging nothing (a run that stops before ``finish``: its resume
+        finds the commit by its trailer, or writes it again)."""
+        if self.writing is not None:
+            self.writing.exception()
 
 
 def branch_ref(repo: SkillRepo) -> str:

@@ -123,6 +123,7 @@ class Gating(Summaries):
         if decision != "rejected":
             # What the loop runs next with the new skill goes out now, beside the commit.
             self.after_accept(candidate_text)
+        self.finish_commit()  # the last rejected candidate's, written while this gate ran
         gate_event = self.log.emit(
             "gate",
             {
@@ -147,7 +148,7 @@ class Gating(Summaries):
             },
         )
         honesty = self.honest(result, credit)
-        sha = commits.commit(
+        pending = commits.start_commit(
             self.repo,
             self.log,
             gate_id=gate_event.id,
@@ -161,7 +162,11 @@ class Gating(Summaries):
             fresh=not self.ctx.resumed,
             branch=self.branch_ref,
             significance_trailer=honesty.trailer() if honesty is not None else None,
+            # Nothing reads a rejected candidate's commit until the next gate: it is written
+            # while the loop goes on (the next step's reflection, or the epoch end).
+            writer=self.committer if decision == "rejected" else None,
         )
+        self.pending_commit = pending
         self.settle(bet, kind, decision, candidate_text, gate_event)
         if credit is not None and credit.dropped:
             s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
@@ -187,7 +192,7 @@ class Gating(Summaries):
                     "dropped": len(credit.dropped) if credit is not None else 0,
                 }
             )
-            s.accept(candidate, sha, edits, slow=kind != "step", package=package)
+            s.accept(candidate, pending.finish(), edits, slow=kind != "step", package=package)
             # Free after a gate (the candidate was evaluated in full); after a forced update it
             # is the only way the checkpoint and best_val describe the skill they name.
             if result is not None and len(self.alphas) > 1:

@@ -158,6 +158,7 @@ class Trainer(Updates):
         )
         with (
             ThreadPoolExecutor(max_workers=self.t.workers) as self.pool,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit") as self.committer,
             Prefetcher(self.client, self.t.workers, self.t.samples, self.render) as self.ahead,
         ):
             self.evaluator = Evaluator(
@@ -360,6 +361,7 @@ class Trainer(Updates):
         if self.t.meta_skill:
             self.meta_update()
         self.state.new_epoch()
+        self.finish_commit()
         name = f"{self.refs}{self.ctx.run_id}/epoch-{epoch}"
         self.repo.tag(name, self.state.head)
         self.log.emit(

@@ -8,7 +8,8 @@ interrupted process stopped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from skillvc.core.events import Event
@@ -36,6 +37,17 @@ class RunLog:
             key=key,
         )
         return event
+
+    @contextmanager
+    def at(self, step: int | None, epoch: int | None) -> Iterator[None]:
+        """Events emitted inside are filed under ``step`` and ``epoch`` (an event the loop
+        logs later than the stage it belongs to: a rejected candidate's ``commit.done``)."""
+        was = self.step, self.epoch
+        self.step, self.epoch = step, epoch
+        try:
+            yield
+        finally:
+            self.step, self.epoch = was
 
     def note(self, type: str, payload: Mapping[str, Any]) -> Event:
         """A process-level event outside the replayed sequence (resumed, stopped)."""

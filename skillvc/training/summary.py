@@ -72,8 +72,6 @@ class Summaries(Speculation):
     def finish(self) -> RunSummary:
         self.log.step = None
         s, ctx = self.state, self.ctx
-        if s.head != ctx.base_commit:
-            self.repo.tag(f"{self.refs}{ctx.run_id}/best", s.head)
         baseline_test = test = None
         if ctx.test:
             self.phase = "the test evaluation"
@@ -82,6 +80,9 @@ class Summaries(Speculation):
             with self.stage("final test (seed and best skill)", runs):
                 baseline_test = self.mean_of(self.rollouts(ctx.base_skill, ctx.test, "test"))
                 test = self.mean_of(self.rollouts(s.skill, ctx.test, "test"))
+        self.finish_commit()  # a rejected last candidate's, written beside the test
+        if s.head != ctx.base_commit:
+            self.repo.tag(f"{self.refs}{ctx.run_id}/best", s.head)
         totals = self.client.totals()
         self.ahead.close()  # every speculation has ended: its wasted calls are all counted
         # The one definition of a run's calls, tokens and cost, as `runs` and `report` read it.

@@ -49,6 +49,7 @@ class TrainerBase:
     # Set by ``loop.Trainer.train`` for the run's duration (the pools it opens and closes).
     pool: ThreadPoolExecutor
     ahead: Prefetcher
+    committer: ThreadPoolExecutor  # writes a rejected candidate's commit beside the loop
     evaluator: Evaluator
     baseline: list[Rollout]
 
@@ -111,6 +112,9 @@ class TrainerBase:
         # draws got it accepted: they are the lucky ones, and would make every later
         # candidate look worse than it is).
         self.current_round = 0
+        # The last gate's commit, while a rejected candidate's is written beside the loop
+        # (``finish_commit`` logs it; training/commits.py).
+        self.pending_commit: commits.Pending | None = None
 
     def stage(
         self, name: str, runs: Sequence[tuple[str, Sequence[TaskItem], str]]
@@ -129,6 +133,13 @@ class TrainerBase:
         return mean([r.value(self.t.gate_metric) for r in rollouts if r.ok])
 
     # Bookkeeping -------------------------------------------------------------------------
+
+    def finish_commit(self) -> None:
+        """Log the pending commit's ``commit.done``, once its write has ended: before the next
+        gate, the epoch checkpoint and the run's end (a fixed place in the run's sequence)."""
+        if self.pending_commit is not None:
+            self.pending_commit.finish()
+            self.pending_commit = None
 
     def slow_update_due(self, epoch: int) -> bool:
         """Whether ``epoch``'s end runs the slow update (``slow_update_from_epoch``)."""
