@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import git
+from conftest import copy_repo, git
 
 from skillvc.cli import cli
 from skillvc.core.config import ModelConfig
@@ -35,6 +35,7 @@ from skillvc.training import commits
 from skillvc.training.evaluate import Evaluator
 from skillvc.training.loop import train
 from skillvc.training.optimize import apply_selected
+from skillvc.training.runlog import RunLog
 from skillvc.training.setup import find_unfinished
 from skillvc.training.state import RunState
 from skillvc.workspace.workspace import open_workspace
@@ -400,3 +401,49 @@ def test_a_stopped_run_reports_as_stopped(
     out = CliRunner().invoke(cli, ["report", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["status"] == "stopped"
+
+
+@pytest.mark.parametrize("layout", ["deferred", "right after its intent (before deferral)"])
+def test_a_rejected_commits_done_replays_where_the_run_logged_it(
+    seed_repo: Path, tmp_path: Path, layout: str
+) -> None:
+    """A resumed run logs a rejected candidate's ``commit.done`` where its first process did:
+    where the loop next asks for it, or, for a run logged before deferred commits, right
+    after the intent."""
+    repo = copy_repo(seed_repo, tmp_path / "r")
+    ws = open_workspace(repo)
+    skill = (repo / SKILL).read_bytes() + b"\n- A rejected rule.\n"
+    head = git(repo, "rev-parse", "HEAD")
+
+    def write(log: RunLog, writer: ThreadPoolExecutor | None) -> commits.Pending:
+        return commits.start_commit(
+            ws.repo,
+            log,
+            gate_id=7,
+            files={SKILL: skill},
+            version=skill.decode(),
+            text="A rejected candidate.",
+            accepted=False,
+            parent=head,
+            step_label="1",
+            writer=writer,
+        )
+
+    deferred = layout == "deferred"
+    with open_store(repo / ".skillvc/events.db") as store, ThreadPoolExecutor(1) as writer:
+        first = RunLog(store, "run-1")
+        pending = write(first, writer if deferred else None)
+        if not deferred:
+            pending.finish()
+        first.emit("step.started", {"batch": []})
+        sha = pending.finish()
+        logged = [(e.seq, e.type) for e in store.events(run_id="run-1")]
+
+        replay = RunLog(store, "run-1")  # the resumed process, from the top
+        again = write(replay, writer)
+        replay.emit("step.started", {"batch": []})
+        assert again.finish() == sha
+        assert [(e.seq, e.type) for e in store.events(run_id="run-1")] == logged
+    after = "step.started" if deferred else "commit.done"
+    assert logged[1:] == [(2, after), (3, "commit.done" if deferred else "step.started")]
+    assert git(repo, "rev-parse", "refs/skillvc/rejected/run-1/1") == sha

@@ -352,9 +352,9 @@ def test_a_rejected_candidates_commit_is_logged_at_the_next_gate_under_its_own_s
             assert logged["seq"] == intent["seq"] + 1
             continue
         rejected += 1
-        # Written while the loop went on: logged before the next gate, checkpoint or run end.
+        # Written while the loop went on: logged before the next gate or the run's end.
         assert logged["seq"] > intent["seq"] + 1
-        assert type_at[logged["seq"] + 1] in ("gate", "checkpoint", "run.finished")
+        assert type_at[logged["seq"] + 1] in ("gate", "run.finished")
         assert git(repo, "rev-parse", payload["ref"]) == sha
     assert rejected >= 2
 

@@ -14,8 +14,8 @@ depend on thread timing).
 A rejected candidate's commit moves no branch and nothing the loop does next reads it, so the
 loop may write it on a thread of its own (``start_commit(writer=...)``) while its next stage
 runs; its ``commit.done`` is logged where the loop next asks for it (``Pending.finish``: before
-the next gate, epoch checkpoint or run end), a fixed place in the run's sequence whatever the
-timing. A run logged before this (``commit.done`` right after its intent) replays as it was.
+the next gate or the run's end), a fixed place in the run's sequence whatever the timing. A
+run logged before this (``commit.done`` right after its intent) replays as it was.
 """
 
 from __future__ import annotations

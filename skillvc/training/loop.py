@@ -361,7 +361,6 @@ class Trainer(Updates):
         if self.t.meta_skill:
             self.meta_update()
         self.state.new_epoch()
-        self.finish_commit()
         name = f"{self.refs}{self.ctx.run_id}/epoch-{epoch}"
         self.repo.tag(name, self.state.head)
         self.log.emit(

@@ -72,6 +72,8 @@ class Summaries(Speculation):
     def finish(self) -> RunSummary:
         self.log.step = None
         s, ctx = self.state, self.ctx
+        if s.head != ctx.base_commit:
+            self.repo.tag(f"{self.refs}{ctx.run_id}/best", s.head)
         baseline_test = test = None
         if ctx.test:
             self.phase = "the test evaluation"
@@ -80,9 +82,6 @@ class Summaries(Speculation):
             with self.stage("final test (seed and best skill)", runs):
                 baseline_test = self.mean_of(self.rollouts(ctx.base_skill, ctx.test, "test"))
                 test = self.mean_of(self.rollouts(s.skill, ctx.test, "test"))
-        self.finish_commit()  # a rejected last candidate's, written beside the test
-        if s.head != ctx.base_commit:
-            self.repo.tag(f"{self.refs}{ctx.run_id}/best", s.head)
         totals = self.client.totals()
         self.ahead.close()  # every speculation has ended: its wasted calls are all counted
         # The one definition of a run's calls, tokens and cost, as `runs` and `report` read it.
@@ -115,6 +114,7 @@ class Summaries(Speculation):
             reflections=s.reflections,
             reflections_usable=s.reflections_usable,
         )
+        self.finish_commit()  # a rejected last candidate's, written beside the test and this
         self.log.emit(
             "run.finished",
             {

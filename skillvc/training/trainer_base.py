@@ -136,7 +136,7 @@ class TrainerBase:
 
     def finish_commit(self) -> None:
         """Log the pending commit's ``commit.done``, once its write has ended: before the next
-        gate, the epoch checkpoint and the run's end (a fixed place in the run's sequence)."""
+        gate and at the run's end (a fixed place in the run's sequence)."""
         if self.pending_commit is not None:
             self.pending_commit.finish()
             self.pending_commit = None
