@@ -18,6 +18,7 @@ from loopback import LoopbackServer, loopback  # noqa: F401 - the fixture
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import AuthenticationFailed, BackendError, ConfigError
 from skillvc.core.store import open_store
+from skillvc.models.backends import LazyBackend
 from skillvc.models.backends.anthropic_backend import AnthropicBackend
 from skillvc.models.backends.base import Backend, CallRequest, TransientError
 from skillvc.models.backends.openai_backend import OpenAIBackend
@@ -244,6 +245,38 @@ def test_missing_key_fails_at_first_call_not_construction(
     assert info.value.message == f"{var} is not set."
     assert var in info.value.hint
     assert loopback.requests == []
+
+
+@BOTH
+def test_a_warm_up_builds_the_sdk_client_before_the_first_call_and_calls_no_model(
+    make: MakeBackend, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _, config = make(loopback, monkeypatch)
+    lazy = LazyBackend(config)
+    with open_store(tmp_path / "events.db") as store:
+        client = ModelClient(store, {"optimizer": lazy}, {"optimizer": config})
+        thread = client.warm_up("optimizer")
+        assert thread is not None
+        thread.join(timeout=60)
+        assert getattr(lazy.backend, "_client", None) is not None
+        assert [r.path for r in loopback.requests if r.method == "POST"] == []
+        loopback.answer("Order 42 ships today.")
+        assert lazy.complete(request(config)).text == "Order 42 ships today."
+        assert client.warm_up("judge") is None  # a role without a backend has nothing to warm
+
+
+def test_a_warm_up_that_fails_leaves_the_error_to_the_first_call(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = ModelConfig(model="openai:gpt-4o-mini", base_url=loopback.url + "/v1")
+    lazy = LazyBackend(config)
+    with open_store(tmp_path / "events.db") as store:
+        thread = ModelClient(store, {"target": lazy}, {"target": config}).warm_up("target")
+        assert thread is not None
+        thread.join(timeout=60)
+    with pytest.raises(AuthenticationFailed, match="OPENAI_API_KEY is not set"):
+        lazy.complete(request(config))
 
 
 def test_missing_custom_key_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

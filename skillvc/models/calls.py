@@ -10,6 +10,7 @@ raises ``CallFailed``: it is never turned into an answer or a score.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import threading
@@ -449,6 +450,23 @@ class ModelClient:
         """Add a reply obtained through ``from_log``/``record`` to its role's statistics."""
         with self._lock:
             self.stats[role].add(reply)
+
+    def warm_up(self, role: str) -> threading.Thread | None:
+        """Build ``role``'s SDK client on a thread of its own (``LazyBackend.warm``), for a
+        caller about to wait on other calls: what the role's first call would spend on it
+        is then spent while the machine waits. A failure there is left to that first call,
+        which meets it again and reports it where it belongs."""
+        warm = getattr(self.backends.get(role), "warm", None)
+        if warm is None:
+            return None
+
+        def quietly() -> None:
+            with contextlib.suppress(Exception):
+                warm()
+
+        thread = threading.Thread(target=quietly, name=f"warm-{role}", daemon=True)
+        thread.start()
+        return thread
 
     def snapshot(self) -> dict[str, RoleStats]:
         with self._lock:

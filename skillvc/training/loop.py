@@ -180,6 +180,7 @@ class Trainer(Updates):
             self.phase = "the baseline evaluation"
             if self.cannot_be_refused():
                 self.prefetch_start()  # in the baseline's wave
+            self.client.warm_up("optimizer")  # while the baseline's wave is out, not after it
             with self.stage("baseline on val", [(self.state.skill, self.ctx.val, "val")]):
                 self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
             self.state.current_val = self.mean_of(self.baseline)

@@ -84,6 +84,12 @@ class LazyBackend:
     def complete(self, request: CallRequest) -> CallResult:
         return self.backend.complete(request)
 
+    def warm(self) -> None:
+        """Build the backend (importing its SDK) and its client before the first call."""
+        warm = getattr(self.backend, "warm", None)
+        if warm is not None:
+            warm()
+
 
 SDK_BACKENDS = ("openai", "anthropic")  # the prefixes whose modules import an SDK
 

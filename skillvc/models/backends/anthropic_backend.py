@@ -98,6 +98,10 @@ class AnthropicBackend:
     def base_url(self) -> str | None:
         return self.config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
 
+    def warm(self) -> None:
+        """Build the SDK's client ahead of the first call (see ``OpenAIBackend.warm``)."""
+        _ = self._get_client().messages
+
     def _get_client(self) -> anthropic.Anthropic:
         with self._lock:
             if self._client is None:

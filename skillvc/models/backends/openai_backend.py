@@ -118,6 +118,13 @@ class OpenAIBackend:
             return LOCAL_TIMEOUT_S
         return self.config.timeout_s
 
+    def warm(self) -> None:
+        """Do ahead of the first call what it would do first: ask a local server what it
+        is, build the SDK's client (its TLS context: tens of milliseconds) and import the chat
+        resource (the SDK imports it on first use)."""
+        self.server_info()
+        _ = self._get_client().chat.completions
+
     def _get_client(self) -> openai.OpenAI:
         with self._lock:
             if self._client is None:
