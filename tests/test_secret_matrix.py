@@ -136,6 +136,13 @@ def test_a_task_file_holding_a_key_warns_with_file_line_and_kind(tmp_path: Path)
     ), done.stdout + done.stderr
     assert M.aws_id not in done.stdout + done.stderr
     assert train.read_text(encoding="utf-8").count(M.aws_id) == 1, "the user's file is kept"
+    git(root, "commit", "-qam", "a key in a task")
+    # train scans the task files while its first calls are out; the warning is said once.
+    trained = cli(root, "train", "-q", "--epochs", "1")
+    assert trained.returncode == 0, trained.stderr
+    warning = "evals/train.jsonl:3 holds what looks like a credential (aws_access_key)"
+    assert trained.stderr.count(warning) == 1, trained.stderr
+    assert M.aws_id not in trained.stdout + trained.stderr
 
 
 cli = skillvc_process  # a skillvc command as its own process

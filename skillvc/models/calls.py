@@ -451,11 +451,12 @@ class ModelClient:
         with self._lock:
             self.stats[role].add(reply)
 
-    def warm_up(self, role: str) -> threading.Thread | None:
-        """Build ``role``'s SDK client on a thread of its own (``LazyBackend.warm``), for a
-        caller about to wait on other calls: what the role's first call would spend on it
-        is then spent while the machine waits. A failure there is left to that first call,
-        which meets it again and reports it where it belongs."""
+    def warm_up(self, role: str, *, background: bool = False) -> threading.Thread | None:
+        """Build ``role``'s backend and SDK client before its first call (``LazyBackend.warm``),
+        now or (``background``) on a thread of its own, returned: for a caller about to wait
+        on other calls, what the role's first call would spend on it is then spent while the
+        machine waits. A failure is left to that first call, which meets it again and reports
+        it where it belongs."""
         warm = getattr(self.backends.get(role), "warm", None)
         if warm is None:
             return None
@@ -464,6 +465,9 @@ class ModelClient:
             with contextlib.suppress(Exception):
                 warm()
 
+        if not background:
+            quietly()
+            return None
         thread = threading.Thread(target=quietly, name=f"warm-{role}", daemon=True)
         thread.start()
         return thread

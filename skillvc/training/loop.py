@@ -37,6 +37,7 @@ from skillvc.models.executors import make_executor
 from skillvc.packages import SKILL_FILE, skill_file_text
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.secrets import scrub
+from skillvc.secrets.taskfiles import warn_in_background
 from skillvc.skill.edits import ApplyResult, Unmatched
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import (
@@ -178,11 +179,17 @@ class Trainer(Updates):
                 if self.rendering.cut:
                     self.progress.note(cut_note(self.rendering.cut))
             self.phase = "the baseline evaluation"
+            self.client.warm_up("target")  # its SDK and client, before the wave that needs them
             if self.cannot_be_refused():
                 self.prefetch_start()  # in the baseline's wave
-            self.client.warm_up("optimizer")  # while the baseline's wave is out, not after it
+            # While the baseline's wave is out, not before or after it: the optimizer's client
+            # and the task files' credential scan (which compiles the detectors every logged
+            # answer is scrubbed with).
+            self.client.warm_up("optimizer", background=True)
+            scan = warn_in_background(self.ctx.task_files)
             with self.stage("baseline on val", [(self.state.skill, self.ctx.val, "val")]):
                 self.baseline = self.evaluator.run(self.state.skill, self.ctx.val, "val")
+            scan.join()  # its warnings are said before the first step
             self.state.current_val = self.mean_of(self.baseline)
             self.log.emit("baseline", {"val": self.state.current_val, "n": len(self.ctx.val)})
             self.project()

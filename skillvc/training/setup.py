@@ -42,6 +42,7 @@ from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import installs
 from skillvc.packages.version import target_view
 from skillvc.repo.skillrepo import SkillRepo, ensure_ready_to_train
+from skillvc.secrets.taskfiles import scanned_later
 from skillvc.skill.preflight import check_skill
 from skillvc.tasks.scorers import Scorer, get_scorer
 from skillvc.tasks.taskset import TaskItem, TaskSet, load_taskset
@@ -74,6 +75,9 @@ class RunContext:
     # A skill package under an installing harness: the base commit's carried files (scripts,
     # assets), which training never edits, so every version of the run is installed with them.
     carried: tuple[PackageFile, ...] = ()
+    # The task files as read, (display, text): their credential warnings are for the trainer
+    # to give once its first calls are out (``warn_in_background``).
+    task_files: tuple[tuple[str, str], ...] = ()
 
 
 def find_unfinished(store: EventStore, skill_path: str | None = None) -> Event | None:
@@ -159,7 +163,8 @@ def _branch_tip(repo: SkillRepo, branch: str | None) -> str | None:
 def prepare_run(
     ws: Workspace, store: EventStore, config: Config, unfinished: Event | None
 ) -> RunContext:
-    taskset = load_taskset(config.tasks, ws.root)
+    with scanned_later() as task_files:  # scanned while the first calls are out
+        taskset = load_taskset(config.tasks, ws.root)
     if unfinished is not None:
         _check_same_inputs(unfinished, taskset)
     if not taskset.val or not taskset.train:
@@ -274,6 +279,7 @@ def prepare_run(
         base_skill=store.get_blob(started.payload["skill"]),
         look_chunk=int(started.payload["config"]["train"]["workers"]),
         carried=_carried(config, repo, started.payload["base_commit"]),
+        task_files=tuple(task_files),
     )
 
 
