@@ -216,41 +216,6 @@ def message(ev: Evidence, honesty: Honesty | None = None) -> str:
     return "\n".join(lines)
 
 
-def commit(
-    repo: SkillRepo,
-    log: RunLog,
-    *,
-    gate_id: int,
-    files: Mapping[str, bytes],
-    version: str,
-    text: str,
-    accepted: bool,
-    parent: str,
-    step_label: str,
-    skill: str | None = None,
-    fresh: bool = False,
-    branch: str | None = None,
-    significance_trailer: str | None = None,
-) -> str:
-    """Write (or find again) the commit of one gate decision and log it; returns its sha
-    (``start_commit``, then ``Pending.finish``)."""
-    return start_commit(
-        repo,
-        log,
-        gate_id=gate_id,
-        files=files,
-        version=version,
-        text=text,
-        accepted=accepted,
-        parent=parent,
-        step_label=step_label,
-        skill=skill,
-        fresh=fresh,
-        branch=branch,
-        significance_trailer=significance_trailer,
-    ).finish()
-
-
 def start_commit(
     repo: SkillRepo,
     log: RunLog,

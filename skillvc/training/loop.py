@@ -8,7 +8,7 @@ Invariants:
 - Deterministic: for the same recorded answers the loop emits the same events in the same
   order. Resume re-runs it from the top with every recorded call answered from the log, so an
   interrupted run ends exactly like an uninterrupted one and pays no model call twice.
-- The skill file (or a skill package's files) changes only through ``commits.commit`` (one
+- The skill file (or a skill package's files) changes only through ``commits.start_commit`` (one
   commit per accepted candidate), never half-written; the run refuses to start when the user
   has uncommitted changes to it.
 - A skill package is trained as one unit: its version is its bundle (``skillvc.packages``), an
