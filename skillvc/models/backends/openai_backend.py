@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
@@ -120,10 +121,9 @@ class OpenAIBackend:
 
     def warm(self) -> None:
         """Do ahead of the first call what it would do first: ask a local server what it
-        is, build the SDK's client (its TLS context: tens of milliseconds) and import the chat
-        resource (the SDK imports it on first use)."""
+        is and build the SDK's client (its TLS context: tens of milliseconds)."""
         self.server_info()
-        _ = self._get_client().chat.completions
+        self._get_client()
 
     def _get_client(self) -> openai.OpenAI:
         with self._lock:
@@ -183,10 +183,18 @@ class OpenAIBackend:
             key=self._key,
             key_env=self.key_env,
         ):
-            response = client.chat.completions.create(
-                model=self.deployment if self.azure else self.name,
-                messages=messages,
-                **self._params(request),
+            # The SDK's documented way to send a request as given: the typed ``create`` first
+            # walks every message through its TypedDict transform, 30 % of a call's CPU (1.6 of
+            # 5.5 ms on a 2-core machine), which a wave of 16 calls pays one after another.
+            # Our body is plain JSON already; the answer is parsed into the same type.
+            response = client.post(
+                "/chat/completions",
+                cast_to=ChatCompletion,
+                body={
+                    "model": self.deployment if self.azure else self.name,
+                    "messages": messages,
+                    **self._params(request),
+                },
             )
         latency_ms = (time.perf_counter() - start) * 1000.0
         choices = getattr(response, "choices", None)
