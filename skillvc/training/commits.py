@@ -328,12 +328,6 @@ class Pending:
                 self.done = self.log.emit("commit.done", payload, key=key)
         return str(self.done.payload["sha"])
 
-    def wait(self) -> None:
-        """Let the write end, logging nothing (a run that stops before ``finish``: its resume
-        finds the commit by its trailer, or writes it again)."""
-        if self.writing is not None:
-            self.writing.exception()
-
 
 def branch_ref(repo: SkillRepo) -> str:
     branch = repo.current_branch()

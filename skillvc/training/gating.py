@@ -162,8 +162,8 @@ class Gating(Summaries):
             fresh=not self.ctx.resumed,
             branch=self.branch_ref,
             significance_trailer=honesty.trailer() if honesty is not None else None,
-            # Nothing reads a rejected candidate's commit until the next gate: it is written
-            # while the loop goes on (the next step's reflection, or the epoch end).
+            # Nothing reads a rejected candidate's commit before the next gate: it is written
+            # while the loop goes on (the next step's reflection, an epoch end, the final test).
             writer=self.committer if decision == "rejected" else None,
         )
         self.pending_commit = pending

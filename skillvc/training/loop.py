@@ -159,6 +159,8 @@ class Trainer(Updates):
         )
         with (
             ThreadPoolExecutor(max_workers=self.t.workers) as self.pool,
+            # A run that stops before a rejected commit's done is logged still waits here for
+            # its write; its resume finds the commit by its trailer (training/commits.py).
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="commit") as self.committer,
             Prefetcher(self.client, self.t.workers, self.t.samples, self.render) as self.ahead,
         ):
