@@ -95,7 +95,7 @@ def test_skillopts_slow_update_schedule_runs_from_epoch_2_and_speculation_leaves
     runs = {}
     for speculate in (False, True):
         repo = copy_repo(demo_seed, tmp_path / str(speculate))
-        train_ = {"seed": 2, "speculate": speculate, "slow_update_from_epoch": 2}
+        train_ = {"seed": 2, "epochs": 2, "speculate": speculate, "slow_update_from_epoch": 2}
         runs[speculate] = (train(open_workspace(repo), overrides={"train": train_}), repo)
     (plain, plain_repo), (fast, fast_repo) = runs[False], runs[True]
     with open_store(fast_repo / ".skillvc/events.db") as store:
@@ -107,10 +107,8 @@ def test_skillopts_slow_update_schedule_runs_from_epoch_2_and_speculation_leaves
         ("meta_update", 1),
         ("slow_update", 2),
         ("meta_update", 2),
-        ("slow_update", 3),
-        ("meta_update", 3),
     ]
-    assert fast.slow_updates_accepted + fast.slow_updates_rejected <= 2
+    assert fast.slow_updates_accepted + fast.slow_updates_rejected <= 1
     events_with, events_without = run_events(fast_repo), run_events(plain_repo)
     events_with.pop(), events_without.pop()  # run.finished: tokens differ by the speculation
     assert events_with == events_without
