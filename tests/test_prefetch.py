@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
 from conftest import copy_repo, git
 
+from skillvc.core.config import ModelConfig
 from skillvc.core.errors import BudgetExceeded
 from skillvc.core.store import open_store
+from skillvc.models.backends.sim import SimBackend
+from skillvc.models.calls import ModelClient
+from skillvc.tasks.taskset import TaskItem
 from skillvc.training.loop import train
-from skillvc.training.prefetch import LATER, NEXT, SPECULATIVE, PriorityPool
+from skillvc.training.prefetch import LATER, NEXT, SPECULATIVE, Prefetcher, PriorityPool
 from skillvc.workspace.workspace import open_workspace
 
 
@@ -71,3 +76,33 @@ def test_a_stopped_and_resumed_run_makes_no_call_twice(
     with open_store(repo / ".skillvc/events.db") as store:
         logged = store.query("SELECT COUNT(*) AS n FROM events WHERE type = 'model.call'")
     assert logged[0]["n"] == len(made)  # and every call made is in the log
+
+
+def test_a_lent_pool_runs_the_queued_rollouts_while_the_ahead_pool_is_busy(
+    tmp_path: Path,
+) -> None:
+    """``lend``: the loop's idle pool takes the queued calls for these rollouts at once, as
+    ``wait_for`` would once the loop reached them, but without waiting for them."""
+    config = ModelConfig(model="sim:support")
+    items = [
+        TaskItem(
+            id=str(i),
+            input=f"Issue: damaged. Days since delivery: {i}. Tier: standard.",
+            targets=("replace",),
+        )
+        for i in range(3)
+    ]
+    skill = "- Damaged on arrival: offer a replacement, not a refund.\n"
+    with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(3) as loop_pool:
+        client = ModelClient(store, {"target": SimBackend("sim:support")}, {"target": config})
+        with Prefetcher(client, workers=1) as ahead:
+            gate, started = threading.Event(), threading.Event()
+            ahead.pool.submit(NEXT, lambda: (started.set(), gate.wait()))
+            started.wait()  # the ahead pool's only thread is held
+            batch = ahead.rollouts(skill, items, "train")
+            assert batch is not None and not any(job.taken for job in batch.jobs)
+            ahead.lend(skill, items, "train", loop_pool)
+            done, pending = wait([job.future for job in batch.jobs], timeout=30)
+            assert not pending  # answered on the lent threads, the held one still held
+            assert not gate.is_set()
+            gate.set()

@@ -139,7 +139,13 @@ class Speculation(Budget):
         commits it and runs its val pass (free after a gate, a real pass after a forced
         update), so neither blocks the next stage."""
         for items, split in self.upcoming:
+            if items is self.slow_items:  # they wait for the epoch's end
+                self.prefetch(skill, items, split, rank=CERTAIN)
+                continue
             self.prefetch(skill, items, split, rank=NEXT)
+            # The loop's pool is idle while it commits: it takes the rollouts the next stage
+            # waits for as well, as it would once the loop reached them.
+            self.ahead.lend(skill, items, split, self.pool)
 
     def after_step(
         self, epoch: int, following: Sequence[Sequence[TaskItem]]
