@@ -194,11 +194,10 @@ def bound(
             accepted_last = payload["decision"] != "rejected"
             if accepted_last:
                 skill, changed = payload["candidate"], True
-        elif kind == "slow_update" and not ended:
-            rounds += 1 + accepted_last
-            accepted_last, ended = False, True
-            fresh_end, changed = changed, False
-        elif kind == "meta_update" and not ended:  # alone: beside the next epoch's rollouts
+        elif kind in ("slow_update", "meta_update") and not ended:
+            if kind == "slow_update":  # a meta update alone goes beside the next rollouts
+                rounds += 1 + accepted_last
+                accepted_last = False
             ended = True
             fresh_end, changed = changed, False
     return max(rounds, 1) + accepted_last  # the best skill's test, unless it was speculated

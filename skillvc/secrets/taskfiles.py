@@ -37,10 +37,12 @@ def scanned_later() -> Iterator[list[tuple[str, str]]]:
 
 def warn_in_background(files: Sequence[tuple[str, str]]) -> threading.Thread:
     """``warn_task_file`` for each of ``files`` on a thread of its own (started, returned)."""
-    thread = threading.Thread(
-        target=lambda: [warn_task_file(display, text) for display, text in files],
-        name="task-file-scan",
-    )
+
+    def scan() -> None:
+        for display, text in files:
+            warn_task_file(display, text)
+
+    thread = threading.Thread(target=scan, name="task-file-scan")
     thread.start()
     return thread
 

@@ -259,13 +259,15 @@ def start_commit(
             "content": log.store.put_blob(version),
         },
     )
-    pending = Pending(log, intent, ref=ref or branch or "", step=log.step, epoch=log.epoch)
     done = log.store.find("commit.done", f"gate:{gate_id}")
-    if done is not None:
-        pending.logged = done
+    if done is not None:  # the commit was made: log its done as the run first did
+        pending = Pending(log, intent, ref="", step=log.step, epoch=log.epoch, logged=done)
         if accepted or writer is None or done.seq == (intent.seq or 0) + 1:
-            pending.finish()  # logged where it was (a run from before deferred commits too)
+            pending.finish()  # right after its intent (a run from before deferred commits too)
         return pending
+    pending = Pending(
+        log, intent, ref=ref or branch or branch_ref(repo), step=log.step, epoch=log.epoch
+    )
     marker = f"{log.run_id}/{intent.seq}"
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
     if significance_trailer is not None:
@@ -275,21 +277,19 @@ def start_commit(
         if not fresh and (ref is None or ref in repo.refs(ref))
         else None
     )
-    if sha is not None and accepted:
-        for path, content in files.items():
-            repo.restore_file(path, content)
     if sha is not None:
-        pending.sha = sha
+        if accepted:  # the branch moved before a kill: its files are put in place
+            for path, content in files.items():
+                repo.restore_file(path, content)
     elif accepted:
-        pending.sha = repo.commit_files(files, text, trailers, expected_parent=parent)
+        sha = repo.commit_files(files, text, trailers, expected_parent=parent)
     elif writer is None:
-        pending.sha = repo.store_candidate_files(ref or "", files, text, parent, trailers)
+        sha = repo.store_candidate_files(ref or "", files, text, parent, trailers)
     else:
         pending.writing = writer.submit(
             repo.store_candidate_files, ref or "", files, text, parent, trailers
         )
-    if not pending.ref:
-        pending.ref = branch_ref(repo)
+    pending.sha = sha
     if accepted:
         pending.finish()
     return pending
@@ -299,13 +299,19 @@ class Pending:
     """One commit whose ``commit.done`` is not logged yet (see the module docstring)."""
 
     def __init__(
-        self, log: RunLog, intent: Event, *, ref: str, step: int | None, epoch: int | None
+        self,
+        log: RunLog,
+        intent: Event,
+        *,
+        ref: str,
+        step: int | None,
+        epoch: int | None,
+        logged: Event | None = None,  # commit.done as a replayed run logged it
     ) -> None:
-        self.log, self.intent, self.ref = log, intent, ref
+        self.log, self.intent, self.ref, self.logged = log, intent, ref, logged
         self.step, self.epoch = step, epoch
         self.sha: str | None = None
-        self.writing: Future[str] | None = None
-        self.logged: Event | None = None  # commit.done as a replayed run logged it
+        self.writing: Future[str] | None = None  # the write, on the caller's writer
         self.done: Event | None = None
 
     def finish(self) -> str:

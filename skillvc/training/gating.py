@@ -166,7 +166,8 @@ class Gating(Summaries):
             # while the loop goes on (the next step's reflection, an epoch end, the final test).
             writer=self.committer if decision == "rejected" else None,
         )
-        self.pending_commit = pending
+        if decision == "rejected":
+            self.pending_commit = pending
         self.settle(bet, kind, decision, candidate_text, gate_event)
         if credit is not None and credit.dropped:
             s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))

@@ -255,27 +255,27 @@ class Prefetcher:
         """Wait for the calls sent ahead for exactly these rollouts: queued ones go first, and
         the idle threads of ``helpers`` (the loop's pool) take them too, so a stage's calls
         run on both pools at once."""
-        jobs = self._jobs(skill, items, split)
-        self.pool.promote(jobs)
-        queued = [j for j in jobs if not j.taken]
-        if helpers is not None and queued:
-            list(helpers.map(self.pool.run_here, queued))
+        jobs = self.lend(skill, items, split, helpers)
         concurrent.futures.wait([j.future for j in jobs])
 
     def lend(
-        self, skill: str, items: Sequence[TaskItem], split: str, helpers: ThreadPoolExecutor
-    ) -> None:
-        """``wait_for`` without the wait: the idle threads of ``helpers`` (the loop's pool,
-        lent while the loop commits a skill) take the queued calls for these rollouts now."""
-        jobs = self._jobs(skill, items, split)
-        self.pool.promote(jobs)
-        for job in jobs:
-            if not job.taken:
-                helpers.submit(self.pool.run_here, job)
-
-    def _jobs(self, skill: str, items: Sequence[TaskItem], split: str) -> list[_Job]:
+        self,
+        skill: str,
+        items: Sequence[TaskItem],
+        split: str,
+        helpers: ThreadPoolExecutor | None,
+    ) -> list[_Job]:
+        """``wait_for`` without the wait: the calls sent ahead for these rollouts go first,
+        and the idle threads of ``helpers`` (the loop's pool, lent while the loop commits a
+        skill) take the queued ones now; returns their jobs."""
         tag = sha256_hex(skill)
-        return [j for it in items for j in self.sent.get((tag, split, it.id), ())]
+        jobs = [j for it in items for j in self.sent.get((tag, split, it.id), ())]
+        self.pool.promote(jobs)
+        if helpers is not None:
+            for job in jobs:
+                if not job.taken:
+                    helpers.submit(self.pool.run_here, job)
+        return jobs
 
     def waste(self, batches: Sequence[Batch | None]) -> tuple[list[str], int]:
         """Mark speculative batches as never to be used; returns their items and job count."""

@@ -112,8 +112,8 @@ class TrainerBase:
         # draws got it accepted: they are the lucky ones, and would make every later
         # candidate look worse than it is).
         self.current_round = 0
-        # The last gate's commit, while a rejected candidate's is written beside the loop
-        # (``finish_commit`` logs it; training/commits.py).
+        # A rejected candidate's commit, written beside the loop until ``finish_commit`` logs
+        # it (training/commits.py).
         self.pending_commit: commits.Pending | None = None
 
     def stage(
