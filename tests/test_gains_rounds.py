@@ -1,8 +1,10 @@
 """Issue 21: an edit's test on a stochastic target runs its later rounds only on the items the
-round before found discordant, on draws no gate has used; a pruned candidate whose kept edits
-each won their own test is refused only when it does significantly worse than the current
-skill, on the val draws it keeps as the current skill once accepted; a kill during that check
-resumes to the same commits."""
+round before found discordant, on draws no gate has used, and ends at an interim look once the
+edit clearly acts; the last edit standing is tested against the current skill, and refused
+with the candidate when it loses; a pruned candidate whose kept edits each won their own test
+is refused only when it does significantly worse than the current skill, on the val draws it
+keeps as the current skill once accepted; a kill during that check resumes to the same
+commits."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from skillvc.core.store import open_store
 from skillvc.models import simworld
 from skillvc.models.backends.sim import SimBackend
 from skillvc.models.calls import ModelClient
+from skillvc.review.history import dropped_edits
+from skillvc.review.report import blame
 from skillvc.skill.edits import Edit
 from skillvc.tasks.scorers import get_scorer
 from skillvc.tasks.taskset import TaskItem
@@ -34,6 +38,7 @@ from skillvc.training.loop import train
 from skillvc.workspace.workspace import open_workspace
 
 BILLING = simworld.rule("billing errors go to").text
+SKILL = "skills/acme-returns/SKILL.md"
 
 
 def _items() -> list[TaskItem]:
@@ -107,6 +112,43 @@ def test_an_edits_later_rounds_run_on_the_discordant_items_of_fresh_rounds(
     # The rule's tickets survive the narrowing: most items left are billing tickets.
     last = ran[4 + test.rounds][sha256_hex(with_edit)]
     assert sum(i.startswith("billing") for i in last) > len(last) / 2
+    # It acts on 12 of 24 tickets: the look after round 2, at a share of the alpha, ends the
+    # test there (the rounds left would only confirm it on a few items).
+    looks, _ = significance.interim_looks(0.2, 6)
+    assert test.early_stopped and test.rounds == 2 and test.p_value <= looks[2]
+
+
+def test_an_edit_that_changes_nothing_runs_to_its_last_look_and_is_not_kept(
+    tmp_path: Path,
+) -> None:
+    items = _items()
+    without = "# Acme\n\n- Be brief.\n"
+    courteous = "# Acme\n\n- Be brief.\n- Thank the customer for their patience.\n"
+    config = ModelConfig(model="sim:support", temperature=0.8)
+    tests = []
+    with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(2) as pool:
+        client = ModelClient(store, {"target": SimBackend("sim:support")}, {"target": config})
+        evaluator = Evaluator(client, get_scorer("exact", {}), pool)
+        for seed_round in (5, 11, 17, 23):  # four independent tests: fresh draws each
+            tests.append(
+                attribution.compare(
+                    evaluator,
+                    courteous,
+                    without,
+                    items,
+                    metric="hard",
+                    alphas=significance.look_alphas(0.1, 3),
+                    chunk=4,
+                    early_stop=True,
+                    edit={"id": "e1"},
+                    focus=items,
+                    first_round=seed_round,
+                    rounds=6,
+                )
+            )
+    for test in tests:
+        assert test.outcome != attribution.KEPT
+        assert not test.early_stopped  # only a significant look ends a test early
 
 
 def _gate(decision: str, gained: int, lost: int) -> GateResult:
@@ -154,6 +196,14 @@ def test_a_pruned_candidate_of_edits_that_won_their_own_tests_is_refused_only_fo
         [a, b, c], [a], [_test(c, "neutral"), _test(b, "neutral")], 0.2, bundle
     )
     assert last.confirm(within_noise).decision == "rejected"
+    # On a stochastic target the last edit standing gets a test of its own; lost, it is not a
+    # dropped edit: the candidate is refused with it.
+    lost = attribution.Attribution(
+        [a, b], [a], [_test(b, "neutral"), _test(a, "harmful")], 0.2, bundle
+    )
+    assert lost.last_refused() and not lost.kept_tested()
+    assert [t.edit["id"] for t in lost.dropped] == [b.id]
+    assert not won.last_refused()
 
 
 def _noisy_demo(repo: Path, seed: int) -> None:
@@ -177,10 +227,11 @@ def _noisy_demo(repo: Path, seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def noisy_seed(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The noisy demo at seed 3, untrained: its one epoch accepts a pruned candidate whose kept
-    edits won their own tests, then refuses and accepts candidates of one edit."""
+    """The noisy demo at seed 4, untrained: its one epoch accepts a pruned candidate whose kept
+    edits won their own tests, refuses a bundle whose last edit standing loses its own test,
+    and accepts a slow update."""
     repo = copy_repo(demo_seed, tmp_path_factory.mktemp("noisy") / "seed")
-    _noisy_demo(repo, seed=3)
+    _noisy_demo(repo, seed=4)
     return repo
 
 
@@ -231,7 +282,7 @@ def test_a_candidate_checked_for_harm_keeps_the_checks_draws_as_its_val_answers(
     with open_store(repo / ".skillvc/events.db") as store:
         events = list(store.events(types=["gate", "rollout"]))
     checked = [e for e in events if e.type == "gate" and _checked_for_harm(e.payload)]
-    assert checked, "seed 3 accepts a pruned candidate whose kept edits won their own tests"
+    assert checked, "seed 4 accepts a pruned candidate whose kept edits won their own tests"
     val = sum(1 for _ in (repo / "evals/val.jsonl").open())
     for gate in checked:
         skill = gate.payload["candidate"]  # the pruned candidate's text, by its hash
@@ -301,3 +352,83 @@ def test_a_kill_during_a_check_for_harm_resumes_to_the_same_commits(
     made = journal.read_text().split()
     assert len(made) - len(set(made)) <= 16  # only calls in flight at the kill
     assert len(set(made)) == expected["calls"]["n"]
+
+
+def _attribution_gates(repo: Path) -> list[dict]:
+    with open_store(repo / ".skillvc/events.db") as store:
+        return [e.payload for e in store.events(types=["gate"]) if "attribution" in e.payload]
+
+
+def test_a_last_edit_standing_that_loses_its_own_test_is_refused_with_it(
+    noisy_trained: Path,
+) -> None:
+    """Seed 4's second bundle: its passenger is dropped, and the edit left standing loses its
+    test against the current skill. That test decides: the candidate is refused with its
+    counts and p-value, and the rejected buffer says so."""
+    refused = []
+    for gate in _attribution_gates(noisy_trained):
+        kept = set(gate["attribution"]["kept"])
+        mine = [t for t in gate["attribution"]["tests"] if t["edit"] in kept]
+        if mine and mine[0]["outcome"] != attribution.KEPT:
+            refused.append((gate, mine[0]))
+    assert refused, "seed 4 refuses a bundle's last edit standing"
+    for gate, test in refused:
+        assert gate["decision"] == "rejected"
+        assert gate["p_value"] == test["p_value"] and gate["test"] == "weighted sign"
+        assert gate["discordant"] == [test["up"], test["down"]]
+        assert gate["p_value"] > gate["alpha"]
+    with open_store(noisy_trained / ".skillvc/events.db") as store:
+        rows = store.query("SELECT edit_id, p_value FROM rejected_edits")
+    for gate, test in refused:
+        assert {"edit_id": test["edit"], "p_value": test["p_value"]} in rows
+        assert test["edit"] not in {d["id"] for d in dropped_edits(gate)}  # not "dropped"
+    messages = subprocess.run(
+        ["git", "-C", str(noisy_trained), "log", "--all", "--format=%B"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "- REFUSED (the last edit standing, against the current skill): " in messages
+
+
+def test_a_last_edit_standing_wins_a_test_of_its_own_against_the_current_skill(
+    demo_seed: Path, tmp_path: Path
+) -> None:
+    """Seed 10: a bundle of two passes its gate, one edit is dropped as harmful, and the other
+    is tested against the current skill (the seed skill) on the bundle's focus items, in
+    rounds of fresh draws: past the gate's for the candidate, and the current skill's rounds
+    after its own first pass. Having won, the pruned candidate is only checked for harm."""
+    repo = copy_repo(demo_seed, tmp_path / "repo")
+    _noisy_demo(repo, seed=10)
+    train(open_workspace(repo))
+    with open_store(repo / ".skillvc/events.db") as store:
+        events = list(store.events(types=["gate", "rollout"]))
+    gates = [e.payload for e in events if e.type == "gate" and "attribution" in e.payload]
+    [gate] = [g for g in gates if len(g["attribution"]["kept"]) == 1]
+    [test] = [t for t in gate["attribution"]["tests"] if t["edit"] in gate["attribution"]["kept"]]
+    assert test["outcome"] == attribution.KEPT and _checked_for_harm(gate)
+
+    def draws(skill: str) -> dict[int, dict[str, bool]]:
+        out: dict[int, dict[str, bool]] = {}
+        for e in events:
+            if e.type == "rollout" and e.payload["skill"] == skill:
+                name, _, r = e.payload["split"].partition(":")
+                if name == "val" and r:
+                    out.setdefault(int(r), {})[e.payload["item"]] = e.payload["hard"] == 1
+        return out
+
+    candidate, current = draws(gate["candidate"]), draws(gate["current"])
+    up = down = 0
+    for r in range(1, test["rounds"] + 1):
+        # The candidate's round 4 + r (past the gate's 0-4) against the seed skill's round r.
+        for item in candidate[4 + r]:
+            up += candidate[4 + r][item] and not current[r][item]
+            down += current[r][item] and not candidate[4 + r][item]
+    assert (up, down) == (test["up"], test["down"])
+    # Its gate only checked for harm (within noise): blame gives the line the edit's own test.
+    assert gate["p_value"] > gate["alpha"]
+    ws = open_workspace(repo)
+    with ws.store() as store:
+        lines = [line.to_dict() for line in blame(store, ws.repo, SKILL)]
+    [line] = [line for line in lines if line["edit"] == test["edit"]]
+    assert line["p_value"] == test["p_value"] and line["verdict"] == "significant"

@@ -88,6 +88,16 @@ def test_look_alphas_spend_at_most_alpha() -> None:
     assert looks[0] == pytest.approx(0.01)
 
 
+def test_an_attribution_tests_interim_looks_spend_a_tenth_of_its_alpha() -> None:
+    looks, last = sig.interim_looks(0.1, 6)
+    # After rounds 2 to 5 (not the first, on every focus item), 0.0025 each; 0.09 at the end.
+    assert sorted(looks) == [2, 3, 4, 5]
+    assert all(a == pytest.approx(0.0025) for a in looks.values())
+    assert last == pytest.approx(0.09)
+    assert sum(looks.values()) + last == pytest.approx(0.1)  # Bonferroni: at most alpha
+    assert sig.interim_looks(0.1, 2) == ({}, 0.1)  # no round between the first and the last
+
+
 def test_effective_confidence_follows_attribution() -> None:
     class Train:
         gate_confidence: float | None = None

@@ -118,16 +118,19 @@ def gate_alpha(payload: Mapping[str, Any]) -> float:
 
 
 def dropped_edits(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Attribution's dropped edits of a gate: the edit, how it was dropped and its test."""
+    """Attribution's dropped edits of a gate: the edit, how it was dropped and its test. (A
+    last edit standing that lost its own test is not dropped: the candidate is refused with
+    it, on that test's p-value.)"""
     credit = payload.get("attribution") or {}
     edits = {e.get("id"): e for e in credit.get("bundle_edits", [])}
+    kept = set(credit.get("kept", []))
     return [
         {
             **edits.get(t["edit"], {"id": t["edit"]}),
             **{k: t[k] for k in ("outcome", "up", "down", "p_value")},
         }
         for t in credit.get("tests", [])
-        if t.get("outcome") != "kept"
+        if t.get("outcome") != "kept" and t["edit"] not in kept
     ]
 
 

@@ -636,12 +636,16 @@ def line_evidence(
         )
     tests = {t["edit"]: t for t in (payload.get("attribution") or {}).get("tests", [])}
     test = tests.get(edit.get("id"))
-    if test is None or len(edits) == 1:
-        p_value = payload.get("p_value")
-        gain = gate_gain if test is None or len(edits) == 1 else test.get("gain")
+    alpha = gate_alpha(payload)
+    # A commit of one edit: the gate compared exactly that change with the current skill, and
+    # its claim stands when it was significant. Otherwise the edit's own test decided (the
+    # gate of a pruned candidate whose edits won their own tests only checks for harm).
+    alone = len(edits) == 1 and verdict(payload.get("p_value"), alpha) == "significant"
+    if test is None or alone:
+        p_value, gain = payload.get("p_value"), gate_gain
     else:
         p_value, gain = test.get("p_value"), test.get("gain")
-    return edit.get("id"), gain, p_value, verdict(p_value, gate_alpha(payload))
+    return edit.get("id"), gain, p_value, verdict(p_value, alpha)
 
 
 __all__ = ["BlameLine", "LogEntry", "blame", "known_scores", "render_markdown", "run_report"]

@@ -5,8 +5,9 @@ each edit e (the least supported first) S without e is run on the same val items
 with S by the exact sign test (``significance``): e stays only when S is significantly better
 than S without it. Otherwise e is dropped (a *neutral* passenger when removing it changed
 nothing significant, a *harmful* one when S without it did better) and S becomes S without e.
-The last edit standing is not tested here: S against the current skill is the gate itself,
-which the caller runs again on the pruned candidate before it commits anything.
+The last edit standing is tested against the current skill on a stochastic target (the
+caller, ``Gating.attribute``); on a deterministic one S against the current skill is the gate
+itself, which the caller runs again on the pruned candidate before it commits anything.
 
 Each comparison stops early only when its decision is certain (curtailment, see
 ``significance.decided``), so early stopping never changes what is kept. Every evaluation goes
@@ -87,6 +88,7 @@ def compare(
     focus: Sequence[TaskItem] | None = None,
     first_round: int = 1,
     rounds: int | None = None,
+    worse_round: int | None = None,
 ) -> EditTest:
     """Paired sign test of ``with_edit`` against ``without_edit`` on val (hard 0/1 outcomes),
     in one pass over val (a deterministic target). It stops early only when the decision is
@@ -95,12 +97,22 @@ def compare(
     ``focus`` (a stochastic target): the test runs on these items only, with fresh draws for
     both versions in every round (from ``first_round`` on, past every round the gate ran: the
     candidate's answers there are the ones that passed it, a selection that would favour
-    keeping every edit)."""
+    keeping every edit). ``worse_round``: ``without_edit`` is the current skill (the last edit
+    standing's test), whose round ``r`` is its round ``worse_round + r`` (see ``more_rounds``)."""
     if focus is not None:
-        alpha = math.fsum(alphas)  # the test's whole alpha: it takes one look (``_fresh``)
         n = len(alphas) if rounds is None else rounds
         return _fresh(
-            evaluator, with_edit, without_edit, focus, metric, alpha, n, edit, len(val), first_round
+            evaluator,
+            with_edit,
+            without_edit,
+            focus,
+            metric=metric,
+            alpha=math.fsum(alphas),  # the test's whole alpha (``significance.interim_looks``)
+            rounds=n,
+            edit=edit,
+            val_size=len(val),
+            first_round=first_round,
+            worse_round=worse_round,
         )
     full = {r.item_id: r for r in evaluator.run(with_edit, val, "val")}
     scored = [it for it in val if full[it.id].ok]
@@ -147,15 +159,17 @@ def _fresh(
     with_edit: str,
     without_edit: str,
     focus: Sequence[TaskItem],
+    *,
     metric: str,
     alpha: float,
     rounds: int,
     edit: dict[str, Any],
     val_size: int,
     first_round: int,
+    worse_round: int | None,
 ) -> EditTest:
     """``compare`` on ``focus`` with fresh draws: up to ``rounds`` rounds, the draws of rounds
-    ``first_round``, ``first_round + 1``, ... (see ``compare``).
+    ``first_round``, ``first_round + 1``, ... (``worse_round``: see ``compare``).
 
     Round 1 runs on ``focus``; each later round only on the items the round before found
     discordant, either way. An edit acts on few items: there the two versions differ on most
@@ -165,9 +179,12 @@ def _fresh(
     draws are fresh: under "no difference" every discordant pair of every round is still a fair
     coin, so the pooled sign test stays exact.
 
-    One look for significance, after the last round, at the whole ``alpha``: the rounds before
-    it only stop for futility (worse without the edit, or after a second round no better),
-    which can turn a "significant" into a "no" but never the reverse, so it spends no alpha."""
+    Looks for significance (``significance.interim_looks``): after each round from the second
+    on at a small share of ``alpha``, which ends the test of an edit that clearly acts, and
+    after the last round at the rest. Futility (worse without the edit, or after a second
+    round no better) also stops a test; it can turn a "significant" into a "no" but never the
+    reverse, so it spends no alpha."""
+    looks, last = significance.interim_looks(alpha, rounds)
     run = narrowing_rounds(
         evaluator,
         with_edit,
@@ -175,17 +192,21 @@ def _fresh(
         focus,
         metric=metric,
         rounds=rounds,
-        round_of=lambda r: (first_round + r - 1, None),
+        round_of=lambda r: (
+            first_round + r - 1,
+            None if worse_round is None else worse_round + r,
+        ),
+        looks=looks,
     )
     p = significance.weighted_sign_test_p(run.by_round)
-    keep = not run.futile and significance.significant(p, alpha)
+    keep = not run.futile and (run.won_early or significance.significant(p, last))
     outcome = KEPT if keep else (HARMFUL if run.down > run.up else NEUTRAL)
     # The gain from the first round (on every focus item; later rounds run on a chosen few):
     # net wins per val item, the val items outside the focus taken to gain nothing.
     first = run.first
     gain = (first[0] - first[1]) / val_size if val_size and first else None
     return EditTest(
-        edit, run.up, run.down, len(focus), run.evaluated, False, p, outcome, run.done, gain
+        edit, run.up, run.down, len(focus), run.evaluated, run.won_early, p, outcome, run.done, gain
     )
 
 
@@ -206,7 +227,15 @@ class Attribution:
 
     @property
     def dropped(self) -> list[EditTest]:
-        return [t for t in self.tests if t.outcome != KEPT]
+        """The tests of the edits taken out (not the last edit standing's: when it loses its
+        test, the pruned candidate is refused with it)."""
+        kept = {e.id for e in self.kept}
+        return [t for t in self.tests if t.outcome != KEPT and t.edit.get("id") not in kept]
+
+    def last_refused(self) -> bool:
+        """The last edit standing lost its own test (against the current skill)."""
+        kept = {e.id for e in self.kept}
+        return any(t.outcome != KEPT and t.edit.get("id") in kept for t in self.tests)
 
     def confirm(self, result: GateResult) -> GateResult:
         """The pruned candidate's gate, decided. When every kept edit won its own test (each
@@ -217,8 +246,9 @@ class Attribution:
         (the pruned candidate's gain over the current skill on one pass over val, where an edit
         that acts on 3 of 60 items is lost in the noise of the other 57 about one time in
         three) is what threw good edits away with the passengers. An edit that had no test of
-        its own (the last one standing) still needs the gate's significance: that gate is its
-        only test. ``result`` must be a full pass over val (no early stop)."""
+        its own (the last one standing on a deterministic target, or one another kept edit
+        needs) still needs the gate's significance: that gate is its only test. ``result`` must
+        be a full pass over val (no early stop)."""
         if result.decision == "accepted" or not self.kept_tested():
             return result
         up, down = result.counts

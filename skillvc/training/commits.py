@@ -114,7 +114,8 @@ class Honesty:
     p_value: float | None
     test: str | None
     decision: str
-    # Attribution's tests: (edit, outcome, up, down, n, p_value) per edit tested.
+    # Attribution's tests: (edit, outcome, up, down, n, p_value) per edit tested; outcome
+    # "refused" for a last edit standing that lost its own test (the candidate is refused).
     edits: tuple[tuple[dict[str, Any], str, int, int, int, float], ...] = ()
     bundle: int = 0  # edits in the candidate attribution took apart (not all are tested)
     test_alpha: float | None = None  # the tests' alpha, when it is not the gate's
@@ -131,7 +132,7 @@ class Honesty:
     def summary(self) -> str:
         """For a progress line: ``p = 0.031, significant; dropped 2 of 4 edits``."""
         said = significance.describe(self.p_value, self.alpha)
-        dropped = sum(1 for _, outcome, *_ in self.edits if outcome != "kept")
+        dropped = sum(1 for _, outcome, *_ in self.edits if outcome in ("neutral", "harmful"))
         if dropped:
             said += f"; dropped {dropped} of {self.bundle} edits"
         return said
@@ -148,6 +149,7 @@ class Honesty:
                     "kept": "kept",
                     "neutral": "DROPPED as a neutral passenger",
                     "harmful": "DROPPED as harmful",
+                    "refused": "REFUSED (the last edit standing, against the current skill)",
                 }[outcome]
                 out.append(
                     f"- {why}: {describe_edit(edit)}; {up} items better with it, {down} worse, "

@@ -283,8 +283,8 @@ class GateResult:
             "p_value": self.p_value,
             "test": self.test,
             **(
-                {"rounds": self.rounds, "discordant": list(self.discordant or (0, 0))}
-                if self.rounds > 1
+                {"rounds": self.rounds, "discordant": list(self.discordant)}
+                if self.discordant is not None
                 else {}
             ),
         }
@@ -516,6 +516,7 @@ class NarrowedRounds:
     futile: bool  # stopped: no more wins than losses
     evaluated: int  # item pairs evaluated, over all rounds
     by_round: tuple[tuple[int, int], ...] = ()  # (up, down) of each round run
+    won_early: bool = False  # stopped at an interim look, significant
 
     @property
     def first(self) -> tuple[int, int] | None:
@@ -534,15 +535,20 @@ def narrowing_rounds(
     round_of: Callable[[int], tuple[int, int | None]],
     up: int = 0,
     down: int = 0,
+    looks: Mapping[int, float] | None = None,
 ) -> NarrowedRounds:
     """Paired rounds of fresh draws, added to ``up``/``down``: round 1 on ``items``, each
     later one only on the items the round before found discordant (either way, so the pooled
-    sign test stays exact; see ``training/attribution.py``), stopping early only for futility
+    sign test stays exact; see ``training/attribution.py``), stopping early for futility
     (worse, or after a second round no better). ``round_of(r)``: the draws round ``r`` uses,
-    (``better``'s round, ``worse``'s round or None for the same)."""
+    (``better``'s round, ``worse``'s round or None for the same).
+
+    ``looks``: round -> alpha of an interim look after that round (``significance.
+    interim_looks``): the rounds so far significant at it (round-weighted sign test) end the
+    test as won."""
     done = evaluated = 0
     by_round: list[tuple[int, int]] = []
-    futile, items = False, list(items)
+    futile, won, items = False, False, list(items)
     for r in range(1, rounds + 1):
         better_round, worse_round = round_of(r)
         ups, downs = discordant_items(
@@ -560,10 +566,15 @@ def narrowing_rounds(
         futile = up < down or (up == down and r > 1)
         if futile:
             break
+        if looks and r in looks:
+            p = significance.weighted_sign_test_p(by_round)
+            won = significance.significant(p, looks[r])
+            if won:
+                break
         flipped = {it.id for it in (*ups, *downs)}
         if flipped:
             items = [it for it in items if it.id in flipped]
-    return NarrowedRounds(up, down, done, futile, evaluated, tuple(by_round))
+    return NarrowedRounds(up, down, done, futile, evaluated, tuple(by_round), won)
 
 
 def resample_gate(

@@ -260,19 +260,20 @@ class Gating(Summaries):
         edits that do not earn their place, then gate what is left against the current skill."""
         s, t = self.state, self.t
         alpha = significance.alpha_of(self.confidence)
-        credit = Attribution(list(bundle), list(bundle), [], alpha, result)
-        text = candidate_text
-        document: SkillDocument | None = None
-        package: SkillPackage | None = None
         focus = None
         rounds = self.attribution_rounds
         if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
             focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
+            alpha = significance.interim_looks(alpha, rounds)[1]  # the tests' last look
+        credit = Attribution(list(bundle), list(bundle), [], alpha, result)
+        text = candidate_text
+        document: SkillDocument | None = None
+        package: SkillPackage | None = None
         total = len(self.ctx.val) * len(bundle) * t.samples
         with self.progress.stage(f"{name} attribution", total):
             for edit in reversed(bundle):  # the least supported edit first
                 if len(credit.kept) == 1:
-                    break  # the last edit's test is the gate of the pruned candidate
+                    break  # the last edit standing (tested below on a stochastic target)
                 rest = [e for e in credit.kept if e is not edit]
                 applied = self.apply_quietly(rest)
                 if len(applied.applied) != len(rest):
@@ -302,6 +303,29 @@ class Gating(Summaries):
                 credit.tests.append(test)
                 if test.outcome != attribution.KEPT:
                     credit.kept, text, document, package = rest, without, doc, pkg
+            if focus is not None and credit.dropped and not credit.kept_tested():
+                # The last edit standing (the others dropped): on a stochastic target it gets a
+                # test of its own too, against the current skill on the same focus items (its
+                # draws past the current skill's own gate, as in ``more_rounds``). Then every
+                # kept edit has won a test of its own, and the pruned gate checks for harm.
+                (standing,) = credit.kept
+                credit.tests.append(
+                    attribution.compare(
+                        self.evaluator,
+                        text,
+                        s.skill,
+                        self.ctx.val,
+                        metric=t.gate_metric,
+                        alphas=self.alphas,
+                        chunk=self.look_chunk,
+                        early_stop=t.early_stop,
+                        edit=standing.to_dict(),
+                        focus=focus,
+                        first_round=self.attribution_first_round,
+                        rounds=rounds,
+                        worse_round=self.current_round,
+                    )
+                )
         if credit.dropped:
             assert document is not None
             # Independent tests on fresh draws (a stochastic target) settled every kept edit:
@@ -309,6 +333,7 @@ class Gating(Summaries):
             # A deterministic target's pruned gate sees the same answers again: it stays a
             # check that the kept edits together still beat the current skill.
             settled = len(self.alphas) > 1 and credit.kept_tested()
+            refused = len(self.alphas) > 1 and not settled and credit.last_refused()
             with self.stage(f"{name} gate of the kept edits", [(text, self.ctx.val, "val")]):
                 credit.result = gate(
                     self.evaluator,
@@ -327,6 +352,19 @@ class Gating(Summaries):
                 )
                 if settled:
                     credit.result = credit.confirm(credit.result)
+                elif refused:
+                    # The last edit standing lost its own test, which decides: the pruned
+                    # candidate is refused with that test's counts and p-value (the pass above
+                    # gives the val means, as a gate's first round does).
+                    last = credit.tests[-1]
+                    credit.result = dataclasses.replace(
+                        credit.result,
+                        decision="rejected",
+                        p_value=last.p_value,
+                        test="weighted sign",
+                        rounds=last.rounds,
+                        discordant=(last.up, last.down),
+                    )
                 else:
                     credit.result = resample_gate(
                         self.evaluator,
@@ -358,16 +396,20 @@ class Gating(Summaries):
         whose messages stay as they were)."""
         if not self.t.attribution or result is None:
             return None
+        tests = credit.tests if credit is not None else []
+        dropped = credit.dropped if credit is not None else []
+
+        def outcome(t: attribution.EditTest) -> str:
+            # A last edit standing that lost its own test is refused with the candidate.
+            return t.outcome if t.outcome == attribution.KEPT or t in dropped else "refused"
+
         return Honesty(
             alpha=self.gate_alpha,
-            test_alpha=significance.alpha_of(self.confidence),
+            test_alpha=credit.alpha if credit is not None else None,
             p_value=result.p_value,
             test=result.test,
             decision=result.decision,
-            edits=tuple(
-                (t.edit, t.outcome, t.up, t.down, t.n, t.p_value)
-                for t in (credit.tests if credit is not None else [])
-            ),
+            edits=tuple((t.edit, outcome(t), t.up, t.down, t.n, t.p_value) for t in tests),
             bundle=len(credit.bundle) if credit is not None else 0,
         )
 

@@ -130,6 +130,26 @@ def look_alphas(alpha: float, rounds: int) -> list[float]:
     return [interim] * (rounds - 1) + [alpha * (1 - INTERIM_SHARE)]
 
 
+EARLY_SHARE = 0.1  # of an attribution test's alpha, spent on its interim looks (Bonferroni)
+
+
+def interim_looks(alpha: float, rounds: int) -> tuple[dict[int, float], float]:
+    """The looks of an attribution test that may run up to ``rounds`` rounds of fresh draws:
+    (round -> alpha of the look after it, the last round's alpha).
+
+    The rounds from the second to the one before the last each take a look at an equal share
+    of ``EARLY_SHARE`` of alpha (0.0025 each at alpha 0.1 and 6 rounds), and the last round
+    gets the rest (0.09): by Bonferroni the chance of calling a no-difference edit significant
+    at any look is at most alpha. An edit that acts shows it within two or three rounds
+    (p < 0.001); a look there ends its test, where the last rounds on its few items would
+    only confirm it. The first round (all the focus items, most of them noise) takes no look."""
+    interim = list(range(2, rounds))
+    if not interim:
+        return {}, alpha
+    share = alpha * EARLY_SHARE / len(interim)
+    return {r: share for r in interim}, alpha * (1 - EARLY_SHARE)
+
+
 def decision_alpha(alphas: Sequence[float]) -> float:
     """The alpha a test with these looks (``look_alphas``) decides at, as its verdict is shown:
     its only look's; with more, the last look's, which takes what the first look left (a
