@@ -303,7 +303,8 @@ class Gating(Summaries):
                 credit.tests.append(test)
                 if test.outcome != attribution.KEPT:
                     credit.kept, text, document, package = rest, without, doc, pkg
-            if focus is not None and credit.dropped and not credit.kept_tested():
+            untested = len(credit.kept) == 1 and not credit.kept_tested()
+            if focus is not None and credit.dropped and untested:
                 # The last edit standing (the others dropped): on a stochastic target it gets a
                 # test of its own too, against the current skill on the same focus items (its
                 # draws past the current skill's own gate, as in ``more_rounds``). Then every
