@@ -432,3 +432,32 @@ def test_a_last_edit_standing_wins_a_test_of_its_own_against_the_current_skill(
         lines = [line.to_dict() for line in blame(store, ws.repo, SKILL)]
     [line] = [line for line in lines if line["edit"] == test["edit"]]
     assert line["p_value"] == test["p_value"] and line["verdict"] == "significant"
+
+
+def test_a_bundle_its_first_pass_leaves_undecided_goes_straight_to_attribution(
+    noisy_trained: Path,
+) -> None:
+    """No more rounds of the whole bundle (where a harmful passenger could sink the good edit
+    beside it): its edits' own tests decide, at half the gate's alpha."""
+    with open_store(noisy_trained / ".skillvc/events.db") as store:
+        events = list(store.events(types=["gate", "rollout"]))
+    first_look = significance.look_alphas(0.1, 3)[0]
+    split, since = [], 0
+    for i, e in enumerate(events):
+        if e.type != "gate":
+            continue
+        credit = e.payload.get("attribution")
+        if credit and credit["bundle_gate"]["p_value"] > first_look:
+            split.append(e.payload)
+            extra = {
+                r.payload["split"]
+                for r in events[since:i]
+                if r.type == "rollout"
+                and r.payload["skill"] != e.payload["current"]
+                and r.payload["split"] in {"val:1", "val:2", "val:3", "val:4"}
+            }
+            assert not extra, "the bundle ran the gate's extra rounds"
+            assert credit["alpha"] == pytest.approx(0.045)  # half of 0.1, less the looks' share
+        since = i + 1
+    assert len(split) == 2  # seed 4's two bundles: one accepted (pruned), one refused
+    assert {g["decision"] for g in split} == {"accepted", "rejected"}

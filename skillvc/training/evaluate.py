@@ -577,6 +577,15 @@ def narrowing_rounds(
     return NarrowedRounds(up, down, done, futile, evaluated, tuple(by_round), won)
 
 
+def undecided(result: GateResult, alphas: Sequence[float]) -> bool:
+    """A gate's first round showed a net gain, not a significant one, where more rounds of
+    fresh draws can decide (a stochastic target: ``alphas`` has more than one look)."""
+    up, down = len(result.gained), len(result.lost)
+    return (
+        len(alphas) > 1 and not result.early_stopped and result.decision != "accepted" and up > down
+    )
+
+
 def resample_gate(
     evaluator: Evaluator,
     current: str,
@@ -590,9 +599,9 @@ def resample_gate(
 ) -> GateResult:
     """A gate's first round left it undecided (a net gain, not significant at the first look):
     more rounds decide (``more_rounds``); the result keeps the first round's means."""
-    up, down = len(result.gained), len(result.lost)
-    if len(alphas) <= 1 or result.early_stopped or result.decision == "accepted" or up <= down:
+    if not undecided(result, alphas):
         return result
+    up, down = len(result.gained), len(result.lost)
     # Fresh draws on the items the first round found discordant (either way: the choice does
     # not look at which side won), where the candidate's edits act, and enough others.
     items = focus_items(val, [*result.gained, *result.lost])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from skillvc.training.evaluate import (
     focus_items,
     gate,
     resample_gate,
+    undecided,
 )
 from skillvc.training.matrix_gate import matrix_gate
 from skillvc.training.optimize import (
@@ -94,25 +96,29 @@ class Gating(Summaries):
                     sequential=self.t.attribution and len(self.alphas) == 1,
                     current_round=self.current_round,
                 )
-                val, alphas = self.ctx.val, self.alphas
-                result = resample_gate(
-                    self.evaluator,
-                    s.skill,
-                    candidate_text,
-                    val,
-                    result,
-                    alphas=alphas,
-                    current_round=self.current_round,
-                    rounds=self.gate_rounds_more,
-                )
+                # A bundle of several edits that its first pass leaves undecided goes straight
+                # to attribution (a stochastic target): every edit it keeps wins a test of its
+                # own. More rounds of the whole bundle would let a harmful passenger sink the
+                # good edit beside it, and tell nothing the edits' tests do not.
+                split = self.t.attribution and len(bundle) > 1 and undecided(result, self.alphas)
+                if not split:
+                    result = self.more_rounds(candidate_text, result)
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
-            if result.decision == "accepted" and self.t.attribution and len(bundle) > 1:
+            if (result.decision == "accepted" or split) and self.t.attribution and len(bundle) > 1:
                 credit = self.attribute(name, bundle, candidate_text, result)
                 if credit.dropped:
                     candidate, package = credit.document, credit.package
                     candidate_text, files = self.files_of(candidate, package)
                     edits = [e.to_dict() for e in credit.kept]
                     result = credit.result
+                elif split:
+                    # Nothing dropped: every edit won its own test (the bundle's first pass
+                    # showed a net gain). An edit kept untested (another needs it) leaves the
+                    # bundle's own rounds to decide.
+                    if credit.kept_tested():
+                        result = dataclasses.replace(result, decision="accepted")
+                    else:
+                        result = self.more_rounds(candidate_text, result)
         # [train] gate_targets = "all": the other target models may veto an accepted candidate.
         matrix = None
         if result is not None and result.decision == "accepted":
@@ -212,6 +218,20 @@ class Gating(Summaries):
             return f"{self.verdict_line(result)} ({honesty.summary()})"
         return self.verdict_line(result)
 
+    def more_rounds(self, candidate: str, result: GateResult) -> GateResult:
+        """A gate's rounds of fresh draws after its first pass, when that left it undecided
+        (``resample_gate``)."""
+        return resample_gate(
+            self.evaluator,
+            self.state.skill,
+            candidate,
+            self.ctx.val,
+            result,
+            alphas=self.alphas,
+            current_round=self.current_round,
+            rounds=self.gate_rounds_more,
+        )
+
     # The rounds of val draws a stochastic target's tests use, per skill version: 0 the gate's
     # first look, then ``gate_rounds_more`` more for an undecided gate, then attribution's,
     # then the rounds an accepted version runs as the current skill. Rounds after the first
@@ -262,9 +282,12 @@ class Gating(Summaries):
         alpha = significance.alpha_of(self.confidence)
         focus = None
         rounds = self.attribution_rounds
-        if len(self.alphas) > 1:  # a stochastic target: fresh draws on the flipped items
+        alphas = self.alphas
+        if len(alphas) > 1:  # a stochastic target: fresh draws on the flipped items
             focus = focus_items(self.ctx.val, [*result.gained, *result.lost])
-            alpha = significance.interim_looks(alpha, rounds)[1]  # the tests' last look
+            # A test per edit, where the gate of the bundle was one (significance.TEST_SHARE).
+            alphas = [a * significance.TEST_SHARE for a in alphas]
+            alpha = significance.interim_looks(math.fsum(alphas), rounds)[1]  # the last look
         credit = Attribution(list(bundle), list(bundle), [], alpha, result)
         text = candidate_text
         document: SkillDocument | None = None
@@ -287,7 +310,7 @@ class Gating(Summaries):
                     without,
                     self.ctx.val,
                     metric=t.gate_metric,
-                    alphas=self.alphas,
+                    alphas=alphas,
                     chunk=self.look_chunk,
                     early_stop=t.early_stop,
                     edit=edit.to_dict(),
@@ -317,7 +340,7 @@ class Gating(Summaries):
                         s.skill,
                         self.ctx.val,
                         metric=t.gate_metric,
-                        alphas=self.alphas,
+                        alphas=alphas,
                         chunk=self.look_chunk,
                         early_stop=t.early_stop,
                         edit=standing.to_dict(),
@@ -367,16 +390,7 @@ class Gating(Summaries):
                         discordant=(last.up, last.down),
                     )
                 else:
-                    credit.result = resample_gate(
-                        self.evaluator,
-                        s.skill,
-                        text,
-                        self.ctx.val,
-                        credit.result,
-                        alphas=self.alphas,
-                        current_round=self.current_round,
-                        rounds=self.gate_rounds_more,
-                    )
+                    credit.result = self.more_rounds(text, credit.result)
             s.calls_saved += credit.result.calls_saved * t.samples
             credit.text, credit.document, credit.package = text, document, package
         return credit
