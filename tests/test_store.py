@@ -73,8 +73,11 @@ def test_run_events_are_idempotent_by_seq(store: EventStore) -> None:
     again = store.append("step.started", {"lr": 4}, run_id="r1", seq=1, step=1, epoch=1)
     assert again.id == first.id
     assert store.count() == 1
-    with pytest.raises(SkillvcError, match="diverged at event 1"):
+    with pytest.raises(SkillvcError, match="diverged at event 1") as diverged:
         store.append("gate", {}, run_id="r1", seq=1)
+    # What to do next, and the likely cause short of a bug: a run started with an earlier skillvc.
+    assert "skillvc train --new" in diverged.value.hint
+    assert "earlier skillvc" in diverged.value.hint
     assert store.next_seq("r1") == 2
 
 

@@ -294,7 +294,9 @@ class EventStore:
                 raise SkillvcError(
                     f"Replay of run {run_id} diverged at event {seq}: the log has {row.type}, "
                     f"the loop produced {type}.",
-                    hint="Start a new run with 'skillvc train --new'; please report this bug.",
+                    hint="Start a new run with 'skillvc train --new'. A run started with an "
+                    "earlier skillvc can take another path where the training rules changed; "
+                    "otherwise, please report this bug.",
                 )
             return row
         if key is not None:
