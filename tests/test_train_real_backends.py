@@ -30,7 +30,11 @@ from loopback import (
 )
 
 from skillvc.cli import cli
+from skillvc.core.config import ModelConfig
+from skillvc.core.errors import AuthenticationFailed
 from skillvc.core.store import open_store
+from skillvc.models.backends import get_backend
+from skillvc.models.calls import ModelClient
 from skillvc.models.prompts import prompt_kind, section
 from skillvc.training.demo import create_demo_repo
 
@@ -395,3 +399,28 @@ def test_always_malformed_optimizer_json_is_recorded_and_the_run_finishes(
     assert accepted_commits(repo, seed) == []
     (slow,) = events(repo, "slow_update")
     assert slow["skipped"] and "after one repair" in slow["error"]
+
+
+def test_a_refused_key_fails_every_later_call_with_the_same_error_and_hint(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Once the key is refused, later calls fail at once, without a request. They fail with
+    the first refusal's message and hint, so what the user reads does not depend on which of
+    the concurrent calls met the refusal first."""
+    loopback.responder = lambda body: Behaviour(
+        kind="status", status=401, message="Incorrect API key provided: {key}"
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+    config = ModelConfig(model="openai:gpt-4o-mini", max_retries=0)
+    with open_store(tmp_path / "events.db") as store:
+        client = ModelClient(store, {"target": get_backend(config)}, {"target": config})
+        errors = []
+        for text in ("first", "second"):
+            with pytest.raises(AuthenticationFailed) as refused:
+                client.call("target", [{"role": "user", "content": text}])
+            errors.append(refused.value)
+    assert len(loopback.requests) == 1  # the second call was never sent
+    first, second = errors
+    assert str(second) == str(first) and "refused the key in OPENAI_API_KEY" in str(first)
+    assert second.hint == first.hint and "Export a valid key in OPENAI_API_KEY" in first.hint

@@ -150,7 +150,9 @@ class ModelClient:
         self.batch_failures: dict[str, CallFailed] = {}
         self.stats: dict[str, RoleStats] = defaultdict(RoleStats)
         self.last_error: str | None = None
-        self.refused: dict[str, str] = {}
+        # A role whose key was refused: the error its later calls fail with at once (the
+        # backend's message and hint, the same whichever concurrent call met the refusal).
+        self.refused: dict[str, AuthenticationFailed] = {}
         # What local servers reported, per role (skillvc.models.backends.local), as the run recorded
         # it: the optimizer's prompts are fitted to it and its answers bounded by it.
         self.servers: dict[str, ServerInfo] = {}
@@ -288,7 +290,8 @@ class ModelClient:
         rate limits are honoured here, in the one process that sees every call."""
         if req.role in self.refused:
             # The key was refused once: fail at once instead of sending it again.
-            raise AuthenticationFailed(self.refused[req.role])
+            first = self.refused[req.role]
+            raise AuthenticationFailed(str(first), hint=first.hint)
         config = self.configs[req.role]
         # Token estimate for a tokens-per-minute limit: ~4 characters a token, plus the answer.
         estimate = sum(len(m["content"]) for m in req.messages) // 4 + (config.max_tokens or 0)
@@ -318,6 +321,7 @@ class ModelClient:
                 transient=isinstance(exc, TransientError),
                 refused=refused,
                 step=step,
+                hint=exc.hint if isinstance(exc, AuthenticationFailed) else None,
             )
             if refused:
                 raise  # the backend's own error and hint
@@ -336,6 +340,7 @@ class ModelClient:
         transient: bool,
         refused: bool,
         step: int | None = None,
+        hint: str | None = None,
     ) -> AuthenticationFailed | CallFailed:
         """Log a call that failed after its last retry; return the error to raise:
         ``AuthenticationFailed`` for a refused key (which stops the run), else ``CallFailed``."""
@@ -360,9 +365,10 @@ class ModelClient:
             self.stats[req.role].errors += 1
             self.last_error = message
         if refused:
+            failure = AuthenticationFailed(message, hint=hint)
             with self._lock:
-                self.refused[req.role] = message
-            return AuthenticationFailed(message)
+                self.refused.setdefault(req.role, failure)
+            return failure
         return CallFailed(f"{req.role} call to {req.model} failed: {message}")
 
     def record(self, req: CallRequest, result: CallResult, *, step: int | None = None) -> Reply:
