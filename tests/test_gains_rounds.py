@@ -14,7 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,30 +57,49 @@ def _items() -> list[TaskItem]:
     ]
 
 
+@contextmanager
+def _noisy_evaluator(tmp_path: Path) -> Iterator[Evaluator]:
+    """An evaluator of the simulator at temperature 0.8, on a real event log."""
+    config = ModelConfig(model="sim:support", temperature=0.8)
+    with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(2) as pool:
+        client = ModelClient(store, {"target": SimBackend("sim:support")}, {"target": config})
+        yield Evaluator(client, get_scorer("exact", {}), pool)
+
+
+def _fresh_test(
+    evaluator: Evaluator,
+    with_edit: str,
+    without: str,
+    items: list[TaskItem],
+    *,
+    alpha: float,
+    first_round: int,
+) -> attribution.EditTest:
+    """An edit's test in up to 6 rounds of fresh draws on ``items``."""
+    return attribution.compare(
+        evaluator,
+        with_edit,
+        without,
+        items,
+        metric="hard",
+        alphas=significance.look_alphas(alpha, 3),
+        chunk=4,
+        early_stop=True,
+        edit={"id": "e1"},
+        focus=items,
+        first_round=first_round,
+        rounds=6,
+    )
+
+
 def test_an_edits_later_rounds_run_on_the_discordant_items_of_fresh_rounds(
     tmp_path: Path,
 ) -> None:
     items = _items()
     without = "# Acme\n\n- Be brief.\n"
     with_edit = f"# Acme\n\n- Be brief.\n- {BILLING}\n"
-    config = ModelConfig(model="sim:support", temperature=0.8)
-    with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(2) as pool:
-        client = ModelClient(store, {"target": SimBackend("sim:support")}, {"target": config})
-        evaluator = Evaluator(client, get_scorer("exact", {}), pool)
-        test = attribution.compare(
-            evaluator,
-            with_edit,
-            without,
-            items,
-            metric="hard",
-            alphas=significance.look_alphas(0.2, 3),
-            chunk=4,
-            early_stop=True,
-            edit={"id": "e1"},
-            focus=items,
-            first_round=5,
-            rounds=6,
-        )
+    with _noisy_evaluator(tmp_path) as evaluator:
+        test = _fresh_test(evaluator, with_edit, without, items, alpha=0.2, first_round=5)
     assert test.outcome == attribution.KEPT  # 12 tickets the rule turns from ~3% to 80% right
     assert test.p_value <= 0.2
     ran: dict[int, dict[str, set[str]]] = {}
@@ -118,34 +139,17 @@ def test_an_edits_later_rounds_run_on_the_discordant_items_of_fresh_rounds(
     assert test.early_stopped and test.rounds == 2 and test.p_value <= looks[2]
 
 
-def test_an_edit_that_changes_nothing_runs_to_its_last_look_and_is_not_kept(
+def test_an_edit_that_changes_nothing_is_never_stopped_at_a_look_and_is_not_kept(
     tmp_path: Path,
 ) -> None:
     items = _items()
     without = "# Acme\n\n- Be brief.\n"
     courteous = "# Acme\n\n- Be brief.\n- Thank the customer for their patience.\n"
-    config = ModelConfig(model="sim:support", temperature=0.8)
-    tests = []
-    with open_store(tmp_path / "events.db") as store, ThreadPoolExecutor(2) as pool:
-        client = ModelClient(store, {"target": SimBackend("sim:support")}, {"target": config})
-        evaluator = Evaluator(client, get_scorer("exact", {}), pool)
-        for seed_round in (5, 11, 17, 23):  # four independent tests: fresh draws each
-            tests.append(
-                attribution.compare(
-                    evaluator,
-                    courteous,
-                    without,
-                    items,
-                    metric="hard",
-                    alphas=significance.look_alphas(0.1, 3),
-                    chunk=4,
-                    early_stop=True,
-                    edit={"id": "e1"},
-                    focus=items,
-                    first_round=seed_round,
-                    rounds=6,
-                )
-            )
+    with _noisy_evaluator(tmp_path) as evaluator:
+        tests = [  # four independent tests: fresh draws each
+            _fresh_test(evaluator, courteous, without, items, alpha=0.1, first_round=r)
+            for r in (5, 11, 17, 23)
+        ]
     for test in tests:
         assert test.outcome != attribution.KEPT
         assert not test.early_stopped  # only a significant look ends a test early

@@ -289,6 +289,30 @@ class Gating(Summaries):
             alphas = [a * significance.TEST_SHARE for a in alphas]
             alpha = significance.interim_looks(math.fsum(alphas), rounds)[1]  # the last look
         credit = Attribution(list(bundle), list(bundle), [], alpha, result)
+
+        def test_edit(
+            edit: Edit, with_edit: str, without: str, worse_round: int | None = None
+        ) -> attribution.EditTest:
+            return attribution.compare(
+                self.evaluator,
+                with_edit,
+                without,
+                self.ctx.val,
+                metric=t.gate_metric,
+                alphas=alphas,
+                chunk=self.look_chunk,
+                early_stop=t.early_stop,
+                edit=edit.to_dict(),
+                focus=focus,
+                # Draws past the gate's rounds (0 .. L-1, which got the bundle accepted: lucky
+                # ones, which would keep every edit) and the accepted skill's round L (its
+                # draws as the current skill). Every test uses the same rounds: a version
+                # tested twice (the candidate, while its edits are kept) is run once.
+                first_round=self.attribution_first_round,
+                rounds=rounds,
+                worse_round=worse_round,
+            )
+
         text = candidate_text
         document: SkillDocument | None = None
         package: SkillPackage | None = None
@@ -304,25 +328,7 @@ class Gating(Summaries):
                 doc = applied.document
                 pkg = applied.package if isinstance(applied, PackageApplyResult) else None
                 without, _ = self.files_of(doc, pkg)
-                test = attribution.compare(
-                    self.evaluator,
-                    text,
-                    without,
-                    self.ctx.val,
-                    metric=t.gate_metric,
-                    alphas=alphas,
-                    chunk=self.look_chunk,
-                    early_stop=t.early_stop,
-                    edit=edit.to_dict(),
-                    focus=focus,
-                    # Draws past the gate's rounds (0 .. L-1, which got the bundle accepted:
-                    # lucky ones, which would keep every edit) and the accepted skill's round L
-                    # (its draws as the current skill). Every test uses the same rounds: a
-                    # version tested twice (the candidate, while its edits are kept) is run
-                    # once.
-                    first_round=self.attribution_first_round,
-                    rounds=rounds,
-                )
+                test = test_edit(edit, text, without)
                 credit.tests.append(test)
                 if test.outcome != attribution.KEPT:
                     credit.kept, text, document, package = rest, without, doc, pkg
@@ -333,23 +339,7 @@ class Gating(Summaries):
                 # draws past the current skill's own gate, as in ``more_rounds``). Then every
                 # kept edit has won a test of its own, and the pruned gate checks for harm.
                 (standing,) = credit.kept
-                credit.tests.append(
-                    attribution.compare(
-                        self.evaluator,
-                        text,
-                        s.skill,
-                        self.ctx.val,
-                        metric=t.gate_metric,
-                        alphas=alphas,
-                        chunk=self.look_chunk,
-                        early_stop=t.early_stop,
-                        edit=standing.to_dict(),
-                        focus=focus,
-                        first_round=self.attribution_first_round,
-                        rounds=rounds,
-                        worse_round=self.current_round,
-                    )
-                )
+                credit.tests.append(test_edit(standing, text, s.skill, self.current_round))
         if credit.dropped:
             assert document is not None
             # Independent tests on fresh draws (a stochastic target) settled every kept edit:
