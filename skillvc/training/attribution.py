@@ -48,6 +48,9 @@ class EditTest:
     # The edit's estimated gain in val accuracy: net wins per val item and round (on a
     # stochastic target the other val items are taken to gain nothing).
     gain: float | None = None
+    # A stochastic target: the round of val draws its first round used (the split
+    # ``val:<first_round>`` in the log), the next rounds following it.
+    first_round: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +64,7 @@ class EditTest:
             "outcome": self.outcome,
             "rounds": self.rounds,
             "gain": self.gain,
+            **({"first_round": self.first_round} if self.first_round is not None else {}),
         }
 
     def sentence(self, alpha: float) -> str:
@@ -206,7 +210,17 @@ def _fresh(
     first = run.first
     gain = (first[0] - first[1]) / val_size if val_size and first else None
     return EditTest(
-        edit, run.up, run.down, len(focus), run.evaluated, run.won_early, p, outcome, run.done, gain
+        edit,
+        run.up,
+        run.down,
+        len(focus),
+        run.evaluated,
+        run.won_early,
+        p,
+        outcome,
+        run.done,
+        gain,
+        first_round,
     )
 
 

@@ -178,6 +178,7 @@ class Gating(Summaries):
         if credit is not None and credit.dropped:
             s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
         if decision == "rejected":
+            s.refuted.update(self.refuted_edits(kind, bundle, credit))
             s.reject(
                 edits,
                 self.t.rejected_buffer_size,
@@ -233,21 +234,28 @@ class Gating(Summaries):
         )
 
     # The rounds of val draws a stochastic target's tests use, per skill version: 0 the gate's
-    # first look, then ``gate_rounds_more`` more for an undecided gate, then attribution's,
-    # then the rounds an accepted version runs as the current skill. Rounds after the first
-    # are cheap (only the items the round before found discordant): twice ``gate_rounds``.
+    # first look, then ``gate_rounds_more`` more for an undecided gate, then the rounds an
+    # accepted version runs as the current skill, then attribution's, a block of its own for
+    # every step. Rounds after the first are cheap (only the items the round before found
+    # discordant): twice ``gate_rounds``.
 
     @property
     def gate_rounds_more(self) -> int:
         return 2 * (len(self.alphas) - 1)
 
     @property
-    def attribution_first_round(self) -> int:
-        return 1 + self.gate_rounds_more
-
-    @property
     def attribution_rounds(self) -> int:
         return 2 * len(self.alphas)
+
+    @property
+    def attribution_first_round(self) -> int:
+        """The first round of val draws attribution's tests use at this step: past every round
+        a version runs as a candidate or as the current skill, and past every earlier step's
+        tests. A version met again in a later step (an edit dropped there and proposed again,
+        so one that lost with the draws it had) gets fresh draws: reusing them would favour
+        the edit tested against it."""
+        current = self.accepted_round + max(self.gate_rounds_more, self.attribution_rounds)
+        return current + 1 + (self.state.step - 1) * self.attribution_rounds
 
     @property
     def gate_alpha(self) -> float:
@@ -256,8 +264,9 @@ class Gating(Summaries):
 
     @property
     def accepted_round(self) -> int:
-        """The round of val draws an accepted version runs as the current skill."""
-        return self.attribution_first_round + self.attribution_rounds
+        """The round of val draws an accepted version runs as the current skill (its later
+        rounds there follow it)."""
+        return 1 + self.gate_rounds_more + self.attribution_rounds
 
     def files_of(
         self, candidate: SkillDocument, package: SkillPackage | None
@@ -304,10 +313,11 @@ class Gating(Summaries):
                 early_stop=t.early_stop,
                 edit=edit.to_dict(),
                 focus=focus,
-                # Draws past the gate's rounds (0 .. L-1, which got the bundle accepted: lucky
-                # ones, which would keep every edit) and the accepted skill's round L (its
-                # draws as the current skill). Every test uses the same rounds: a version
-                # tested twice (the candidate, while its edits are kept) is run once.
+                # Draws past the gate's rounds (which got the bundle accepted: lucky ones,
+                # which would keep every edit) and past the rounds a version runs as the
+                # current skill; fresh at every step (``attribution_first_round``). Every test
+                # of this step uses the same rounds: a version tested twice (the candidate,
+                # while its edits are kept) is run once.
                 first_round=self.attribution_first_round,
                 rounds=rounds,
                 worse_round=worse_round,
@@ -384,6 +394,21 @@ class Gating(Summaries):
             s.calls_saved += credit.result.calls_saved * t.samples
             credit.text, credit.document, credit.package = text, document, package
         return credit
+
+    def refuted_edits(
+        self, kind: str, bundle: Sequence[Edit], credit: Attribution | None
+    ) -> list[str]:
+        """The edits of a refused step candidate that lost a test of their own against the
+        current skill, on a stochastic target with attribution: a one-edit candidate (its
+        gate is the edit's test) or the edits attribution's tests did not keep. A new test of
+        one while that skill is current, on fresh draws, would be a second chance at the
+        same question: at alpha 0.05 an edit that changes nothing proposed five times would
+        pass one in five. Edits of a bundle refused whole were not tested one by one."""
+        if kind != "step" or not self.t.attribution or len(self.alphas) == 1:
+            return []
+        if credit is not None:
+            return [str(t.edit.get("id")) for t in credit.tests if t.outcome != attribution.KEPT]
+        return [bundle[0].id] if len(bundle) == 1 else []
 
     def apply_quietly(self, edits: Sequence[Edit]) -> ApplyResult | PackageApplyResult:
         """``apply`` without its events: attribution's versions of the candidate."""

@@ -228,11 +228,13 @@ class Trainer(Updates):
             rollouts = self.rollouts(s.skill, batch, "train")  # forward pass
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
+        refuted = sum(1 for m in merged if m.edit.id in s.refuted)
         chosen = self.select(merged, lr)
         result = self.apply(chosen)
         counts = (
             f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
             f"{len(result.unmatched)} unmatched"
+            + (f", {refuted} refuted against this skill already" if refuted else "")
         )
         if result.changed:
             verdict = self.decide(
@@ -317,13 +319,17 @@ class Trainer(Updates):
         return merged
 
     def select(self, merged: Sequence[Merged], lr: int) -> list[Merged]:
-        chosen, dropped = select(merged, lr)
+        # An edit that lost its own test against the current skill is not tested again while
+        # it is current (``Gating.refuted_edits``): its slot goes to the next edit.
+        refuted = [m for m in merged if m.edit.id in self.state.refuted]
+        chosen, dropped = select([m for m in merged if m.edit.id not in self.state.refuted], lr)
         self.log.emit(
             "edits.selected",
             {
                 "lr": lr,
                 "selected": [m.edit.id for m in chosen],
                 "dropped": [m.edit.id for m in dropped],
+                **({"refuted": [m.edit.id for m in refuted]} if refuted else {}),
             },
         )
         return chosen

@@ -25,6 +25,9 @@ class RunState:
     current_val: float | None = None  # its val score
     step: int = 0
     buffer: Edits = field(default_factory=list)  # rejected edits shown to reflections
+    # Ids of edits that lost a test of their own against the current skill on a stochastic
+    # target (``Gating.refute``): not selected again while it is the current skill.
+    refuted: set[str] = field(default_factory=set)
     meta: str = ""  # the meta skill: optimizer-side notes, never shipped
     epoch_accepted: Edits = field(default_factory=list)
     epoch_rejected: Edits = field(default_factory=list)
@@ -54,6 +57,7 @@ class RunState:
         package: SkillPackage | None = None,
     ) -> None:
         self.doc, self.head = doc, sha
+        self.refuted = set()  # their tests were against the skill this one replaces
         if package is not None:
             assert package.files[SKILL_FILE] == doc.render()
             self.package = package
