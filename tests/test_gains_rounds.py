@@ -32,11 +32,13 @@ from skillvc.models.calls import ModelClient
 from skillvc.review.history import dropped_edits
 from skillvc.review.report import blame
 from skillvc.skill.edits import Edit
+from skillvc.skill.skilldoc import SkillDocument
 from skillvc.tasks.scorers import get_scorer
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training import attribution, significance
 from skillvc.training.evaluate import Evaluator, GateResult, resampled
 from skillvc.training.loop import train
+from skillvc.training.state import RunState
 from skillvc.workspace.workspace import open_workspace
 
 BILLING = simworld.rule("billing errors go to").text
@@ -451,7 +453,7 @@ def test_a_bundle_its_first_pass_leaves_undecided_goes_straight_to_attribution(
     noisy_trained: Path,
 ) -> None:
     """No more rounds of the whole bundle (where a harmful passenger could sink the good edit
-    beside it): its edits' own tests decide, at three quarters of the gate's alpha."""
+    beside it): its edits' own tests decide, at half the gate's alpha."""
     with open_store(noisy_trained / ".skillvc/events.db") as store:
         events = list(store.events(types=["gate", "rollout"]))
     first_look = significance.look_alphas(0.1, 3)[0]
@@ -470,8 +472,7 @@ def test_a_bundle_its_first_pass_leaves_undecided_goes_straight_to_attribution(
                 and r.payload["split"] in {"val:1", "val:2", "val:3", "val:4"}
             }
             assert not extra, "the bundle ran the gate's extra rounds"
-            # Three quarters of 0.1, less the looks' share.
-            assert credit["alpha"] == pytest.approx(0.0675)
+            assert credit["alpha"] == pytest.approx(0.045)  # half of 0.1, less the looks' share
         since = i + 1
     assert len(split) == 2  # seed 11's two bundles: one accepted (pruned), one refused
     assert {g["decision"] for g in split} == {"accepted", "rejected"}
@@ -540,3 +541,20 @@ def test_an_edit_refuted_against_the_current_skill_is_not_tested_again(
             assert lost, "it lost its own test against this very skill"
             same_skill = [g for g in after if g["current"] == current]
             assert all(edit not in {e["id"] for e in g["edits"]} for g in same_skill)
+
+
+def test_a_refuted_edit_is_held_back_until_the_skill_changes_or_the_epoch_ends() -> None:
+    """Held back for good, an edit that only helps with others (a harmful rule's replacement,
+    while the rules it unmasks are missing) left a run at temperature 1.0 (seed 15) refusing
+    every candidate to its end: the replacement lost its test against the seed skill once and
+    was proposed 46 more times. A new epoch, or a new current skill, lets it be tested again."""
+    doc = SkillDocument.parse(b"# A skill\n\n- A rule.\n")
+    state = RunState(doc=doc, head="0" * 40)
+    state.refuted.update({"a", "b"})
+    state.reject([{"id": "c"}], 10)
+    assert state.refuted == {"a", "b"}  # a refusal keeps the skill, and what it refuted
+    state.new_epoch()
+    assert state.refuted == set()
+    state.refuted.add("a")
+    state.accept(doc, "1" * 40, [])
+    assert state.refuted == set()

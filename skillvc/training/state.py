@@ -26,7 +26,8 @@ class RunState:
     step: int = 0
     buffer: Edits = field(default_factory=list)  # rejected edits shown to reflections
     # Ids of edits that lost a test of their own against the current skill on a stochastic
-    # target (``Gating.refute``): not selected again while it is the current skill.
+    # target (``Gating.refuted_edits``): not selected again while it is the current skill,
+    # until the epoch ends.
     refuted: set[str] = field(default_factory=set)
     meta: str = ""  # the meta skill: optimizer-side notes, never shipped
     epoch_accepted: Edits = field(default_factory=list)
@@ -100,3 +101,7 @@ class RunState:
 
     def new_epoch(self) -> None:
         self.epoch_accepted, self.epoch_rejected = [], []
+        # A new pass over the training data: an edit held back may be tested again. Held back
+        # for good, an edit that only helps with others (a harmful rule's replacement, while
+        # the rules it unmasks are missing) could leave a run that never accepts anything.
+        self.refuted = set()
