@@ -320,7 +320,8 @@ class Trainer(Updates):
 
     def select(self, merged: Sequence[Merged], lr: int) -> list[Merged]:
         # An edit that lost its own test against the current skill is not tested again while
-        # it is current (``Gating.refuted_edits``): its slot goes to the next edit.
+        # it is current, until the epoch ends (``Gating.refuted_edits``): its slot goes to the
+        # next edit.
         refuted = [m for m in merged if m.edit.id in self.state.refuted]
         chosen, dropped = select([m for m in merged if m.edit.id not in self.state.refuted], lr)
         self.log.emit(
