@@ -228,8 +228,7 @@ class Trainer(Updates):
             rollouts = self.rollouts(s.skill, batch, "train")  # forward pass
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
-        refuted = sum(1 for m in merged if m.edit.id in s.refuted)
-        chosen = self.select(merged, lr)
+        chosen, refuted = self.select(merged, lr)
         result = self.apply(chosen)
         counts = (
             f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
@@ -318,10 +317,12 @@ class Trainer(Updates):
         )
         return merged
 
-    def select(self, merged: Sequence[Merged], lr: int) -> list[Merged]:
-        # An edit that lost its own test against the current skill is not tested again while
-        # it is current, until the epoch ends (``Gating.refuted_edits``): its slot goes to the
-        # next edit.
+    def select(self, merged: Sequence[Merged], lr: int) -> tuple[list[Merged], int]:
+        """The edits this step's candidate applies, and how many were held back as refuted.
+
+        An edit that lost its own test against the current skill is not tested again while it
+        is current, until the epoch ends (``Gating.refuted_edits``): its slot goes to the next
+        edit."""
         refuted = [m for m in merged if m.edit.id in self.state.refuted]
         chosen, dropped = select([m for m in merged if m.edit.id not in self.state.refuted], lr)
         self.log.emit(
@@ -333,7 +334,7 @@ class Trainer(Updates):
                 **({"refuted": [m.edit.id for m in refuted]} if refuted else {}),
             },
         )
-        return chosen
+        return chosen, len(refuted)
 
     def apply(self, chosen: Sequence[Merged]) -> ApplyResult | PackageApplyResult:
         edits = [m.edit for m in chosen]
