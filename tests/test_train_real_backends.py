@@ -424,3 +424,30 @@ def test_a_refused_key_fails_every_later_call_with_the_same_error_and_hint(
     first, second = errors
     assert str(second) == str(first) and "refused the key in OPENAI_API_KEY" in str(first)
     assert second.hint == first.hint and "Export a valid key in OPENAI_API_KEY" in first.hint
+
+
+def test_a_refusal_met_ahead_of_the_loop_is_logged_by_the_loops_first_call(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A call sent ahead of the loop (a fork) logs no failure. When it meets the refusal
+    first, the loop's call fails at once without a request, and logs the refusal once, so the
+    run's log says why it stopped whichever thread met the refusal first."""
+    loopback.responder = lambda body: Behaviour(
+        kind="status", status=401, message="Incorrect API key provided: {key}"
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+    config = ModelConfig(model="openai:gpt-4o-mini", max_retries=0)
+    with open_store(tmp_path / "events.db") as store:
+        client = ModelClient(store, {"target": get_backend(config)}, {"target": config})
+        with pytest.raises(AuthenticationFailed):
+            client.fork().call("target", [{"role": "user", "content": "ahead"}])
+        assert store.events(types=["model.error"]) == []
+        for text in ("first", "second"):
+            with pytest.raises(AuthenticationFailed):
+                client.call("target", [{"role": "user", "content": text}], step=1)
+        (logged,) = store.events(types=["model.error"])
+    assert len(loopback.requests) == 1  # only the fork's call was sent
+    assert logged.payload["kind"] == "AuthenticationFailed" and logged.step == 1
+    assert "refused the key in OPENAI_API_KEY" in logged.payload["error"]
+    assert KEY not in logged.payload["error"]

@@ -153,6 +153,8 @@ class ModelClient:
         # A role whose key was refused: the error its later calls fail with at once (the
         # backend's message and hint, the same whichever concurrent call met the refusal).
         self.refused: dict[str, AuthenticationFailed] = {}
+        # Roles whose refusal the loop's own log holds (a fork's is not logged: see ``admit``).
+        self._refusal_logged: set[str] = set()
         # What local servers reported, per role (skillvc.models.backends.local), as the run recorded
         # it: the optimizer's prompts are fitted to it and its answers bounded by it.
         self.servers: dict[str, ServerInfo] = {}
@@ -264,7 +266,7 @@ class ModelClient:
         fresh = [r for r in requests if not self.store.find("model.call", r.key)]
         fresh = [r for r in fresh if r.key not in self.replay_failures]
         for req in fresh:
-            self.admit(req)
+            self.admit(req, step=step)
         executor = batch_executor(self.store, config, self.run_id)
         outcomes = executor.map(run_call, [Call(config, r) for r in fresh])
         for req, outcome in zip(fresh, outcomes, strict=True):
@@ -285,12 +287,20 @@ class ModelClient:
             else:
                 self.record(req, outcome, step=step)
 
-    def admit(self, req: CallRequest) -> None:
+    def admit(self, req: CallRequest, *, step: int | None = None) -> None:
         """What precedes a fresh call wherever it runs: a refused key fails at once, and the
         rate limits are honoured here, in the one process that sees every call."""
         if req.role in self.refused:
-            # The key was refused once: fail at once instead of sending it again.
+            # The key was refused once: fail at once instead of sending it again. When a call
+            # sent ahead of the loop (a fork, which logs no failure) met the refusal first, the
+            # loop's first call to meet it logs it, so the run's log says why the run stopped.
             first = self.refused[req.role]
+            if not self.forked:
+                with self._lock:
+                    unlogged = req.role not in self._refusal_logged
+                    self._refusal_logged.add(req.role)
+                if unlogged:
+                    self._log_failure(req, str(first), "AuthenticationFailed", False, step)
             raise AuthenticationFailed(str(first), hint=first.hint)
         config = self.configs[req.role]
         # Token estimate for a tokens-per-minute limit: ~4 characters a token, plus the answer.
@@ -298,7 +308,7 @@ class ModelClient:
         self._limiters[req.role].acquire(estimate)
 
     def _call_backend(self, req: CallRequest, step: int | None) -> Reply:
-        self.admit(req)
+        self.admit(req, step=step)
         backend = self.backends[req.role]
 
         def once() -> CallResult:
@@ -348,28 +358,35 @@ class ModelClient:
         # A fork's failure is not logged: the loop makes that call itself and records what it
         # meets, and a resumed run must not replay a failure the loop never saw.
         if not self.forked:
-            self.store.append(
-                "model.error",
-                {
-                    "role": req.role,
-                    "model": req.model,
-                    "cache_key": req.key,
-                    "error": message,
-                    "kind": kind,
-                    "transient": transient,
-                },
-                run_id=self.run_id,
-                step=step,
-            )
+            self._log_failure(req, message, kind, transient, step)
         with self._lock:
             self.stats[req.role].errors += 1
             self.last_error = message
+            if refused and not self.forked:
+                self._refusal_logged.add(req.role)
         if refused:
             failure = AuthenticationFailed(message, hint=hint)
             with self._lock:
                 self.refused.setdefault(req.role, failure)
             return failure
         return CallFailed(f"{req.role} call to {req.model} failed: {message}")
+
+    def _log_failure(
+        self, req: CallRequest, message: str, kind: str, transient: bool, step: int | None
+    ) -> None:
+        self.store.append(
+            "model.error",
+            {
+                "role": req.role,
+                "model": req.model,
+                "cache_key": req.key,
+                "error": message,
+                "kind": kind,
+                "transient": transient,
+            },
+            run_id=self.run_id,
+            step=step,
+        )
 
     def record(self, req: CallRequest, result: CallResult, *, step: int | None = None) -> Reply:
         """Log a fresh answer (a ``model.call`` event) and return it as a reply; the caller
