@@ -453,7 +453,7 @@ def test_a_bundle_its_first_pass_leaves_undecided_goes_straight_to_attribution(
     noisy_trained: Path,
 ) -> None:
     """No more rounds of the whole bundle (where a harmful passenger could sink the good edit
-    beside it): its edits' own tests decide, at half the gate's alpha."""
+    beside it): its edits' own tests decide, at three quarters of the gate's alpha."""
     with open_store(noisy_trained / ".skillvc/events.db") as store:
         events = list(store.events(types=["gate", "rollout"]))
     first_look = significance.look_alphas(0.1, 3)[0]
@@ -472,7 +472,8 @@ def test_a_bundle_its_first_pass_leaves_undecided_goes_straight_to_attribution(
                 and r.payload["split"] in {"val:1", "val:2", "val:3", "val:4"}
             }
             assert not extra, "the bundle ran the gate's extra rounds"
-            assert credit["alpha"] == pytest.approx(0.045)  # half of 0.1, less the looks' share
+            # Three quarters of 0.1 (significance.TEST_SHARE), less the interim looks' share.
+            assert credit["alpha"] == pytest.approx(0.0675)
         since = i + 1
     assert len(split) == 2  # seed 11's two bundles: one accepted (pruned), one refused
     assert {g["decision"] for g in split} == {"accepted", "rejected"}
@@ -543,18 +544,24 @@ def test_an_edit_refuted_against_the_current_skill_is_not_tested_again(
             assert all(edit not in {e["id"] for e in g["edits"]} for g in same_skill)
 
 
-def test_a_refuted_edit_is_held_back_until_the_skill_changes_or_the_epoch_ends() -> None:
+def test_a_refuted_edit_is_held_back_until_the_skill_changes_or_an_epoch_changes_nothing() -> None:
     """Held back for good, an edit that only helps with others (a harmful rule's replacement,
     while the rules it unmasks are missing) left a run at temperature 1.0 (seed 15) refusing
     every candidate to its end: the replacement lost its test against the seed skill once and
-    was proposed 46 more times. A new epoch, or a new current skill, lets it be tested again."""
+    was proposed 46 more times. A new current skill, or an epoch that changed nothing, lets it
+    be tested again; an epoch that changed the skill keeps what lost against the new one held."""
     doc = SkillDocument.parse(b"# A skill\n\n- A rule.\n")
     state = RunState(doc=doc, head="0" * 40)
     state.refuted.update({"a", "b"})
     state.reject([{"id": "c"}], 10)
     assert state.refuted == {"a", "b"}  # a refusal keeps the skill, and what it refuted
     state.new_epoch()
-    assert state.refuted == set()
+    assert state.refuted == set()  # an epoch without a change: released
     state.refuted.add("a")
     state.accept(doc, "1" * 40, [])
-    assert state.refuted == set()
+    assert state.refuted == set()  # a new current skill: released
+    state.refuted.add("b")  # lost against the skill accepted this epoch
+    state.new_epoch()
+    assert state.refuted == {"b"}  # that skill is still current: held
+    state.new_epoch()
+    assert state.refuted == set()  # a whole epoch without a change: released

@@ -321,8 +321,8 @@ class Trainer(Updates):
         """The edits this step's candidate applies, and how many were held back as refuted.
 
         An edit that lost its own test against the current skill is not tested again while it
-        is current, until the epoch ends (``Gating.refuted_edits``): its slot goes to the next
-        edit."""
+        is current, unless an epoch passes without a change (``Gating.refuted_edits``): its
+        slot goes to the next edit."""
         refuted = [m for m in merged if m.edit.id in self.state.refuted]
         chosen, dropped = select([m for m in merged if m.edit.id not in self.state.refuted], lr)
         self.log.emit(

@@ -130,14 +130,15 @@ def look_alphas(alpha: float, rounds: int) -> list[float]:
     return [interim] * (rounds - 1) + [alpha * (1 - INTERIM_SHARE)]
 
 
-# An attribution test on a stochastic target decides at this share of the gate's alpha (0.05
+# An attribution test on a stochastic target decides at this share of the gate's alpha (0.075
 # of 0.1): a bundle that its first pass leaves undecided meets a test per edit instead of more
 # rounds of one gate, so a run meets more tests of edits that change nothing. Measured on the
 # noisy simulator (docs/gains.md): at the gate's whole alpha those tests kept 8 neutral lines
-# in 20 final skills, at half of it 4; with fresh rounds per step and refuted edits held back,
-# three quarters gave 15 neutral lines in 80 final skills at temperature 0.8 and 9 in 20 at
-# 1.0, against 13 and 5 at half, for the same accuracy within noise.
-TEST_SHARE = 0.5
+# in 20 final skills, at half of it 4. Once a refuted edit stays held back across epochs that
+# changed the skill (fewer second chances for an edit that changes nothing), three quarters
+# kept 11 neutral lines in 80 final skills at temperature 0.8 against 10 at half, with 45
+# fewer requests a run (an edit that acts wins an interim look sooner), for the same accuracy.
+TEST_SHARE = 0.75
 
 EARLY_SHARE = 0.1  # of an attribution test's alpha, spent on its interim looks (Bonferroni)
 

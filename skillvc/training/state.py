@@ -27,8 +27,9 @@ class RunState:
     buffer: Edits = field(default_factory=list)  # rejected edits shown to reflections
     # Ids of edits that lost a test of their own against the current skill on a stochastic
     # target (``Gating.refuted_edits``): not selected again while it is the current skill,
-    # until the epoch ends.
+    # unless a whole epoch passes without a change (``new_epoch``).
     refuted: set[str] = field(default_factory=set)
+    epoch_changed: bool = False  # a candidate or slow update was accepted this epoch
     meta: str = ""  # the meta skill: optimizer-side notes, never shipped
     epoch_accepted: Edits = field(default_factory=list)
     epoch_rejected: Edits = field(default_factory=list)
@@ -59,6 +60,7 @@ class RunState:
     ) -> None:
         self.doc, self.head = doc, sha
         self.refuted = set()  # their tests were against the skill this one replaces
+        self.epoch_changed = True
         if package is not None:
             assert package.files[SKILL_FILE] == doc.render()
             self.package = package
@@ -101,7 +103,11 @@ class RunState:
 
     def new_epoch(self) -> None:
         self.epoch_accepted, self.epoch_rejected = [], []
-        # A new pass over the training data: an edit held back may be tested again. Held back
-        # for good, an edit that only helps with others (a harmful rule's replacement, while
-        # the rules it unmasks are missing) could leave a run that never accepts anything.
-        self.refuted = set()
+        # An epoch that changed nothing releases the edits held back: held for good, an edit
+        # that only helps with others (a harmful rule's replacement, while the rules it
+        # unmasks are missing) could leave a run that never accepts anything. After an epoch
+        # that changed the skill they stay held: they lost against the skill still current,
+        # and a test of one again would be a second chance at the same question.
+        if not self.epoch_changed:
+            self.refuted = set()
+        self.epoch_changed = False
