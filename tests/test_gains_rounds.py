@@ -565,3 +565,19 @@ def test_a_refuted_edit_is_held_back_until_the_skill_changes_or_an_epoch_changes
     assert state.refuted == {"b"}  # that skill is still current: held
     state.new_epoch()
     assert state.refuted == set()  # a whole epoch without a change: released
+
+
+def test_in_rounds_a_bundle_or_slow_update_bets_only_on_a_decided_rejection(
+    noisy_trained: Path,
+) -> None:
+    """Where the tests run in rounds, a bundle or a slow update whose first pass shows a net
+    gain is accepted more often than not: calls sent ahead on the current skill while it ran
+    were wasted (about 90 a run on the noisy simulator). Their bet waits for the first pass
+    and goes out only on a decided rejection, so the accepted ones waste nothing."""
+    with open_store(noisy_trained / ".skillvc/events.db") as store:
+        gates = list(store.events(types=["gate"]))
+        wasted = list(store.events(types=["speculation.wasted"]))
+    late = [g for g in gates if g.payload["kind"] != "step" or g.payload.get("attribution")]
+    accepted = [g for g in late if g.payload["decision"] == "accepted"]
+    assert len(accepted) == 2  # the pruned candidate and the slow update
+    assert wasted == []

@@ -79,8 +79,12 @@ class Gating(Summaries):
             else f"the gate of the epoch {epoch} slow update"
         )
         result = None
-        # What comes next goes out while the gate runs, on its likely outcome.
-        bet = self.speculate(candidate_text) if gated else Bet(candidate_text)
+        # What comes next goes out while the gate runs, on its likely outcome: a rejection.
+        # Where the tests run in rounds, a bundle or a slow update whose first pass shows a
+        # net gain is accepted more often than not (attribution keeps an edit): their bet
+        # waits for that pass, and goes out only once it has decided a rejection.
+        late = gated and len(self.alphas) > 1 and (kind != "step" or len(bundle) > 1)
+        bet = self.speculate(candidate_text) if gated and not late else Bet(candidate_text)
         if gated:
             name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
             with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):
@@ -103,6 +107,8 @@ class Gating(Summaries):
                 split = self.t.attribution and len(bundle) > 1 and undecided(result, self.alphas)
                 if not split:
                     result = self.more_rounds(candidate_text, result)
+            if late and not split and result.decision == "rejected":
+                bet = self.speculate(candidate_text, certain=True)  # the skill stays
             s.calls_saved += result.calls_saved * self.t.samples  # items -> calls
             if (result.decision == "accepted" or split) and self.t.attribution and len(bundle) > 1:
                 credit = self.attribute(name, bundle, candidate_text, result)

@@ -82,15 +82,16 @@ class Speculation(Budget):
         self.ahead.wait_for(skill, items, split, helpers=self.pool)
         return self.evaluator.run(skill, items, split)
 
-    def speculate(self, candidate: str) -> Bet:
+    def speculate(self, candidate: str, *, certain: bool = False) -> Bet:
         """Before a gate: send what the loop runs next with the current skill if it rejects
         (most gates reject), ranked last in the calls-ahead pool. A replayed gate that
-        rejected (its decision is in the log) sends those calls as certain. Every speculation
-        runs to its end, whatever the gate decides: the calls a run makes, wasted ones
-        included, are then the same however often it is killed and resumed."""
+        rejected (its decision is in the log), or one that has decided (``certain``), sends
+        those calls as certain. Every speculation runs to its end, whatever the gate decides:
+        the calls a run makes, wasted ones included, are then the same however often it is
+        killed and resumed."""
         bet = Bet(candidate)
         if self.t.speculate:
-            rank = NEXT if self.logged_decision() == "rejected" else SPECULATIVE
+            rank = NEXT if certain or self.logged_decision() == "rejected" else SPECULATIVE
             bet.on_current = self.send_upcoming(self.state.skill, rank)
         return bet
 
