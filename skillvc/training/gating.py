@@ -409,9 +409,9 @@ class Gating(Summaries):
         gate is the edit's test) or the edits attribution's tests did not keep. A new test of
         one while that skill is current, on fresh draws, would be a second chance at the
         same question: at a test's alpha (about 0.07) an edit that changes nothing proposed
-        five times would pass about one in three. They are held back until the skill changes, or an epoch passes
-        without a change (``RunState.new_epoch``). Edits of a bundle refused whole were not
-        tested one by one."""
+        five times would pass about one in three. They are held back until the skill
+        changes, or an epoch passes without a change (``RunState.new_epoch``). Edits of a
+        bundle refused whole were not tested one by one."""
         if kind != "step" or not self.t.attribution or len(self.alphas) == 1:
             return []
         if credit is not None:
