@@ -89,12 +89,19 @@ def _default_responder(body: dict[str, Any]) -> str:
 _T = TypeVar("_T", bound="HttpFake")
 
 
+class _Server(ThreadingHTTPServer):
+    # A provider takes a burst of connections: socketserver's default listen backlog (5) drops
+    # some when a wave opens more at once, and the client's TCP resends a dropped connection
+    # attempt after 1 s.
+    request_queue_size = 128
+
+
 class HttpFake:
     """An HTTP server on a free port of 127.0.0.1, served from a thread between ``start`` and
     ``stop``: what the loopback server and the batch fake share."""
 
     def _listen(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         # Daemon threads: a handler still sleeping in a "slow" behaviour must not block teardown.
         self._httpd.daemon_threads = True
         # A short poll interval keeps shutdown (each test's teardown) fast.
