@@ -158,11 +158,15 @@ def bound(
     for rollouts with a skill a gate just accepted, one per slow update for the epoch end's
     optimizer calls, and the final test of a best skill the last gate accepted. An
     epoch end that repeats the last one word for word (no skill changed since) is answered
-    by the log: its slow update's gate costs nothing. Repair calls are not counted.
+    by the log: its slow update's gate costs nothing (no skill changed in that epoch or the one
+before: the slow update compares an epoch's start skill with its last). Repair calls are not
+counted.
     """
     rounds = 0  # the baseline wave: added with the first step (its batch goes out beside it)
     accepted_last = False  # the last decision changed the skill
-    changed = True  # a skill changed since the last epoch end
+    changed = False  # a skill changed in this epoch
+    changed_before = False  # one changed in the epoch before (the last epoch end's start skill)
+    first_end = True  # no epoch end yet
     fresh_end = True  # this epoch end's prompts differ from the last one's
     ended = False  # this epoch end's optimizer round is counted
     skill, batch, baseline_calls = "", [], 0
@@ -199,7 +203,10 @@ def bound(
                 rounds += 1 + accepted_last
                 accepted_last = False
             ended = True
-            fresh_end, changed = changed, False
+            # The slow update compares the epoch's start skill with its current one: it repeats
+            # the last epoch end's only when no skill changed in this epoch or the one before.
+            fresh_end = first_end or changed or changed_before
+            first_end, changed_before, changed = False, changed, False
     return max(rounds, 1) + accepted_last  # the best skill's test, unless it was speculated
 
 
