@@ -146,21 +146,20 @@ def bound(
 ) -> int:
     """The dependent rounds this run's decisions need, however early calls are sent.
 
-        A round is one model latency, at most ``workers`` calls of one stage wide (twice that
-        where the loop's pool and the calls-ahead pool share a stage: the seed's val beside the
-        first step's rollouts, rollouts the loop waits for). Free (beside an earlier round): the
-        seed's test, the first step's rollouts, the slow-update
-        rollouts of the epoch's start skill, rollouts with the current skill while a gate that
-        rejects runs, the meta update (beside the slow update, or at an epoch end without one
-        beside the next epoch's first rollouts). Needed: a step's reflection
-        (``workers`` minibatches a round), the gate's chunks (early stopping: ``workers`` items at
-        a time, each chunk decides whether the next runs; attribution's tests likewise), a round
-        for rollouts with a skill a gate just accepted, one per slow update for the epoch end's
-        optimizer calls, and the final test of a best skill the last gate accepted. An
-        epoch end that repeats the last one word for word (no skill changed since) is answered
-        by the log: its slow update's gate costs nothing (no skill changed in that epoch or the one
-    before: the slow update compares an epoch's start skill with its last). Repair calls are not
-    counted.
+    A round is one model latency, at most ``workers`` calls of one stage wide (twice that
+    where the loop's pool and the calls-ahead pool share a stage: the seed's val beside the
+    first step's rollouts, rollouts the loop waits for). Free (beside an earlier round): the
+    seed's test, the first step's rollouts, the slow-update rollouts of the epoch's start
+    skill, rollouts with the current skill while a gate that rejects runs, the meta update
+    (beside the slow update, or at an epoch end without one beside the next epoch's first
+    rollouts). Needed: a step's reflection (``workers`` minibatches a round), the gate's
+    chunks (early stopping: ``workers`` items at a time, each chunk decides whether the next
+    runs; attribution's tests likewise), a round for rollouts with a skill a gate just
+    accepted, one per slow update for the epoch end's optimizer calls, and the final test of a
+    best skill the last gate accepted. An epoch end that repeats the last one word for word is
+    answered by the log: its slow update's gate costs nothing. That needs no skill changed in
+    that epoch or the one before, since the slow update compares an epoch's start skill with
+    its last. Repair calls are not counted.
     """
     rounds = 0  # the baseline wave: added with the first step (its batch goes out beside it)
     accepted_last = False  # the last decision changed the skill
