@@ -84,7 +84,11 @@ class Gating(Summaries):
         # net gain is accepted more often than not (attribution keeps an edit): their bet
         # waits for that pass, and goes out only once it has decided a rejection.
         late = gated and len(self.alphas) > 1 and (kind != "step" or len(bundle) > 1)
-        bet = self.speculate(candidate_text) if gated and not late else Bet(candidate_text)
+        early, self.early_bet = (self.early_bet if kind == "step" else None), None
+        if early is not None and gated:
+            bet = dataclasses.replace(early, candidate=candidate_text)  # sent beside reflection
+        else:
+            bet = self.speculate(candidate_text) if gated and not late else Bet(candidate_text)
         if gated:
             name = f"step {s.step}/{self.total_steps}" if kind == "step" else f"epoch {epoch}"
             with self.stage(f"{name} gate", [(candidate_text, self.ctx.val, "val")]):

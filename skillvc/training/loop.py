@@ -226,6 +226,10 @@ class Trainer(Updates):
         self.phase = f"step {s.step}"
         with self.stage(f"step {s.step}/{self.total_steps} rollouts", [(s.skill, batch, "train")]):
             rollouts = self.rollouts(s.skill, batch, "train")  # forward pass
+        # The gate's bet on a rejection goes out beside the reflection, whose optimizer calls
+        # leave the target's threads idle (on a stochastic target, with attribution, the gate
+        # makes it: a bundle's bet waits for the gate's first pass).
+        self.early_bet = None if len(self.alphas) > 1 else self.speculate("")
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
         chosen, refuted = self.select(merged, lr)
