@@ -84,7 +84,7 @@ class Gating(Summaries):
         # net gain is accepted more often than not (attribution keeps an edit): their bet
         # waits for that pass, and goes out only once it has decided a rejection.
         late = gated and len(self.alphas) > 1 and (kind != "step" or len(bundle) > 1)
-        early, self.early_bet = (self.early_bet if kind == "step" else None), None
+        early, self.early_bet = self.early_bet, None
         if early is not None and gated:
             bet = dataclasses.replace(early, candidate=candidate_text)  # sent beside reflection
         else:
