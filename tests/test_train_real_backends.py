@@ -32,7 +32,7 @@ from loopback import (
 from skillvc.cli import cli
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import AuthenticationFailed
-from skillvc.core.store import open_store
+from skillvc.core.store import EventStore, open_store
 from skillvc.models.backends import get_backend
 from skillvc.models.calls import ModelClient
 from skillvc.models.prompts import prompt_kind, section
@@ -401,20 +401,27 @@ def test_always_malformed_optimizer_json_is_recorded_and_the_run_finishes(
     assert slow["skipped"] and "after one repair" in slow["error"]
 
 
-def test_a_refused_key_fails_every_later_call_with_the_same_error_and_hint(
-    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Once the key is refused, later calls fail at once, without a request. They fail with
-    the first refusal's message and hint, so what the user reads does not depend on which of
-    the concurrent calls met the refusal first."""
+def refusing_client(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, store: EventStore
+) -> ModelClient:
+    """A target client whose every request the loopback server refuses (HTTP 401)."""
     loopback.responder = lambda body: Behaviour(
         kind="status", status=401, message="Incorrect API key provided: {key}"
     )
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
     config = ModelConfig(model="openai:gpt-4o-mini", max_retries=0)
+    return ModelClient(store, {"target": get_backend(config)}, {"target": config})
+
+
+def test_a_refused_key_fails_every_later_call_with_the_same_error_and_hint(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Once the key is refused, later calls fail at once, without a request. They fail with
+    the first refusal's message and hint, so what the user reads does not depend on which of
+    the concurrent calls met the refusal first."""
     with open_store(tmp_path / "events.db") as store:
-        client = ModelClient(store, {"target": get_backend(config)}, {"target": config})
+        client = refusing_client(loopback, monkeypatch, store)
         errors = []
         for text in ("first", "second"):
             with pytest.raises(AuthenticationFailed) as refused:
@@ -432,14 +439,8 @@ def test_a_refusal_met_ahead_of_the_loop_is_logged_by_the_loops_first_call(
     """A call sent ahead of the loop (a fork) logs no failure. When it meets the refusal
     first, the loop's call fails at once without a request, and logs the refusal once, so the
     run's log says why it stopped whichever thread met the refusal first."""
-    loopback.responder = lambda body: Behaviour(
-        kind="status", status=401, message="Incorrect API key provided: {key}"
-    )
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
-    config = ModelConfig(model="openai:gpt-4o-mini", max_retries=0)
     with open_store(tmp_path / "events.db") as store:
-        client = ModelClient(store, {"target": get_backend(config)}, {"target": config})
+        client = refusing_client(loopback, monkeypatch, store)
         with pytest.raises(AuthenticationFailed):
             client.fork().call("target", [{"role": "user", "content": "ahead"}])
         assert store.events(types=["model.error"]) == []

@@ -62,12 +62,14 @@ class Gating(Summaries):
         gated: bool = True,
         package: SkillPackage | None = None,
         bundle: Sequence[Edit] = (),
+        early_bet: Bet | None = None,
     ) -> str:
         """Gate a candidate, then commit it (accepted) or keep it under a rejected ref.
 
         ``candidate`` is the skill file; for a skill package, ``package`` is the whole
         candidate (its SKILL.md is ``candidate``). ``bundle``: the applied edits, which
-        attribution (``[train] attribution``) takes apart when the candidate passes."""
+        attribution (``[train] attribution``) takes apart when the candidate passes.
+        ``early_bet``: the gate's bet, sent by the caller before the candidate existed."""
         s = self.state
         credit: Attribution | None = None
         if s.package is not None and package is None:  # a slow update: only SKILL.md changed
@@ -84,9 +86,8 @@ class Gating(Summaries):
         # net gain is accepted more often than not (attribution keeps an edit): their bet
         # waits for that pass, and goes out only once it has decided a rejection.
         late = gated and len(self.alphas) > 1 and (kind != "step" or len(bundle) > 1)
-        early, self.early_bet = self.early_bet, None
-        if early is not None and gated:
-            bet = dataclasses.replace(early, candidate=candidate_text)  # sent beside reflection
+        if early_bet is not None and gated:
+            bet = dataclasses.replace(early_bet, candidate=candidate_text)
         else:
             bet = self.speculate(candidate_text) if gated and not late else Bet(candidate_text)
         if gated:

@@ -229,7 +229,7 @@ class Trainer(Updates):
         # The gate's bet on a rejection goes out beside the reflection, whose optimizer calls
         # leave the target's threads idle (on a stochastic target, with attribution, the gate
         # makes it: a bundle's bet waits for the gate's first pass).
-        self.early_bet = None if len(self.alphas) > 1 else self.speculate("")
+        early_bet = None if len(self.alphas) > 1 else self.speculate("")
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
         chosen, refuted = self.select(merged, lr)
@@ -250,6 +250,7 @@ class Trainer(Updates):
                 before,
                 package=result.package if isinstance(result, PackageApplyResult) else None,
                 bundle=result.applied,
+                early_bet=early_bet,
             )
         else:
             reason = "no edit could be applied" if chosen else "no edits proposed"

@@ -34,8 +34,6 @@ class Bet:
 
 
 class Speculation(Budget):
-    early_bet: Bet | None = None  # a step's bet, made beside its reflection (Trainer.train_step)
-
     # Calls sent ahead (see training/prefetch.py) ----------------------------------------
 
     def prefetch(

@@ -57,8 +57,9 @@ class Updates(Gating):
         # The gate's bet goes out beside the optimizer's call (see Trainer.train_step), and the
         # loop's pool, idle while this thread waits for that call, takes one wave of it: at
         # most ``workers`` calls, so none is still queued there when the gate's val comes.
+        early_bet = None
         if self.t.slow_update_gate and len(self.alphas) == 1:
-            self.early_bet = self.speculate("")
+            early_bet = self.speculate("")
             room = self.t.workers
             for items, split in self.upcoming:
                 wave = list(items)[:room]
@@ -67,7 +68,6 @@ class Updates(Gating):
         payload, _, error = ask_json(self.client, messages, "guidance", None)
         guidance = str(payload.get("guidance", "")).strip() if payload else ""
         if not guidance or guidance == previous:
-            self.early_bet = None  # no gate: the skill stays, and what was sent is used
             reason = error or "no new guidance"
             self.log.emit("slow_update", {"skipped": True, "error": error, "reason": reason})
             self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: skipped ({reason})")
@@ -77,7 +77,6 @@ class Updates(Gating):
             self.relpath, s.doc, candidate, max_bytes=self.config.skill.max_bytes
         )
         if problems:
-            self.early_bet = None
             self.log.emit(
                 "slow_update",
                 {"skipped": True, "reason": "format", "problems": [p.message for p in problems]},
@@ -88,7 +87,15 @@ class Updates(Gating):
             {"skipped": False, "guidance": guidance, "gated": self.t.slow_update_gate},
         )
         verdict = self.decide(
-            "slow_update", epoch, None, candidate, [], [], before, gated=self.t.slow_update_gate
+            "slow_update",
+            epoch,
+            None,
+            candidate,
+            [],
+            [],
+            before,
+            gated=self.t.slow_update_gate,
+            early_bet=early_bet,
         )
         self.progress.note(f"epoch {epoch}/{self.t.epochs} slow update: {verdict}")
 
