@@ -152,31 +152,33 @@ def bound(
     seed's test, the first step's rollouts, the slow-update rollouts of the epoch's start
     skill, rollouts with the current skill while a gate that rejects runs, the meta update
     (beside the slow update, or at an epoch end without one beside the next epoch's first
-    rollouts). Needed: a step's reflection (``workers`` minibatches a round), the gate's
+    rollouts). Needed: a step's reflection (``workers`` minibatches a round), a round for
+    rollouts with a skill a gate just accepted, one per slow update for the epoch end's
+    optimizer calls, the final test of a best skill the last gate accepted, and a gate's
+    passes: one a version of the skill it drew val items for (the candidate, or with
+    attribution the bundle, then each version without an edit), one after the other, in
     chunks (early stopping: ``workers`` items at a time, each chunk decides whether the next
-    runs; attribution's tests likewise), a round for rollouts with a skill a gate just
-    accepted, one per slow update for the epoch end's optimizer calls, and the final test of a
-    best skill the last gate accepted. An epoch end that repeats the last one word for word is
-    answered by the log: its slow update's gate costs nothing. That needs no skill changed in
-    that epoch or the one before, since the slow update compares an epoch's start skill with
-    its last. Repair calls are not counted.
+    runs). Draws the log held already cost nothing: attribution's pruned candidate (its test
+    drew it), a candidate proposed again, a repeated epoch end's. That is exact on a
+    deterministic target (one pass a version), as here. Repair calls are not counted.
     """
     rounds = 0  # the baseline wave: added with the first step (its batch goes out beside it)
     accepted_last = False  # the last decision changed the skill
-    changed = False  # a skill changed in this epoch
-    changed_before = False  # one changed in the epoch before (the last epoch end's start skill)
-    first_end = True  # no epoch end yet
-    fresh_end = True  # this epoch end's prompts differ from the last one's
     ended = False  # this epoch end's optimizer round is counted
     skill, batch, baseline_calls = "", [], 0
     hard: dict[tuple[str, str], float | None] = {}
+    val_draws: Counter[str] = Counter()  # val rollouts a version of the skill has, so far
+    drawn: Counter[str] = Counter()  # those of them before the last gate (or the baseline)
     for kind, payload in events:
         if kind == "rollout":
             skill = skill or payload["skill"]
             if payload["split"] == "train":
                 hard[(payload["skill"], payload["item"])] = payload["hard"]
+            elif payload["split"] == "val":
+                val_draws[payload["skill"]] += 1
         elif kind == "baseline":
             baseline_calls = payload["n"]
+            drawn = val_draws.copy()
         elif kind == "step.started":
             if not rounds:  # the seed's val beside the first step's rollouts, on both pools
                 rounds = chunks(baseline_calls + len(payload["batch"]), 2 * workers)
@@ -188,24 +190,17 @@ def bound(
             oks = sum(1 for h in scores if h is not None and h >= 1)
             rounds += chunks(math.ceil(fails / minibatch) + math.ceil(oks / minibatch), workers)
         elif kind == "gate":
-            gate_rounds = chunks(payload["after"]["n"], workers) if early_stop else 1
-            for test in payload.get("attribution", {}).get("tests", []):
-                gate_rounds += chunks(test["n_evaluated"], workers) if early_stop else 1
-            if payload["kind"] == "slow_update" and not fresh_end:
-                gate_rounds = 0  # the same candidate as the last epoch end's
-            rounds += gate_rounds
+            passes = [n for n in (val_draws - drawn).values() if n > 0]
+            rounds += sum(chunks(n, workers) if early_stop else 1 for n in passes)
+            drawn = val_draws.copy()
             accepted_last = payload["decision"] != "rejected"
             if accepted_last:
-                skill, changed = payload["candidate"], True
+                skill = payload["candidate"]
         elif kind in ("slow_update", "meta_update") and not ended:
             if kind == "slow_update":  # a meta update alone goes beside the next rollouts
                 rounds += 1 + accepted_last
                 accepted_last = False
             ended = True
-            # The slow update compares the epoch's start skill with its current one: it repeats
-            # the last epoch end's only when no skill changed in this epoch or the one before.
-            fresh_end = first_end or changed or changed_before
-            first_end, changed_before, changed = False, changed, False
     return max(rounds, 1) + accepted_last  # the best skill's test, unless it was speculated
 
 
@@ -274,6 +269,7 @@ def run_once(
         "gap_mean_ms": 1000 * statistics.mean(gaps) if gaps else 0.0,
         "gap_max_ms": 1000 * max(gaps) if gaps else 0.0,
         "bound": bound(events, workers=16, minibatch=2, early_stop=True),
+        "events": events,
     }
 
 
@@ -313,6 +309,26 @@ def show(
             print(f"    round {i:>2}  {start - t0:6.2f}-{end - t0:6.2f} s  {held}")
 
 
+# What differs between two runs of the same decisions: identities (the run's id in refs and
+# tags, commit shas, event row ids), the config's speculate flag, and tokens (wasted calls').
+VOLATILE = {"base_commit", "best_commit", "parent", "sha", "gate_id", "ref", "tag", "config"}
+VOLATILE_TOTALS = {"tokens", "cost_usd"}
+
+
+def differences(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> list[str]:
+    """Where two runs' events differ, once identities are set aside: empty when the runs made
+    the same calls, decisions and commits, in the same order."""
+    if len(a) != len(b):
+        return [f"{len(a)} events against {len(b)}"]
+    out = []
+    for i, ((ta, pa), (tb, pb)) in enumerate(zip(a, b, strict=True)):
+        skip = VOLATILE | (VOLATILE_TOTALS if ta == "run.finished" else set())
+        keys = (set(pa) | set(pb)) - skip
+        if ta != tb or any(pa.get(k) != pb.get(k) for k in keys):
+            out.append(f"event {i + 1}: {ta} / {tb}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency-ms", type=int, default=200)
@@ -329,13 +345,19 @@ def main() -> None:
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.only]
     for name in args.configs.split(","):
         sizes = CONFIGS[name]
+        runs = {}
         for speculate in modes:
-            show(
-                name,
-                sizes,
-                speculate,
-                run_once(sizes, speculate, args.seed, args.bundle_gate),
-                args.detail,
+            runs[speculate] = run_once(sizes, speculate, args.seed, args.bundle_gate)
+            show(name, sizes, speculate, runs[speculate], args.detail)
+        if len(runs) == 2:
+            diff = differences(runs[False]["events"], runs[True]["events"])
+            print(
+                "  events with and without speculation: "
+                + (
+                    "identical (identities and wasted calls' tokens aside)"
+                    if not diff
+                    else f"{len(diff)} differ, first {diff[0]}"
+                )
             )
 
 
