@@ -6,14 +6,16 @@ configs, each with and without speculation:
 - small: 16/8/8 items, 2 epochs, batch 8, minibatch 2, lr 4 -> 2 cosine, slow + meta update;
 - large: 64/32/32 items, the same with batch 32.
 
-Every request the simulator answers is timed (start, end). A dependent round is a maximal set
-of overlapping request intervals: the requests of one round ran side by side, and each round
-waited for the one before. skillvc's own time between rounds is the gap from the end of one
-round to the start of the next (local work: events, blobs, git, prompts). The lower bound is
-the issue's: three rounds a step (rollout -> reflect -> gate), plus the baseline and the final
-test.
+Every request the simulator answers is timed (start, end). Dependent rounds are the longest
+chain of requests each sent after the one before it was answered; overlapping sets (maximal
+sets of overlapping request intervals) are a lower estimate. skillvc's own time between rounds
+is the gap from the end of one set to the start of the next (local work: events, blobs, git,
+prompts). Next to the rounds the bench prints the bound this run's decisions need (``bound``),
+and, when a config runs both with and without speculation, whether the two runs' events are
+the same (``differences``).
 
-    python bench/bench_rounds.py [--latency-ms 200] [--configs small,large]
+    python bench/bench_rounds.py [--latency-ms 200] [--configs small,large] [--seed 1]
+        [--only on|off|both] [--bundle-gate] [--detail]
 """
 
 from __future__ import annotations
