@@ -318,8 +318,9 @@ VOLATILE_TOTALS = {"tokens", "cost_usd"}
 
 
 def differences(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> list[str]:
-    """Where two runs' events differ, once identities are set aside: empty when the runs made
-    the same calls, decisions and commits, in the same order."""
+    """Where two runs' sequenced events differ, once identities are set aside: empty when the
+    runs logged the same rollouts, edits, decisions and commits, in the same order (calls a
+    run sent ahead and never used are logged outside that sequence)."""
     if len(a) != len(b):
         return [f"{len(a)} events against {len(b)}"]
     out = []
