@@ -69,6 +69,25 @@ class TasksConfig:
     scorer_options: dict[str, Any] = field(default_factory=dict)
     input_template: str = "{input}"
     allow_overlap: bool = False
+    # An interactive environment, "path/to/world.py:Class" (reset(item) -> str, step(action)
+    # -> (observation, reward, done)); each target reply is an action (skillvc.models.tools).
+    environment: str | None = None
+
+
+@dataclass
+class ToolsConfig:
+    """``[tools]``: what a chat target may call while it works on an item (skillvc.models.tools)."""
+
+    python: list[str] = field(default_factory=list)  # modules: each public typed function a tool
+    mcp: list[list[str]] = field(default_factory=list)  # stdio MCP servers' argv, one per server
+    code: bool = False  # a ``python`` tool that runs code in the rollout's scratch directory
+    max_turns: int = 8  # model turns per rollout, the answer's included
+    timeout_s: float = 30.0  # per tool call
+    max_result_chars: int = 8000  # a tool result given back to the model is cut past this
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.python or self.mcp or self.code)
 
 
 @dataclass
@@ -104,6 +123,10 @@ class ModelConfig:
     # price (skillvc.models.batch); like the executor, not part of a run's identity.
     mode: str = "sync"
     batch_poll_s: float = 60.0  # seconds between status checks of a pending batch
+    # Set from [tools] and [tasks] environment for the target (never keys of [target] itself):
+    # the backend that runs the tool loop reads them from the role's own config.
+    tools: ToolsConfig | None = None
+    environment: str | None = None
 
 
 @dataclass
@@ -207,6 +230,7 @@ class Config:
     # tables with the keys of [target], each over [target]'s own values.
     targets: dict[str, ModelConfig] = field(default_factory=dict)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
     # Many skills: the raw [skills.<name>] tables and the top-level sections (their defaults);
     # skill_name is the table this Config was resolved for (None: a single-[skill] config).
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -297,6 +321,13 @@ class Config:
         for role in ("target", "optimizer"):
             for key in MODE_KEYS:
                 snapshot[role].pop(key, None)
+            for key in _ATTACHED:  # recorded as [tools] and [tasks] environment
+                snapshot[role].pop(key, None)
+        # Recorded only when set, so the run ids of runs without them stay as they were.
+        if self.tools.enabled:
+            snapshot["tools"] = dataclasses.asdict(self.tools)
+        if snapshot["tasks"].get("environment") is None:
+            snapshot["tasks"].pop("environment", None)
         if self.train.gate_targets == "none":
             # Off, the matrix gate is no part of what a run computes (run ids stay as before).
             for key in ("gate_targets", "gate_targets_alpha"):
@@ -314,7 +345,9 @@ _SECTIONS = {
     "train": TrainConfig,
     "harvest": HarvestConfig,
     "judge": JudgeConfig,
+    "tools": ToolsConfig,
 }
+_ATTACHED = ("tools", "environment")  # ModelConfig fields set from other sections, not by users
 
 
 def _coerce(section: str, key: str, value: Any, default: Any, typ: Any) -> Any:
@@ -380,7 +413,15 @@ def parse_config(text: str, root: Path) -> Config:
             )
         if not isinstance(values, dict):
             raise ConfigError(f"'{section}' in {CONFIG_FILE} must be a table ([{section}]).")
+        if section in ("target", "optimizer") and set(values) & set(_ATTACHED):
+            key = sorted(set(values) & set(_ATTACHED))[0]
+            where = "[tools]" if key == "tools" else "[tasks] environment"
+            raise ConfigError(
+                f"'{key}' is not a key of [{section}] in {CONFIG_FILE}.",
+                hint=f"Set it in {where}: it applies to the target.",
+            )
         setattr(config, section, _build(section, _SECTIONS[section], values))
+    attach_tools(config)
     if config.skills:
         if "path" in data.get("skill", {}):
             raise ConfigError(
@@ -391,6 +432,13 @@ def parse_config(text: str, root: Path) -> Config:
         config.all_skills()  # every skill's effective config is checked now, not at first use
     validate(config)
     return config
+
+
+def attach_tools(config: Config) -> None:
+    """Give the target's config what its backend needs to run the tool loop: ``[tools]`` and
+    ``[tasks] environment`` (the backend is built from the role's config alone)."""
+    config.target.tools = config.tools if config.tools.enabled else None
+    config.target.environment = config.tasks.environment
 
 
 # A skill's name is part of refs and tags (refs/skillvc/rejected/<skill>/...), so git's rules
@@ -442,6 +490,7 @@ def _resolve_skill(base: Config, name: str) -> Config:
         _build(f"skills.{name}.{section}", _SECTIONS[section], values)  # names the table
         merged = base.shared.get(section, {}) | values
         setattr(config, section, _build(section, _SECTIONS[section], merged))
+    attach_tools(config)
     validate(config)
     return config
 
@@ -472,6 +521,7 @@ def parse_config_dict(data: dict[str, Any], root: Path) -> Config:
             setattr(config, section, _build(section, cls, dict(data[section])))
     if "targets" in data:
         config.targets = _target_tables(data["targets"], {})
+    attach_tools(config)
     validate(config)
     return config
 

@@ -210,6 +210,12 @@ class ScorerError(BadData):
     hint = "Check [tasks] scorer in skillvc.toml; docs/tasks.md lists the scorers."
 
 
+class ToolsError(BadData):
+    """A [tools] source or a [tasks] environment cannot start (before any model call)."""
+
+    hint = "Fix the named tool source in [tools] of skillvc.toml; docs/tools.md shows the forms."
+
+
 # -- 6: model backends ------------------------------------------------------------------------
 
 

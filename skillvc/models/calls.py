@@ -113,6 +113,16 @@ def package_files(files: Sequence[PackageFile]) -> tuple[PackageFile, ...]:
     return tuple(sorted(files, key=lambda f: f.path))
 
 
+_TOOL_KEYS = ("tool_calls", "tool_call_id", "name", "is_error")  # the tool loop's (tools.spec)
+
+
+def _message(m: Mapping[str, Any]) -> dict[str, Any]:
+    """A message as the cache key holds it: role and content, and a tool turn's own keys."""
+    out = {"role": m["role"], "content": m["content"]}
+    out.update({k: m[k] for k in _TOOL_KEYS if k in m})
+    return out
+
+
 def secret_values(config: Any) -> list[str]:
     """The secret values a run may meet, so any message can be scrubbed of them: the key
     variables and those ``api_key_env`` names (``skillvc.secrets`` decides)."""
@@ -183,11 +193,12 @@ class ModelClient:
     def request(
         self,
         role: str,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         sample: int = 0,
         files: Sequence[PackageFile] = (),
         params: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
     ) -> CallRequest:
         """The request for one call; ``params`` adds to the role's (a local server's answer
         cap and ``response_format``: they change the answer, so they are in the cache key)."""
@@ -199,16 +210,17 @@ class ModelClient:
         return CallRequest(
             role=role,
             model=config.model,
-            messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
+            messages=tuple(_message(m) for m in messages),
             params=params,
             sample=sample,
             files=package_files(files),
+            tools=tuple(tools),
         )
 
     def call(
         self,
         role: str,
-        messages: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         sample: int = 0,
         step: int | None = None,

@@ -28,12 +28,17 @@ from skillvc.packages.packagefile import PackageFile
 class CallRequest:
     role: str  # target | optimizer | judge | doctor
     model: str  # full model string, e.g. "openai:gpt-4o-mini"
-    messages: tuple[Mapping[str, str], ...]  # [{"role": "system"|"user"|"assistant", "content"}]
+    # [{"role": "system"|"user"|"assistant", "content"}]; with tools, also assistant turns'
+    # tool calls and tool results, in the neutral form of ``skillvc.models.tools.spec``.
+    messages: tuple[Mapping[str, Any], ...]
     params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, seed, ...
     sample: int = 0  # index of a repeated sample of the same prompt
     # A skill package's other files (text and carried), which a harness that installs the
     # skill writes beside SKILL.md (the system text), sorted by path; empty for other calls.
     files: tuple[PackageFile, ...] = ()
+    # Tools offered to the model (``ToolSpec.as_dict()`` each): the backend sends them in its
+    # native format and reports the answer's calls in ``CallResult.meta["tool_calls"]``.
+    tools: tuple[Mapping[str, Any], ...] = ()
 
     @functools.cached_property
     def key(self) -> str:
@@ -49,15 +54,25 @@ class CallRequest:
         }
         if self.files:
             identity["files"] = [f.key() for f in self.files]
+        if self.tools:
+            identity["tools"] = [dict(t) for t in self.tools]
         return content_id(identity, length=32)
 
     @property
     def system(self) -> str:
-        return "\n\n".join(m["content"] for m in self.messages if m["role"] == "system")
+        return "\n\n".join(text_of(m) for m in self.messages if m["role"] == "system")
 
     @property
     def user(self) -> str:
-        return "\n\n".join(m["content"] for m in self.messages if m["role"] == "user")
+        return "\n\n".join(text_of(m) for m in self.messages if m["role"] == "user")
+
+
+def text_of(message: Mapping[str, Any]) -> str:
+    """A message's text: its content, or the text parts of a list of parts (images left out)."""
+    content = message.get("content") or ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
 
 
 @dataclass(frozen=True)
