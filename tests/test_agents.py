@@ -25,11 +25,11 @@ from skillvc.models.agents.description import (
 )
 from skillvc.models.agents.presets import activated, parse_claude_code, parse_codex
 from skillvc.models.agents.trajectory import Step, Trajectory, render
-from skillvc.models.backends import get_backend
 from skillvc.models.backends.base import CallRequest
 from skillvc.models.backends.command import AgentFailed
 from skillvc.models.backends.sim import WORLD_DESCRIPTION
 from skillvc.models.calls import CallFailed, ModelClient
+from skillvc.models.harness import get_backend
 from skillvc.models.simworld import GOOD, HARMFUL
 from skillvc.review.evaluation import evaluate
 from skillvc.review.report import render_markdown, run_report

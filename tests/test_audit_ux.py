@@ -203,7 +203,7 @@ def test_an_agent_executable_that_is_not_executable_or_a_directory_says_so(
 ) -> None:
     from skillvc.core.config import ModelConfig
     from skillvc.core.errors import ConfigError
-    from skillvc.models.backends import get_backend
+    from skillvc.models.harness import get_backend
 
     script = tmp_path / "claude"
     script.write_text("#!/bin/sh\n")  # no x bit

@@ -18,12 +18,12 @@ from loopback import LoopbackServer, loopback  # noqa: F401 - the fixture
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import AuthenticationFailed, BackendError, ConfigError
 from skillvc.core.store import open_store
-from skillvc.models.backends import LazyBackend
 from skillvc.models.backends.anthropic_backend import AnthropicBackend
 from skillvc.models.backends.base import Backend, CallRequest, TransientError
 from skillvc.models.backends.openai_backend import OpenAIBackend
 from skillvc.models.backends.retry import parse_retry_after
 from skillvc.models.calls import CallFailed, ModelClient, model_params
+from skillvc.models.harness import LazyBackend
 
 KEY = "sk-test-SECRET123"
 SYSTEM = "You are the support skill."
@@ -67,8 +67,8 @@ BOTH = pytest.mark.parametrize(
 
 
 def test_registry_builds_these_backends() -> None:
-    from skillvc.models.backends import get_backend
     from skillvc.models.backends.command import CommandBackend
+    from skillvc.models.harness import get_backend
 
     assert isinstance(get_backend(ModelConfig(model="openai:gpt-4o")), OpenAIBackend)
     assert isinstance(get_backend(ModelConfig(model="anthropic:claude-x")), AnthropicBackend)

@@ -513,8 +513,8 @@ def test_a_failed_judge_call_is_an_item_error_not_a_score(tmp_path: Path) -> Non
     from concurrent.futures import ThreadPoolExecutor
 
     from skillvc.core.config import ModelConfig
-    from skillvc.models.backends import get_backend
     from skillvc.models.calls import ModelClient
+    from skillvc.models.harness import get_backend
     from skillvc.tasks.scorers import get_scorer
     from skillvc.tasks.taskset import TaskItem
     from skillvc.training.evaluate import Evaluator

@@ -33,8 +33,8 @@ from skillvc.cli import cli
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import AuthenticationFailed
 from skillvc.core.store import EventStore, open_store
-from skillvc.models.backends import get_backend
 from skillvc.models.calls import ModelClient
+from skillvc.models.harness import get_backend
 from skillvc.models.prompts import prompt_kind, section
 from skillvc.training.demo import create_demo_repo
 

@@ -38,10 +38,10 @@ from typing import Any
 from skillvc.core.config import CONFIG_FILE, Config, ModelConfig, load_config
 from skillvc.core.errors import AuthenticationFailed, BackendError, SkillvcError, redact
 from skillvc.inputs import reader as inputs
-from skillvc.models.backends import get_backend
 from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.models.backends.local import LOCAL_TIMEOUT_S, ServerInfo
 from skillvc.models.calls import secret_values
+from skillvc.models.harness import get_backend
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.secrets import scrub
 from skillvc.secrets import secret_values as known_secret_values

@@ -41,9 +41,10 @@ from skillvc.core.hashing import content_id
 from skillvc.core.progress import Progress
 from skillvc.core.records import entries_of, fields_of
 from skillvc.core.store import EventStore
-from skillvc.models.backends import Backend, LazyBackend, lazy_backend
+from skillvc.models.backends import Backend
 from skillvc.models.calls import ModelClient, RoleStats, model_params
 from skillvc.models.executors import make_executor
+from skillvc.models.harness import LazyBackend, lazy_backend
 from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import PackageVersion, TargetInput, TargetView
 from skillvc.packages.version import package_version

@@ -304,8 +304,8 @@ def draft_rubric(client: Any, kind: mining.Kind) -> tuple[str, str]:
 
 
 def _client(ws: Workspace, store: EventStore, run_id: str) -> Any:
-    from skillvc.models.backends import get_backend
     from skillvc.models.calls import ModelClient, secret_values
+    from skillvc.models.harness import get_backend
 
     config = ws.config.optimizer
     return ModelClient(

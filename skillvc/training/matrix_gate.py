@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from skillvc.models.backends import lazy_backend
 from skillvc.models.calls import ModelClient
+from skillvc.models.harness import lazy_backend
 from skillvc.training.evaluate import Evaluator, Rollout
 from skillvc.training.matrix_stats import sign_test
 

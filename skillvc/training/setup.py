@@ -33,9 +33,9 @@ from skillvc.core.hashing import content_id, sha256_hex
 from skillvc.core.pricing import price_for
 from skillvc.core.store import EventStore
 from skillvc.models import prompts
-from skillvc.models.backends import lazy_backend
 from skillvc.models.backends.local import ServerInfo, probe
 from skillvc.models.calls import ModelClient, secret_values
+from skillvc.models.harness import lazy_backend
 from skillvc.packages.carried import load_carried
 from skillvc.packages.model import load_package
 from skillvc.packages.packagefile import PackageFile

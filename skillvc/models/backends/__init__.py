@@ -8,9 +8,7 @@ the target harness that runs an external agent CLI per task.
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Callable
-from pathlib import Path
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
@@ -44,16 +42,10 @@ def _load_builtins() -> None:
     register("command", _lazy("command", "CommandBackend"))
 
 
-def get_backend(config: ModelConfig, root: Path | None = None) -> Backend:
-    """The backend for a [target]/[optimizer] section (``harness = "command"`` wins).
-
-    ``root`` (the repository) anchors an agent preset's relative ``files`` and ``executable``.
-    """
+def provider_backend(config: ModelConfig) -> Backend:
+    """The registered backend for a model string's prefix (``harness = "command"`` wins); the
+    choice of harness (an agent CLI, the tool loop) is ``skillvc.models.harness``'s."""
     _load_builtins()
-    if config.harness in ("claude-code", "codex"):
-        from skillvc.models.agents.backend import AgentBackend
-
-        return AgentBackend(config, root)
     prefix = "command" if config.harness == "command" else config.model.split(":", 1)[0]
     factory = _REGISTRY.get(prefix)
     if factory is None:
@@ -64,52 +56,15 @@ def get_backend(config: ModelConfig, root: Path | None = None) -> Backend:
     return factory(config)
 
 
-class LazyBackend:
-    """A backend built on its first call. Backends of the SDKs import them (about a second
-    each), which a command answered entirely from the event log must not pay."""
-
-    def __init__(self, config: ModelConfig) -> None:
-        self.config = config
-        self.model = config.model
-        self._backend: Backend | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def backend(self) -> Backend:
-        with self._lock:
-            if self._backend is None:
-                self._backend = get_backend(self.config)
-            return self._backend
-
-    def complete(self, request: CallRequest) -> CallResult:
-        return self.backend.complete(request)
-
-    def warm(self) -> None:
-        """Build the backend (importing its SDK) and its client before the first call."""
-        warm = getattr(self.backend, "warm", None)
-        if warm is not None:
-            warm()
-
-
 SDK_BACKENDS = ("openai", "anthropic")  # the prefixes whose modules import an SDK
-
-
-def lazy_backend(config: ModelConfig, root: Path | None = None) -> Backend:
-    """``get_backend``, deferred to the first call for the SDK backends (see ``LazyBackend``);
-    every other backend (the simulator, a command harness, an agent preset) is built and
-    checked at once."""
-    if config.harness == "chat" and config.model.split(":", 1)[0] in SDK_BACKENDS:
-        return LazyBackend(config)
-    return get_backend(config, root)
 
 
 __all__ = [
     "Backend",
     "CallRequest",
     "CallResult",
-    "LazyBackend",
+    "SDK_BACKENDS",
     "TransientError",
-    "get_backend",
-    "lazy_backend",
+    "provider_backend",
     "register",
 ]

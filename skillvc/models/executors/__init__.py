@@ -22,9 +22,9 @@ from typing import Protocol, TypeVar
 from skillvc.core.config import ModelConfig, TrainConfig
 from skillvc.core.errors import AuthenticationFailed, BackendError, ConfigError
 from skillvc.core.hashing import canonical_json
-from skillvc.models.backends import get_backend
 from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.models.backends.retry import RetryPolicy, call_with_retries
+from skillvc.models.harness import get_backend
 
 T = TypeVar("T")
 R = TypeVar("R")
