@@ -115,7 +115,7 @@ def test_the_progress_line_counts_every_edit_of_the_bundle() -> None:
         for name, outcome in (("d", "kept"), ("c", "neutral"), ("b", "kept"), ("a", "kept"))
     )
     honesty = Honesty(0.2, 0.000488, "sign", "accepted", edits=tests, bundle=4)
-    assert honesty.summary() == "p = 0.000488, significant; dropped 1 of 4 edits"
+    assert honesty.summary() == "p = 0.000488, significant (alpha 0.2); dropped 1 of 4 edits"
     # Pruned to one edit: the last one standing is not tested, and still counted.
     two = Honesty(0.2, 0.01, "sign", "accepted", edits=tests[1:2], bundle=2)
     assert two.summary().endswith("; dropped 1 of 2 edits")
@@ -231,7 +231,8 @@ def test_check_says_how_sure_the_change_is(demo: Path, monkeypatch: pytest.Monke
     assert said["verdict"] == significance.verdict(said["p_value"], 0.2)
     assert said["smallest_detectable_gain"] == significance.smallest_detectable_gain(c["n"], 0.2)
     text = run_cli(demo, monkeypatch, "check", "-q", "--base", "HEAD~1")
-    assert f"significance: the working tree is better with p = {said['p_value']:.3g}" in (
-        text.stdout
+    assert (
+        "significance: the working tree is better (exact sign test on the flipped items): "
+        f"{significance.stated(said['p_value'], 0.2)}\n" in text.stdout
     )
     assert ("warning: " in text.stdout) == (said["warning"] is not None)

@@ -18,6 +18,7 @@ def plural(n: int, word: str) -> str:
 def summary_lines(summary: Any) -> list[str]:
     """A run's summary in plain words (``skillvc help terms`` explains the rest)."""
     from skillvc.review.output import fmt_score
+    from skillvc.training.significance import stated
 
     cost = (
         f"${summary.cost_usd:.4f}"
@@ -57,13 +58,17 @@ def summary_lines(summary: Any) -> list[str]:
         )
     for gain in getattr(summary, "gains", []):
         what = f"step {gain['step']}" if isinstance(gain["step"], int) else str(gain["step"])
-        p = "" if gain["p_value"] is None else f"p = {gain['p_value']:.3g}, "
         dropped = (
             f"; {gain['dropped']} edit(s) dropped by attribution, {gain['kept']} kept"
             if gain["dropped"]
             else ""
         )
-        lines.append(f"accepted {what}: {p}{gain['verdict']} (alpha {gain['alpha']:.2g}){dropped}")
+        said = (
+            gain["verdict"]
+            if gain["verdict"] == "ungated"
+            else stated(gain["p_value"], gain["alpha"])  # the words every view uses
+        )
+        lines.append(f"accepted {what}: {said}{dropped}")
     from skillvc.review.runs import cache_text
 
     cache = cache_text(

@@ -5,7 +5,11 @@ Invariants:
   alone; nothing here reads git, the working tree or the network.
 - Output is self-contained text: SVG without scripts, external references or fonts to load,
   and every label that comes from data goes through ``html.escape``.
-- One SVG point per step: a ``<g class="point DECISION">`` with a ``<title>`` saying what it is.
+- One SVG point per step: a ``<g class="point DECISION">`` with a ``<title>`` saying what it is,
+  inside a link to its row of the page's steps table (``point_href``): hovering shows the title,
+  and a tap (a phone has no hover) or Tab and Enter take the reader to the row's numbers.
+- ``compact=True`` draws the same chart for a phone: about as many units wide as the phone has
+  pixels, so its text stays near its nominal size, with the legend below the plot.
 """
 
 from __future__ import annotations
@@ -110,9 +114,19 @@ _COLOURS = {
 }
 
 
-def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
-    """Val per step with each step's decision marked; train and test as lighter lines."""
-    left, right, top, bottom = 56, 170, 20, 44
+def point_href(step: int) -> str:
+    """Where a point of the curve links: its row of the HTML report's steps table (step 0,
+    the baseline, has none: the scores table)."""
+    return f"#step-{step}" if step else "#scores"
+
+
+def svg_curve(curve: Curve, width: int = 880, height: int = 340, *, compact: bool = False) -> str:
+    """Val per step with each step's decision marked; train and test as lighter lines.
+    ``compact``: a phone's chart (the module's docstring), 360 units wide."""
+    if compact:
+        width, height = 360, 360
+    # The legend sits right of the plot, or (compact) below it in two columns of 4 rows.
+    left, right, top, bottom = (40, 12, 16, 124) if compact else (56, 170, 20, 44)
     plot_w, plot_h = width - left - right, height - top - bottom
     points = curve.points
     last = max(1, points[-1].step if points else 1)
@@ -137,14 +151,15 @@ def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
             f'<text x="{left - 8}" y="{y(tick) + 4:.1f}" text-anchor="end" '
             f'font-size="12" fill="#57606a">{tick:.2f}</text>'
         )
-    every = max(1, len(points) // 20)
+    # Step labels at least 28 units apart (a compact chart has room for fewer).
+    every = max(1, -(-len(points) // (plot_w // 28))) if compact else max(1, len(points) // 20)
     for p in points[::every]:
         parts.append(
             f'<text x="{x(p.step):.1f}" y="{top + plot_h + 18}" text-anchor="middle" '
             f'font-size="12" fill="#57606a">{p.step}</text>'
         )
     parts.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" '
+        f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 38}" text-anchor="middle" '
         'font-size="12" fill="#57606a">step (0 = baseline)</text>'
     )
 
@@ -203,7 +218,8 @@ def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
             )
         css = e(decision.replace(" ", "-"))
         parts.append(
-            f'<g class="point {css}" data-step="{p.step}"><title>{e(title)}</title>{shape}</g>'
+            f'<a href="{point_href(p.step)}" aria-label="{e(title)}">'
+            f'<g class="point {css}" data-step="{p.step}"><title>{e(title)}</title>{shape}</g></a>'
         )
         if p.slow_update:
             colour = _COLOURS.get(p.slow_update, _COLOURS["none"])
@@ -220,9 +236,11 @@ def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
         (_COLOURS["none"], "ring", "no candidate"),
         (_COLOURS["none"], "diamond", "slow update"),
     ]
-    lx = left + plot_w + 16
     for i, (colour, style, name) in enumerate(legend):
-        ly = top + 10 + i * 20
+        if compact:  # below the plot: two columns, top to bottom
+            lx, ly = 8 + (i // 4) * 176, top + plot_h + 58 + (i % 4) * 18
+        else:
+            lx, ly = left + plot_w + 16, top + 10 + i * 20
         if style in ("", "2 4", "6 4"):
             dash = f' stroke-dasharray="{style}"' if style else ""
             mark = (
@@ -254,9 +272,18 @@ def svg_curve(curve: Curve, width: int = 880, height: int = 340) -> str:
 
 
 def svg_bars(
-    labels: Sequence[str], values: Sequence[float], unit: str, width: int = 880, height: int = 180
+    labels: Sequence[str],
+    values: Sequence[float],
+    unit: str,
+    width: int = 880,
+    height: int = 180,
+    *,
+    compact: bool = False,
 ) -> str:
-    """A plain bar chart (cost or tokens per phase); each bar's title gives the exact figure."""
+    """A plain bar chart (cost or tokens per phase); each bar's title gives the exact figure.
+    ``compact``: a phone's (360 units wide; a label under every bar that has room for one)."""
+    if compact:
+        width = 360
     left, right, top, bottom = 16, 16, 22, 28
     plot_w, plot_h = width - left - right, height - top - bottom
     top_value = max(values, default=0.0) or 1.0
@@ -271,6 +298,10 @@ def svg_bars(
         f'<text x="{left}" y="{top - 8}" font-size="11" fill="#57606a">'
         f"{e(unit)} (highest bar {e(_fmt_value(top_value, unit))})</text>",
     ]
+    # Labels at least as far apart as the longest one (but the first) is wide, about 7 units a
+    # character at 11; a compact chart's first label, "baseline", starts at its bar instead.
+    longest = max((len(label) for label in labels[1:]), default=1)
+    every = max(1, -(-(7 * longest + 6) // max(1, int(slot)))) if compact else 1
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         h = plot_h * value / top_value
         bx = left + i * slot + slot * 0.15
@@ -278,9 +309,14 @@ def svg_bars(
             f'<rect x="{bx:.1f}" y="{top + plot_h - h:.1f}" width="{slot * 0.7:.1f}" '
             f'height="{h:.1f}" fill="#54aeff"><title>{e(label)}: '
             f"{e(_fmt_value(value, unit))}</title></rect>"
-            f'<text x="{bx + slot * 0.35:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
-            f'font-size="11" fill="#57606a">{e(label)}</text>'
         )
+        if i % every == 0:
+            first = compact and i == 0 and label == "baseline"
+            anchor, lx = ("start", bx) if first else ("middle", bx + slot * 0.35)
+            parts.append(
+                f'<text x="{lx:.1f}" y="{top + plot_h + 16}" text-anchor="{anchor}" '
+                f'font-size="11" fill="#57606a">{e("base" if first else label)}</text>'
+            )
     parts.append("</svg>")
     return "\n".join(parts)
 

@@ -111,10 +111,10 @@ class LogEntry:
 
 def gate_alpha(payload: Mapping[str, Any]) -> float:
     """The alpha a gate's significance is judged at (see ``LogEntry.to_dict``)."""
-    from skillvc.training.significance import REVIEW_ALPHA
+    from skillvc.training.significance import REVIEW_ALPHA, shown_alpha
 
     alpha = payload.get("alpha")
-    return float(alpha) if isinstance(alpha, (int, float)) else REVIEW_ALPHA
+    return shown_alpha(alpha) if isinstance(alpha, (int, float)) else REVIEW_ALPHA
 
 
 def dropped_edits(payload: Mapping[str, Any]) -> list[dict[str, Any]]:

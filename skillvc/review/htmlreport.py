@@ -9,6 +9,12 @@ Invariants:
 - It fits any screen: charts scale to the page's width (their viewBox keeps the proportions),
   tables and diffs scroll inside their own box, so a phone shows no sideways scrolling of the
   page itself (tests/test_curves.py measures it in headless Chromium at 390 and 1280 px).
+- A phone gets charts drawn for its width (``compact``; CSS shows one pair or the other), so
+  their text stays readable, and table cells that do not wrap (a p-value or a val arrow on one
+  line; the table scrolls instead). A phone has no hover: each point of the curve links to its
+  row of the steps table, which the link highlights (tests/test_small_screens.py).
+- A step's p-value is shown as every surface shows it, with its verdict at the step's own
+  alpha (``report.p_text``, ``significance.stated``).
 """
 
 from __future__ import annotations
@@ -47,10 +53,15 @@ pre.diff .hunk { color: #0550ae; }
 pre.diff .file { font-weight: 600; }
 .muted { color: #57606a; font-size: 13px; }
 svg { display: block; margin: 8px 0; max-width: 100%; height: auto; }
+svg a:focus { outline: 2px solid #0969da; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .scroll table { overflow-wrap: normal; }
+table.steps td { white-space: nowrap; }
+tr:target td { background: #fff8c5; }
+.narrow { display: none; }
 @media (max-width: 600px) { body { margin: 12px auto; padding: 0 8px; }
-                            th, td { padding: 3px 5px; } }
+                            th, td { padding: 3px 5px; }
+                            .wide { display: none; } .narrow { display: block; } }
 </style>
 </head>
 <body>
@@ -58,7 +69,7 @@ svg { display: block; margin: 8px 0; max-width: 100%; height: auto; }
 <p class="muted">target <code>$target</code> · optimizer <code>$optimizer</code> ·
 base commit <code>$base</code> · best commit <code>$best</code></p>
 $stopped
-<div class="scroll"><table>
+<div class="scroll"><table id="scores">
 <tr><th>$metric</th><th>baseline</th><th>best</th></tr>
 <tr><td>val (n=$n_val)</td><td class="num">$baseline_val</td><td class="num">$best_val</td></tr>
 <tr><td>test (n=$n_test)</td><td class="num">$baseline_test</td><td class="num">$test</td></tr>
@@ -69,9 +80,10 @@ $stopped
 $curve
 <p class="muted">Step 0 is the baseline. Each point is the val score of the skill in effect after
 that step (and after the epoch's slow update, marked above the point); hover a point for its
-decision and p-value. The train line is the mean score of each step's own batch.</p>
+decision and p-value, or tap it (or Tab to it) to go to its row of the steps table. The train
+line is the mean score of each step's own batch.</p>
 <h2>Steps</h2>
-<div class="scroll"><table>
+<div class="scroll"><table class="steps">
 <tr><th>step</th><th>epoch</th><th>lr</th><th>decision</th><th>val</th><th>p-value</th>
 <th>edits</th><th>commit</th></tr>
 $steps
@@ -112,8 +124,20 @@ def _title(step: dict[str, Any]) -> str:
     return "slow update" if step["kind"] == "slow_update" else f"step {step['step']}"
 
 
+def _row_id(step: dict[str, Any]) -> str:
+    """A steps-table row's id, where the curve's point for it links (``charts.point_href``)."""
+    if step["kind"] == "slow_update":
+        return f"slow-{step.get('epoch')}"
+    return f"step-{step['step']}"
+
+
+def _both(wide: str, narrow: str) -> str:
+    """A chart drawn for a wide screen and for a phone; the page's CSS shows one of them."""
+    return f'<div class="wide">{wide}</div><div class="narrow">{narrow}</div>'
+
+
 def _p(step: dict[str, Any]) -> str:
-    text = p_text(step.get("p_value"), step["decision"])
+    text = p_text(step)
     if "⚠" in text:
         return f'<span class="warn">{e(text)}</span>'
     return e(text) or "–"
@@ -191,7 +215,8 @@ def render_html(report: dict[str, Any]) -> str:
         label = {"forced": "ungated"}.get(decision, decision)
         lr = "–" if s.get("lr") is None else e(str(s["lr"]))
         steps.append(
-            f"<tr><td>{e(_title(s))}</td><td>{e(str(s.get('epoch')))}</td><td>{lr}</td>"
+            f'<tr id="{_row_id(s)}"><td>{e(_title(s))}</td>'
+            f"<td>{e(str(s.get('epoch')))}</td><td>{lr}</td>"
             f'<td class="{e(decision.replace(" ", "-"))}">{e(label)}</td><td>{e(_val(s))}</td>'
             f'<td>{_p(s)}</td><td class="num">{len(s["edits"])}</td><td>{commit}</td></tr>'
         )
@@ -242,15 +267,24 @@ def render_html(report: dict[str, Any]) -> str:
         test=_score(sc["test"]),
         counts=e(count_line),
         usage=e(usage_line),
-        curve=svg_curve(Curve.from_dict(report["curve"])),
+        curve=_both(
+            svg_curve(Curve.from_dict(report["curve"])),
+            svg_curve(Curve.from_dict(report["curve"]), compact=True),
+        ),
         steps="\n".join(steps)
         or '<tr><td colspan="8" class="muted">No step has run yet.</td></tr>',
         cost_chart=(
-            svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost")
+            _both(
+                svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost"),
+                svg_bars(labels, [u["cost_usd"] or 0.0 for u in phases], "cost", compact=True),
+            )
             if any(u["cost_usd"] for u in phases)
             else '<p class="muted">No call of this run has a price above $0: no cost chart.</p>'
         ),
-        token_chart=svg_bars(labels, [float(u["tokens"]) for u in phases], "tokens"),
+        token_chart=_both(
+            svg_bars(labels, [float(u["tokens"]) for u in phases], "tokens"),
+            svg_bars(labels, [float(u["tokens"]) for u in phases], "tokens", compact=True),
+        ),
         phases="\n".join(phase_rows),
         accepted="\n".join(accepted) or "<p>None.</p>",
         rejected="\n".join(rejected) or "<p>None.</p>",

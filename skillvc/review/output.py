@@ -220,6 +220,9 @@ def color_diff(patch: str) -> str:
 
 
 def format_log_entry(entry: dict[str, Any]) -> str:
+    from skillvc.review.history import gate_alpha
+    from skillvc.training.significance import stated
+
     decision = entry["decision"] or "?"
     colour = {"accepted": "green", "forced": "yellow", "rejected": "red"}.get(decision, "white")
     where = entry["commit"][:10] if entry["commit"] else "(no commit yet)"
@@ -234,9 +237,10 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     evaluated = entry["n_evaluated"]
     early = f", stopped early after {evaluated} of {n}" if entry["early_stopped"] else ""
     lr = f"  lr {entry['lr']}" if entry["lr"] is not None else ""
-    if entry.get("p_value") is not None:
-        lr += f"  p={entry['p_value']:.3g} ({entry['test']} test)"
-    if entry.get("verdict") and entry["decision"] != "forced":
+    if entry.get("p_value") is not None and entry["decision"] != "forced":
+        # The words and alpha every view gives a gain (``significance.stated``).
+        lr += f"  {entry['test']} test: {stated(entry['p_value'], gate_alpha(entry))}"
+    elif entry.get("verdict") and entry["decision"] != "forced":
         lr += f"  {entry['verdict']}"
     after = fmt_score(entry["val_after"])
     if entry["early_stopped"] and entry.get("val_after_bound") is not None:

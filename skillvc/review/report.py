@@ -154,24 +154,26 @@ def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[
     }
 
 
-# An accepted step whose one-sided p-value is above this is marked "not significant": the gate
-# accepts any strict improvement, and a reviewer should see which ones chance could explain.
-P_WARN = 0.1
+def p_text(step: Mapping[str, Any]) -> str:
+    """A step's verdict at its own gate's alpha, the words every surface uses
+    (``significance.stated``): ``p = 0.109, significant (alpha 0.2)``; "" when untested.
+    ``⚠`` marks an accepted step that is not significant (the paper's bundle gate accepts any
+    strict gain): a reviewer should see which gains chance could explain."""
+    from skillvc.review.history import gate_alpha
+    from skillvc.training.significance import significant, stated
 
-
-def p_text(p_value: float | None, decision: str | None, alpha: float = P_WARN) -> str:
-    """``p = 0.50 ⚠ not significant`` for an accepted gate above ``P_WARN``; "" when untested."""
-    if p_value is None:
+    p_value = step.get("p_value")
+    if not isinstance(p_value, (int, float)):
         return ""
-    text = f"p = {p_value:.2f}" if p_value >= 0.01 else f"p = {p_value:.1e}"
-    # ``alpha``: the gate's own, where it recorded one (attribution), else P_WARN.
-    if decision in ("accepted", "forced") and p_value > alpha + 1e-12:
-        text += " ⚠ not significant"
+    alpha = gate_alpha(step)
+    text = stated(p_value, alpha)
+    if step.get("decision") in ("accepted", "forced") and not significant(p_value, alpha):
+        text = f"⚠ {text}"
     return text
 
 
 def _p_suffix(step: dict[str, Any]) -> str:
-    text = p_text(step.get("p_value"), step["decision"], step.get("alpha") or P_WARN)
+    text = p_text(step)
     return f", {text}" if text else ""
 
 
@@ -423,7 +425,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"| {_title(s)} | {s['epoch']} | {s['lr'] if s['lr'] is not None else '–'} | "
             f"{icon.get(s['decision'], s['decision'])} | "
             f"{val_arrow(s['val_before'], s['val_after'], s)} | "
-            f"{p_text(s.get('p_value'), s['decision'], s.get('alpha') or P_WARN) or '–'} | "
+            f"{p_text(s) or '–'} | "
             f"{len(s['edits'])} | {commit} |"
         )
     if not report["steps"]:  # a table of headers alone reads as a rendering fault
@@ -518,6 +520,7 @@ class BlameLine:
     edit_gain: float | None = None
     p_value: float | None = None
     verdict: str | None = None
+    alpha: float | None = None  # the alpha ``verdict`` is judged at
 
     @property
     def human(self) -> bool:
@@ -545,6 +548,7 @@ class BlameLine:
             "edit_gain": self.edit_gain,
             "p_value": self.p_value,
             "verdict": self.verdict,
+            "alpha": self.alpha,
         }
 
 
@@ -584,8 +588,10 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
             info[sha] = (run, None, None, None, None, author)
     out = []
     for i, (sha, text) in enumerate(lines):
-        evidence = line_evidence(gates[sha], text) if sha in gates else (None, None, None, None)
-        edit, gain, p_value, words = evidence
+        evidence = (
+            line_evidence(gates[sha], text) if sha in gates else (None, None, None, None, None)
+        )
+        edit, gain, p_value, words, alpha = evidence
         run, step, kind, before, after, author = info[sha]
         out.append(
             BlameLine(
@@ -602,6 +608,7 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
                 edit_gain=gain,
                 p_value=p_value,
                 verdict=words,
+                alpha=alpha,
             )
         )
     return out
@@ -609,9 +616,10 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
 
 def line_evidence(
     payload: Mapping[str, Any], text: str
-) -> tuple[str | None, float | None, float | None, str | None]:
-    """(edit id, its gain, its p-value, the verdict) for the line ``text`` a gate's commit
-    wrote: the edit whose content holds the line, and that edit's own test."""
+) -> tuple[str | None, float | None, float | None, str | None, float]:
+    """(edit id, its gain, its p-value, the verdict, the alpha it is judged at) for the line
+    ``text`` a gate's commit wrote: the edit whose content holds the line, and that edit's own
+    test (at attribution's alpha)."""
     from skillvc.review.history import gate_alpha, verdict
 
     line = " ".join(text.split())
@@ -633,6 +641,7 @@ def line_evidence(
             gate_gain,
             payload.get("p_value"),
             verdict(payload.get("p_value"), gate_alpha(payload)),
+            gate_alpha(payload),
         )
     tests = {t["edit"]: t for t in (payload.get("attribution") or {}).get("tests", [])}
     test = tests.get(edit.get("id"))
@@ -645,7 +654,10 @@ def line_evidence(
         p_value, gain = payload.get("p_value"), gate_gain
     else:
         p_value, gain = test.get("p_value"), test.get("gain")
-    return edit.get("id"), gain, p_value, verdict(p_value, alpha)
+        credit = payload.get("attribution") or {}
+        if "alpha" in credit:  # the tests' own alpha (with rounds: less than the gate's)
+            alpha = gate_alpha(credit)
+    return edit.get("id"), gain, p_value, verdict(p_value, alpha), alpha
 
 
 __all__ = ["BlameLine", "LogEntry", "blame", "known_scores", "render_markdown", "run_report"]

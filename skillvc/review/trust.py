@@ -189,6 +189,24 @@ class CheckResult:
         if c is None:
             return None
         up, down = len(c.up), len(c.down)
+        alpha = sig.shown_alpha(self.alpha)
+        if c.a.skill == c.b.skill or not (up or down):
+            # Nothing to test: "better with p = 1" would claim a direction no item took.
+            same = c.a.skill == c.b.skill
+            return {
+                "direction": "unchanged",
+                "p_value": None,
+                "test": "sign",
+                "alpha": alpha,
+                "verdict": sig.UNTESTED,
+                "smallest_detectable_gain": sig.smallest_detectable_gain(c.n, self.alpha),
+                "warning": None,
+                "reason": (
+                    f"the skill at {self.head_label} is the same as at {self.base}"
+                    if same
+                    else f"no item's outcome differs between {self.base} and {self.head_label}"
+                ),
+            }
         better = up >= down
         p = sig.sign_test_p(up, down) if better else sig.sign_test_p(down, up)
         detectable = sig.smallest_detectable_gain(c.n, self.alpha)
@@ -209,10 +227,11 @@ class CheckResult:
             "direction": "better" if better else "worse",
             "p_value": p,
             "test": "sign",
-            "alpha": self.alpha,
+            "alpha": alpha,
             "verdict": sig.verdict(p, self.alpha),
             "smallest_detectable_gain": detectable,
             "warning": warning,
+            "reason": None,
         }
 
     @property

@@ -130,8 +130,8 @@ class Honesty:
         return f"p={p}; {self.verdict}; alpha={self.alpha:.3g}"
 
     def summary(self) -> str:
-        """For a progress line: ``p = 0.031, significant; dropped 2 of 4 edits``."""
-        said = significance.describe(self.p_value, self.alpha)
+        """For a progress line: ``p = 0.031, significant (alpha 0.2); dropped 2 of 4 edits``."""
+        said = significance.stated(self.p_value, self.alpha)
         dropped = sum(1 for _, outcome, *_ in self.edits if outcome in ("neutral", "harmful"))
         if dropped:
             said += f"; dropped {dropped} of {self.bundle} edits"

@@ -113,6 +113,22 @@ def describe(p_value: float | None, alpha: float) -> str:
     return f"p = {p_value:.3g}, {verdict(p_value, alpha)}"
 
 
+def shown_alpha(alpha: float) -> float:
+    """``alpha`` as views show and ``--json`` gives it: 1 - 0.8 is 0.19999999999999996 in
+    floats, which no one set; rounding to 10 places gives back the 0.2 they did."""
+    return round(float(alpha), 10)
+
+
+def stated(p_value: float | None, alpha: float) -> str:
+    """``p = 0.109, significant (alpha 0.2)``: a gain's verdict with the alpha it was judged at,
+    as every review surface states it (``train``'s summary, ``log``, ``show``, ``blame``,
+    ``report`` in Markdown and HTML, ``check``); ``--json`` gives the same as ``verdict`` and
+    ``alpha`` keys. ``not tested`` when there is no p-value."""
+    if p_value is None:
+        return UNTESTED
+    return f"{describe(p_value, alpha)} (alpha {shown_alpha(alpha):.3g})"
+
+
 INTERIM_SHARE = 0.2  # of alpha, spent on the looks before the last (Bonferroni)
 
 

@@ -65,6 +65,9 @@ def command(
     if as_json:
         echo_json([line.to_dict() for line in lines])
         return
+    from skillvc.training.significance import stated
+
+    rows = []
     for line in lines:
         d = line.to_dict()
         if line.human:
@@ -73,13 +76,18 @@ def command(
             who = f"{line.run} slow update"
         else:
             gain = "" if d["edit_gain"] is None else f" {d['edit_gain']:+.3f}"
-            sure = "" if d["p_value"] is None else f" p={d['p_value']:.2g} {d['verdict']}"
+            # The verdict in the words and with the alpha every view uses.
+            sure = "" if d["p_value"] is None else f" {stated(d['p_value'], d['alpha'])}"
             who = f"{line.run} step {line.step}{gain}{sure}"
-        click.echo(f"{line.commit[:8]} {who:<{WIDTH}.{WIDTH}} {line.number:>4}| {line.text}")
+        rows.append((line, who))
+    width = min(WIDTH, max((len(who) for _, who in rows), default=0))
+    for line, who in rows:
+        click.echo(f"{line.commit[:8]} {who:<{width}.{width}} {line.number:>4}| {line.text}")
 
 
-# Wide enough for "run-xxxxxxxx step 12 +0.133 p=0.11 within noise".
-WIDTH = 50
+# The widest annotation shown whole: "run-xxxxxxxx step 12 +0.133 p = 0.109, within noise
+# (alpha 0.0675)"; a column as wide as the widest annotation of the file, up to this.
+WIDTH = 66
 
 
 def _package_dir(ws: Workspace) -> str | None:

@@ -197,12 +197,15 @@ def result_lines(result: CheckResult) -> list[str]:
     from skillvc.cli.commands.eval import comparison_lines
 
     lines = [] if result.comparison is None else comparison_lines(result.comparison)
+    from skillvc.training.significance import stated
+
     said = result.significance()
-    if said is not None:
+    if said is not None and said["direction"] == "unchanged":
+        lines.append(f"significance: no change to compare ({said['reason']})")
+    elif said is not None:
         lines.append(
-            f"significance: {result.head_label} is {said['direction']} with p = "
-            f"{said['p_value']:.3g} (exact sign test on the flipped items), {said['verdict']} "
-            f"at alpha {said['alpha']:.2g}"
+            f"significance: {result.head_label} is {said['direction']} (exact sign test on the "
+            f"flipped items): {stated(said['p_value'], said['alpha'])}"
         )
         if said["warning"]:
             lines.append(f"warning: {said['warning']}")
