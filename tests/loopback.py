@@ -1,10 +1,17 @@
 """A scriptable fake model API on 127.0.0.1, for driving the real SDKs over real HTTP.
 
-It speaks three routes:
+It speaks four routes:
 
 - ``POST /v1/chat/completions`` (OpenAI Chat Completions, with ``usage``);
 - ``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` (Azure OpenAI);
-- ``POST /v1/messages`` (Anthropic Messages, content blocks and input/output token usage).
+- ``POST /v1/messages`` (Anthropic Messages, content blocks and input/output token usage);
+- ``POST /v1/responses`` (the OpenAI Responses API: ``output`` items and input/output usage).
+
+An answer may call tools (``Behaviour(tool_calls=[{"id", "name", "arguments"}])``, arguments
+as JSON text): each route answers in its own format (``tool_calls`` and finish reason
+``tool_calls``; ``tool_use`` blocks, whose ``input`` is the parsed arguments, and stop reason
+``tool_use``; ``function_call`` items). ``neutral_messages(body)`` reads any route's request
+back into the provider-neutral conversation of ``skillvc.models.tools.spec``.
 
 Every request is recorded (method, path, query, headers, JSON body) in ``server.requests``.
 Scripted behaviours are consumed first-in first-out, one per request, whatever the route:
@@ -32,7 +39,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, TypeVar
@@ -66,8 +73,11 @@ class Behaviour:
     completion_tokens: int = 7
     cached_tokens: int = 0  # usage.prompt_tokens_details.cached_tokens / cache_read_input_tokens
     cache_write_tokens: int = 0  # Anthropic's cache_creation_input_tokens
-    finish_reason: str | None = None  # None: the route's normal "stop" value
+    finish_reason: str | None = None  # None: the route's normal "stop" (or tool-call) value
     message: str = "scripted error"
+    # The answer's tool calls, {"id", "name", "arguments" (JSON text)} each; with calls and
+    # no text, the answer is the calls alone (the responder is not asked for text).
+    tool_calls: Sequence[Mapping[str, str]] = ()
 
 
 Responder = Callable[[dict[str, Any]], str | Behaviour]
@@ -179,6 +189,17 @@ class LoopbackServer(HttpFake):
 
 
 def _openai_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if b.tool_calls:
+        message["content"] = text or None  # as OpenAI answers a turn of calls alone
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in b.tool_calls
+        ]
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion",
@@ -187,8 +208,8 @@ def _openai_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": b.finish_reason or "stop",
+                "message": message,
+                "finish_reason": b.finish_reason or ("tool_calls" if b.tool_calls else "stop"),
             }
         ],
         "usage": {
@@ -206,18 +227,78 @@ def _anthropic_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, A
         "type": "message",
         "role": "assistant",
         "model": req.get("model", "unknown"),
-        # Two text blocks, so tests see that the backend joins every text block.
-        "content": [
-            {"type": "text", "text": text[: len(text) // 2]},
-            {"type": "text", "text": text[len(text) // 2 :]},
+        # Two text blocks, so tests see that the backend joins every text block; then a
+        # tool_use block per call (a turn of calls alone has no text blocks).
+        "content": (
+            [
+                {"type": "text", "text": text[: len(text) // 2]},
+                {"type": "text", "text": text[len(text) // 2 :]},
+            ]
+            if text or not b.tool_calls
+            else []
+        )
+        + [
+            {
+                "type": "tool_use",
+                "id": c["id"],
+                "name": c["name"],
+                "input": json.loads(c["arguments"]),
+            }
+            for c in b.tool_calls
         ],
-        "stop_reason": b.finish_reason or "end_turn",
+        "stop_reason": b.finish_reason or ("tool_use" if b.tool_calls else "end_turn"),
         "stop_sequence": None,
         "usage": {
             "input_tokens": b.prompt_tokens,
             "output_tokens": b.completion_tokens,
             "cache_creation_input_tokens": b.cache_write_tokens,
             "cache_read_input_tokens": b.cached_tokens,
+        },
+    }
+
+
+def _responses_body(req: dict[str, Any], text: str, b: Behaviour) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if text or not b.tool_calls:
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_loopback",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for i, c in enumerate(b.tool_calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_loopback_{i}",
+                "call_id": c["id"],
+                "name": c["name"],
+                "arguments": c["arguments"],
+                "status": "completed",
+            }
+        )
+    # The Responses API has no finish reason: a cut answer is "incomplete", with the reason.
+    cut = b.finish_reason == "length"
+    return {
+        "id": "resp_loopback",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": req.get("model", "unknown"),
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": req.get("tools") or [],
+        "usage": {
+            "input_tokens": b.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": b.cached_tokens},
+            "output_tokens": b.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": b.prompt_tokens + b.completion_tokens,
         },
     }
 
@@ -262,9 +343,13 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             server._record(Recorded("POST", parts.path, query, headers, raw, body))
 
-            openai_route = parts.path.endswith("/chat/completions")
-            anthropic_route = parts.path == "/v1/messages"
-            if not (openai_route or anthropic_route):
+            if parts.path.endswith("/chat/completions"):
+                shape = _openai_body
+            elif parts.path == "/v1/messages":
+                shape = _anthropic_body
+            elif parts.path == "/v1/responses":
+                shape = _responses_body
+            else:
                 self._send(404, {"error": {"message": f"no route {parts.path}"}})
                 return
 
@@ -288,13 +373,16 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
             try:
-                self._answer(req, headers, anthropic_route)
+                self._answer(req, headers, shape)
             finally:
                 with server._lock:
                     server.in_flight -= 1
 
         def _answer(
-            self, req: dict[str, Any], headers: dict[str, str], anthropic_route: bool
+            self,
+            req: dict[str, Any],
+            headers: dict[str, str],
+            shape: Callable[[dict[str, Any], str, Behaviour], dict[str, Any]],
         ) -> None:
             b = server._next()
             if b is None:
@@ -313,13 +401,15 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 key = headers.get("x-api-key") or headers.get("api-key") or ""
                 key = key or headers.get("authorization", "").removeprefix("Bearer ")
                 message = b.message.replace("{key}", key)
-                self._send(b.status, _error_body(anthropic_route, b.status, message), b.headers)
+                anthropic = shape is _anthropic_body
+                self._send(b.status, _error_body(anthropic, b.status, message), b.headers)
                 return
             text = b.text
+            if text is None and b.tool_calls:
+                text = ""  # the calls alone
             if text is None:  # a scripted answer without text: the responder writes it
                 decided = server.responder(req)
                 text = decided if isinstance(decided, str) else (decided.text or "")
-            shape = _anthropic_body if anthropic_route else _openai_body
             self._send(200, shape(req, text, b), b.headers)
 
         def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -341,17 +431,133 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
 
 
 def chat_messages(body: dict[str, Any]) -> list[dict[str, str]]:
-    """The chat messages of an OpenAI or Anthropic request body (Anthropic's ``system`` first)."""
+    """The chat messages of an OpenAI, Anthropic or Responses request body (a system prompt
+    first), each as ``{"role", "content"}`` with its text: content blocks joined, images left
+    out, a tool result as a ``tool`` message, a turn of tool calls alone as ``""``."""
 
     def text(content: Any) -> str:
-        if isinstance(content, list):  # content blocks
-            return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+        if isinstance(content, list):  # parts
+            return "".join(p.get("text", "") for p in content if p.get("type") == "text")
         return str(content or "")
 
-    messages = [{"role": "system", "content": text(body["system"])}] if body.get("system") else []
-    for m in body.get("messages") or []:
-        messages.append({"role": m.get("role", "user"), "content": text(m.get("content"))})
+    return [{"role": m["role"], "content": text(m.get("content"))} for m in neutral_messages(body)]
+
+
+def neutral_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request body of any route as the provider-neutral conversation of
+    ``skillvc.models.tools.spec`` (what a backend was asked to send): a content of text blocks
+    only is their text joined; a tool result's ``name`` is its call's; OpenAI's formats carry no
+    ``is_error``, so theirs read False."""
+    if "input" in body:
+        messages = _from_responses(body)
+    else:
+        system = body.get("system")  # Anthropic's: a string or text blocks
+        messages = [{"role": "system", "content": _joined(_parts(system))}] if system else []
+        for m in body.get("messages") or []:
+            messages.extend(_from_message(m))
+    names = {c["id"]: c["name"] for m in messages for c in m.get("tool_calls") or ()}
+    for m in messages:
+        if m["role"] == "tool":
+            m["name"] = names.get(m["tool_call_id"], "")
     return messages
+
+
+def _image(url: str) -> dict[str, Any]:
+    media_type, _, data = url.removeprefix("data:").partition(";base64,")
+    return {"type": "image", "media_type": media_type, "data": data}
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    """Content as neutral parts (text and images) of any of the three formats."""
+    if not isinstance(content, list):
+        return [{"type": "text", "text": str(content or "")}]
+    parts: list[dict[str, Any]] = []
+    for p in content:
+        kind = p.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            parts.append({"type": "text", "text": p.get("text", "")})
+        elif kind == "image_url":
+            parts.append(_image(p["image_url"]["url"]))
+        elif kind == "input_image":
+            parts.append(_image(p["image_url"]))
+        elif kind == "image":
+            source = p["source"]
+            parts.append(
+                {"type": "image", "media_type": source["media_type"], "data": source["data"]}
+            )
+    return parts
+
+
+def _joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Text parts alone as one string (a cache point's split undone); with images, the parts."""
+    if all(p["type"] == "text" for p in parts):
+        return "".join(p["text"] for p in parts)
+    return parts
+
+
+def _from_message(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """One Chat Completions or Anthropic message; an Anthropic one of tool results is a
+    ``tool`` message per result."""
+    role, content = m.get("role", "user"), m.get("content")
+    if role == "tool":
+        return [_tool(m["tool_call_id"], content, False)]
+    blocks = content if isinstance(content, list) else []
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    out = [_tool(b["tool_use_id"], b.get("content"), bool(b.get("is_error"))) for b in results]
+    calls = [
+        {"id": b["id"], "name": b["name"], "arguments": json.dumps(b.get("input"))}
+        for b in blocks
+        if b.get("type") == "tool_use"
+    ] + [
+        {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+        for c in m.get("tool_calls") or ()
+    ]
+    rest = [b for b in blocks if b.get("type") not in ("tool_use", "tool_result")]
+    if calls or rest or not results:
+        message: dict[str, Any] = {
+            "role": role,
+            "content": _joined(_parts(rest if isinstance(content, list) else content)),
+        }
+        if calls:
+            message["tool_calls"] = calls
+        out.append(message)
+    return out
+
+
+def _from_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    items = body["input"]
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "function_call_output":
+            messages.append(_tool(item["call_id"], item.get("output"), False))
+        elif kind == "function_call":
+            call = {"id": item["call_id"], "name": item["name"], "arguments": item["arguments"]}
+            last = messages[-1] if messages else None
+            if last is None or last["role"] != "assistant":
+                last = {"role": "assistant", "content": ""}
+                messages.append(last)
+            last.setdefault("tool_calls", []).append(call)
+        else:
+            messages.append(
+                {"role": item.get("role", "user"), "content": _joined(_parts(item.get("content")))}
+            )
+    return messages
+
+
+def _tool(call_id: str, content: Any, is_error: bool) -> dict[str, Any]:
+    text = content if isinstance(content, str) else _joined(_parts(content))
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "name": "",
+        "content": text,
+        "is_error": is_error,
+    }
 
 
 def is_optimizer_prompt(messages: list[dict[str, str]]) -> bool:

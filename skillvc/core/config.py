@@ -104,6 +104,9 @@ class ModelConfig:
     azure_endpoint: str | None = None
     api_version: str | None = None
     deployment: str | None = None
+    # chat | responses: the OpenAI API an openai: model is called through (Chat Completions,
+    # or the Responses API); recorded in snapshots and cache keys only when not "chat".
+    api: str = "chat"
     timeout_s: float = 120.0
     max_retries: int = 5
     requests_per_minute: float | None = None
@@ -323,6 +326,7 @@ class Config:
                 snapshot[role].pop(key, None)
             for key in _ATTACHED:  # recorded as [tools] and [tasks] environment
                 snapshot[role].pop(key, None)
+            _drop_defaults(snapshot[role])
         # Recorded only when set, so the run ids of runs without them stay as they were.
         if self.tools.enabled:
             snapshot["tools"] = dataclasses.asdict(self.tools)
@@ -333,8 +337,22 @@ class Config:
             for key in ("gate_targets", "gate_targets_alpha"):
                 snapshot["train"].pop(key, None)
         else:
-            snapshot["targets"] = {n: dataclasses.asdict(m) for n, m in self.targets.items()}
+            snapshot["targets"] = {
+                n: _drop_defaults(dataclasses.asdict(m)) for n, m in self.targets.items()
+            }
         return snapshot
+
+
+# ModelConfig keys added after runs were recorded, left out of a snapshot at their default so
+# the run ids and "already trained" checks of runs without them stay as they were.
+_NEW_MODEL_DEFAULTS = {"api": "chat"}
+
+
+def _drop_defaults(model: dict[str, Any]) -> dict[str, Any]:
+    for key, default in _NEW_MODEL_DEFAULTS.items():
+        if model.get(key) == default:
+            model.pop(key)
+    return model
 
 
 _SECTIONS = {
@@ -613,6 +631,7 @@ def validate(config: Config) -> None:
                 raise ConfigError(f"[{role}] {name} must be a list of strings.")
         if m.mode not in ("sync", "batch"):
             raise ConfigError(f"[{role}] mode '{m.mode}' is not one of sync, batch.")
+        _validate_api(f"[{role}]", m)
         batchable = m.model.split(":", 1)[0] in ("openai", "anthropic")
         if m.mode == "batch" and (m.harness == "command" or m.azure or not batchable):
             raise ConfigError(
@@ -621,6 +640,20 @@ def validate(config: Config) -> None:
                 hint='Set mode = "sync" for this model.',
             )
     validate_matrix(config)
+
+
+def _validate_api(where: str, m: ModelConfig) -> None:
+    """``api`` names an OpenAI API, and "responses" only where skillvc can send it."""
+    if m.api not in ("chat", "responses"):
+        raise ConfigError(f"{where} api '{m.api}' is not one of chat, responses.")
+    if m.api == "chat":
+        return
+    if not m.model.startswith("openai:") or m.harness != "chat" or m.azure or m.mode != "sync":
+        raise ConfigError(
+            f'{where} api = "responses" needs an openai: model with the chat harness, not '
+            f"Azure and not mode = \"batch\"; this one is '{m.model}'.",
+            hint=f'Remove api = "responses" from {where}, or leave it "chat".',
+        )
 
 
 # Allowed ranges of every number in skillvc.toml, checked when the file loads and after each
@@ -836,6 +869,7 @@ def validate_matrix(config: Config) -> None:
                 f'{where} mode = "{m.mode}": the matrix scores its models with mode = "sync" only.',
                 hint=f'Set mode = "sync" in {where}.',
             )
+        _validate_api(where, m)
         _validate_env(f"targets.{name}", m)
         for key, (low, high, low_open, high_open) in _MODEL_RANGES.items():
             value = getattr(m, key)

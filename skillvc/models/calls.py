@@ -85,6 +85,10 @@ def model_params(config: ModelConfig) -> dict[str, Any]:
         value = getattr(config, name)
         if value is not None:
             params[name] = value
+    if config.api != "chat":
+        # The Responses API is another route to the model, with other parameters (no seed);
+        # "chat" is left out so the keys of calls made before the choice existed still hit.
+        params["api"] = config.api
     if config.harness == "command":
         # A different agent command is a different model, whatever the model label says.
         params["harness"] = {

@@ -13,6 +13,16 @@ Configuration rules:
   ``output_config.effort``; ``seed`` has no Anthropic equivalent and is not sent (it still
   separates cache entries).
 - The answer is every text block of the reply, concatenated.
+- Tools (``CallRequest.tools``) are sent as ``tools`` (``input_schema`` = the parameter
+  schema) and the neutral tool conversation of ``skillvc.models.tools.spec`` as content
+  blocks: an assistant turn's text (when it has any) and a ``tool_use`` block per call, whose
+  ``input`` is the call's arguments parsed; arguments that are not a JSON object (a call read
+  leniently from another model's text, say) are sent as ``{}``, since Anthropic takes only an
+  object there and the tool loop has already answered such a call with an error result.
+  Consecutive tool results become one user message of ``tool_result`` blocks (``is_error``
+  as given), and image parts ``image`` blocks of base64 source. The reply's ``tool_use``
+  blocks are ``meta["tool_calls"]`` (arguments = ``json.dumps(input)``, keys as sent) whenever
+  tools were offered. A request without tools or parts goes out as before tools existed.
 - Prompt caching: a system prompt (the skill, the stable prefix of every rollout) long enough
   to be cached (``MIN_CACHEABLE_TOKENS`` for the model's family, estimated at 4 characters a
   token) is sent as one text block marked ``cache_control: ephemeral`` (5 minutes); a shorter
@@ -32,9 +42,11 @@ lock (SDK clients are thread-safe).
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import anthropic
@@ -120,16 +132,15 @@ class AnthropicBackend:
         args: dict[str, Any] = {
             "model": self.name,
             "max_tokens": p.get("max_tokens") or DEFAULT_MAX_TOKENS,
-            "messages": [
-                {"role": m["role"], "content": m["content"]}
-                for m in request.messages
-                if m["role"] != "system"
-            ],
+            "messages": anthropic_messages(m for m in request.messages if m["role"] != "system"),
         }
+        if request.tools:
+            args["tools"] = anthropic_tools(request.tools)
         system = request.system
         minimum = CHARS_PER_TOKEN * min_cacheable_tokens(self.name)
         last = args["messages"][-1] if args["messages"] else None
-        cut = cache_point(last["content"]) if last and last["role"] == "user" else None
+        plain = last is not None and last["role"] == "user" and isinstance(last["content"], str)
+        cut = cache_point(last["content"]) if last is not None and plain else None
         if last is not None and cut is not None and len(system) + cut >= minimum:
             # An optimizer prompt's shared part (rules, skill, rejected edits, ...; the same in
             # every minibatch of a step) is a cache point of its own, before the cases.
@@ -160,6 +171,15 @@ class AnthropicBackend:
         if not isinstance(content, list):
             raise TransientError(f"{self.model} answered without message content.")
         text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
+        calls = [
+            {
+                "id": getattr(block, "id", "") or "",
+                "name": getattr(block, "name", "") or "",
+                "arguments": json.dumps(getattr(block, "input", None) or {}),
+            }
+            for block in content
+            if getattr(block, "type", None) == "tool_use"
+        ]
         usage = getattr(response, "usage", None)
         prompt_tokens, cached, written = cache_usage(usage)
         return CallResult(
@@ -167,7 +187,69 @@ class AnthropicBackend:
             prompt_tokens=prompt_tokens,
             completion_tokens=(getattr(usage, "output_tokens", 0) or 0),
             latency_ms=latency_ms,
-            meta={"finish_reason": getattr(response, "stop_reason", None)},
+            meta={"finish_reason": getattr(response, "stop_reason", None)}
+            | ({"tool_calls": calls} if request.tools or calls else {}),
             cached_tokens=cached,
             cache_write_tokens=written,
         )
+
+
+# -- the wire format: the neutral conversation (skillvc.models.tools.spec) as content blocks
+
+
+def anthropic_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages API messages (system messages already taken out); a plain message is
+    ``{"role", "content"}`` as it always was."""
+    out: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None  # the blocks of the tool results being joined
+    for m in messages:
+        role, content = m["role"], m.get("content")
+        if role == "tool":
+            if results is None:  # the first result of a turn opens its user message
+                results = []
+                out.append({"role": "user", "content": results})
+            results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": m["tool_call_id"],
+                    "content": content,
+                    "is_error": bool(m.get("is_error", False)),
+                }
+            )
+            continue
+        results = None
+        if role == "assistant" and m.get("tool_calls"):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+            blocks += [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": tool_input(c)}
+                for c in m["tool_calls"]
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        elif isinstance(content, list):
+            out.append({"role": role, "content": [_part(p) for p in content]})
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+def tool_input(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the object ``tool_use`` takes (``{}`` when they are not one)."""
+    try:
+        value = json.loads(call.get("arguments") or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "image":
+        source = {"type": "base64", "media_type": part["media_type"], "data": part["data"]}
+        return {"type": "image", "source": source}
+    return {"type": "text", "text": part.get("text", "")}
+
+
+def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+        for t in tools
+    ]

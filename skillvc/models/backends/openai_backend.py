@@ -19,6 +19,19 @@ Configuration rules (documented for users in ``skillvc doctor``'s hints):
   CPU-sized timeout (``LOCAL_TIMEOUT_S``) unless ``timeout_s`` was changed from its default,
   its answers are marked ``local`` (free unless ``[prices]`` prices the model), and a request's
   ``response_format`` (a JSON Schema) is passed on.
+- API: Chat Completions (``POST /chat/completions``) unless ``api = "responses"``, which
+  sends the same conversation to the Responses API (``POST /responses``: ``input`` items,
+  ``max_output_tokens``, ``reasoning.effort``, ``text.format``; ``seed`` has no equivalent there
+  and is not sent; ``store`` is false, as skillvc sends the whole conversation every time).
+  Not for Azure (refused when the config loads).
+- Tools (``CallRequest.tools``) and the neutral tool conversation of
+  ``skillvc.models.tools.spec`` go out in each API's function-calling format: Chat
+  Completions' ``tools``/``tool_calls``/``role: tool`` messages, the Responses API's
+  ``function_call``/``function_call_output`` items (``strict: false``, so a schema need not
+  list every property as required). OpenAI has no error flag for a tool result: its
+  ``is_error`` is left to the result's text. Image parts become data-URL image parts. The
+  answer's calls are ``meta["tool_calls"]`` (with the API's ``finish_reason``) whenever tools
+  were offered; a request without tools or parts goes out exactly as before tools existed.
 
 Invariants: the SDK's own retries are off (``max_retries=0``), so ``skillvc.models.calls`` owns the
 retry policy; every failure leaves as ``TransientError``, ``AuthenticationFailed`` or
@@ -28,14 +41,17 @@ lazily under a lock (SDK clients are thread-safe).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
@@ -170,10 +186,54 @@ class OpenAIBackend:
                 out[name] = p[name]
         return out
 
+    def _responses_params(self, request: CallRequest) -> dict[str, Any]:
+        """``_params`` under the Responses API's names (``seed`` has no equivalent there)."""
+        p = request.params
+        out: dict[str, Any] = {}
+        reasoning = is_reasoning_model(self.name)
+        if p.get("temperature") is not None and not reasoning:
+            out["temperature"] = p["temperature"]
+        if p.get("max_tokens") is not None:
+            out["max_output_tokens"] = p["max_tokens"]
+        if p.get("reasoning_effort") is not None:
+            out["reasoning"] = {"effort": p["reasoning_effort"]}
+        if p.get("response_format") is not None:
+            out["text"] = {"format": text_format(p["response_format"])}
+        return out
+
+    def chat_body(self, request: CallRequest) -> dict[str, Any]:
+        """The Chat Completions body of ``request``."""
+        body: dict[str, Any] = {
+            "model": self.deployment if self.azure else self.name,
+            "messages": chat_messages(request.messages),
+            **self._params(request),
+        }
+        if request.tools:
+            body["tools"] = chat_tools(request.tools)
+        return body
+
+    def responses_body(self, request: CallRequest) -> dict[str, Any]:
+        """The Responses API body of ``request``."""
+        body: dict[str, Any] = {
+            "model": self.name,
+            "input": responses_input(request.messages),
+            "store": False,
+            **self._responses_params(request),
+        }
+        if request.tools:
+            body["tools"] = responses_tools(request.tools)
+        return body
+
     def complete(self, request: CallRequest) -> CallResult:
+        responses = self.config.api == "responses"
+        if responses and self.azure:
+            raise ConfigError(
+                f'{self.model} has azure = true and api = "responses"; skillvc sends Azure '
+                "requests through Chat Completions only.",
+                hint='Remove api = "responses" for this model.',
+            )
         server = self.server_info()
         client = self._get_client()
-        messages: Any = [{"role": m["role"], "content": m["content"]} for m in request.messages]
         start = time.perf_counter()
         with translated_sdk_errors(
             openai,
@@ -187,16 +247,19 @@ class OpenAIBackend:
             # walks every message through its TypedDict transform, 30 % of a call's CPU (1.6 of
             # 5.5 ms on a 2-core machine), which a wave of 16 calls pays one after another.
             # Our body is plain JSON already; the answer is parsed into the same type.
-            response = client.post(
-                "/chat/completions",
-                cast_to=ChatCompletion,
-                body={
-                    "model": self.deployment if self.azure else self.name,
-                    "messages": messages,
-                    **self._params(request),
-                },
-            )
+            response: Any
+            if responses:
+                response = client.post(
+                    "/responses", cast_to=Response, body=self.responses_body(request)
+                )
+            else:
+                response = client.post(
+                    "/chat/completions", cast_to=ChatCompletion, body=self.chat_body(request)
+                )
         latency_ms = (time.perf_counter() - start) * 1000.0
+        local = {"local": True, "server": server.server} if server is not None else {}
+        if responses:
+            return self._responses_result(request, response, latency_ms, local)
         choices = getattr(response, "choices", None)
         if not choices:
             # A gateway that answers 200 with no choices is having a bad moment, not a verdict.
@@ -206,12 +269,196 @@ class OpenAIBackend:
         usage = getattr(response, "usage", None)
         # OpenAI caches prompts of 1024+ tokens by itself; prompt_tokens includes the cached.
         details = getattr(usage, "prompt_tokens_details", None)
+        calls = chat_tool_calls(message)
         return CallResult(
             text=getattr(message, "content", None) or "",
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
             latency_ms=latency_ms,
             meta={"finish_reason": getattr(choice, "finish_reason", None)}
-            | ({"local": True, "server": server.server} if server is not None else {}),
+            | ({"tool_calls": calls} if request.tools or calls else {})
+            | local,
             cached_tokens=(getattr(details, "cached_tokens", 0) or 0),
         )
+
+    def _responses_result(
+        self, request: CallRequest, response: Any, latency_ms: float, local: dict[str, Any]
+    ) -> CallResult:
+        output = getattr(response, "output", None)
+        if not isinstance(output, list):
+            raise TransientError(f"{self.model} answered without any output.")
+        texts: list[str] = []
+        calls: list[dict[str, str]] = []
+        for item in output:
+            kind = getattr(item, "type", None)
+            if kind == "message":
+                for part in getattr(item, "content", None) or ():
+                    if getattr(part, "type", None) == "output_text":
+                        texts.append(getattr(part, "text", "") or "")
+            elif kind == "function_call":
+                calls.append(
+                    {
+                        "id": getattr(item, "call_id", None) or f"call_{len(calls)}",
+                        "name": getattr(item, "name", "") or "",
+                        "arguments": arguments_text(getattr(item, "arguments", None)),
+                    }
+                )
+        usage = getattr(response, "usage", None)
+        details = getattr(usage, "input_tokens_details", None)
+        return CallResult(
+            text="".join(texts),
+            prompt_tokens=(getattr(usage, "input_tokens", 0) or 0),
+            completion_tokens=(getattr(usage, "output_tokens", 0) or 0),
+            latency_ms=latency_ms,
+            meta={"finish_reason": responses_finish_reason(response, calls)}
+            | ({"tool_calls": calls} if request.tools or calls else {})
+            | local,
+            cached_tokens=(getattr(details, "cached_tokens", 0) or 0),
+        )
+
+
+# -- the wire formats: the neutral conversation (skillvc.models.tools.spec) in each API's shape
+
+
+def data_url(part: Mapping[str, Any]) -> str:
+    """An image part as a data URL."""
+    return f"data:{part['media_type']};base64,{part['data']}"
+
+
+def chat_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat Completions messages; a plain message is ``{"role", "content"}`` as it always was."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role, content = m["role"], m.get("content")
+        if role == "tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": content})
+        elif role == "assistant" and m.get("tool_calls"):
+            calls = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in m["tool_calls"]
+            ]
+            # Chat Completions wants null, not "", beside tool calls without text.
+            out.append({"role": "assistant", "content": content or None, "tool_calls": calls})
+        elif isinstance(content, list):
+            out.append({"role": role, "content": [_chat_part(p) for p in content]})
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+def _chat_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "image":
+        return {"type": "image_url", "image_url": {"url": data_url(part)}}
+    return {"type": "text", "text": part.get("text", "")}
+
+
+def chat_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["parameters"],
+            },
+        }
+        for t in tools
+    ]
+
+
+def chat_tool_calls(message: Any) -> list[dict[str, str]]:
+    """The function calls of a Chat Completions message, as ``{"id", "name", "arguments"}``.
+
+    Lenient with OpenAI-compatible servers: a missing id becomes ``call_<n>`` (the tool loop
+    pairs results with calls by id) and arguments sent as an object become its JSON text."""
+    calls: list[dict[str, str]] = []
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        if function is None:  # a custom (non-function) tool call: never offered by skillvc
+            continue
+        calls.append(
+            {
+                "id": getattr(call, "id", None) or f"call_{len(calls)}",
+                "name": getattr(function, "name", "") or "",
+                "arguments": arguments_text(getattr(function, "arguments", None)),
+            }
+        )
+    return calls
+
+
+def arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def responses_input(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Responses API ``input`` items: a message each (system ones included, in order), a
+    ``function_call`` item per call of an assistant turn (after its text, if any), and a
+    ``function_call_output`` item per tool result."""
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        role, content = m["role"], m.get("content")
+        if role == "tool":
+            items.append(
+                {"type": "function_call_output", "call_id": m["tool_call_id"], "output": content}
+            )
+            continue
+        calls = (m.get("tool_calls") or ()) if role == "assistant" else ()
+        if isinstance(content, list):
+            items.append({"role": role, "content": [_responses_part(p) for p in content]})
+        elif content or not calls:
+            items.append({"role": role, "content": content or ""})
+        for c in calls:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": c["id"],
+                    "name": c["name"],
+                    "arguments": c["arguments"],
+                }
+            )
+    return items
+
+
+def _responses_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "image":
+        return {"type": "input_image", "image_url": data_url(part), "detail": "auto"}
+    return {"type": "input_text", "text": part.get("text", "")}
+
+
+def responses_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    # strict defaults to true in the Responses API, which refuses a schema with optional
+    # properties; Chat Completions' default (not strict) is what every tool source writes for.
+    return [
+        {
+            "type": "function",
+            "name": t["name"],
+            "description": t["description"],
+            "parameters": t["parameters"],
+            "strict": False,
+        }
+        for t in tools
+    ]
+
+
+def text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    """Chat Completions' ``response_format`` as the Responses API's ``text.format``."""
+    if response_format.get("type") == "json_schema":
+        return {"type": "json_schema", **dict(response_format.get("json_schema") or {})}
+    return dict(response_format)
+
+
+def responses_finish_reason(response: Any, calls: Sequence[Mapping[str, str]]) -> str:
+    """A Responses API answer's end in Chat Completions' words (``tool_calls``, ``length``,
+    ``stop``), which the callers of every backend read."""
+    if calls:
+        return "tool_calls"
+    details = getattr(response, "incomplete_details", None)
+    if getattr(details, "reason", None) == "max_output_tokens":
+        return "length"
+    return "stop"

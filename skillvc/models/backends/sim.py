@@ -31,7 +31,7 @@ from skillvc.core.errors import ConfigError, SkillDocumentError
 from skillvc.core.hashing import sha256_hex
 from skillvc.models import simpackage, simworld
 from skillvc.models.backends import sim_package
-from skillvc.models.backends.base import CallRequest, CallResult
+from skillvc.models.backends.base import CallRequest, CallResult, text_of
 from skillvc.models.backends.sim_package import load_section
 from skillvc.models.prompts import edits_in, prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
@@ -82,7 +82,7 @@ class SimBackend:
             if journal:
                 with open(journal, "a", encoding="utf-8") as fh:
                     fh.write(request.key + "\n")
-        prompt = " ".join(m["content"] for m in request.messages)
+        prompt = " ".join(text_of(m) for m in request.messages)  # tool turns, parts too
         return CallResult(
             text=text,
             prompt_tokens=max(1, len(prompt) // 4),
