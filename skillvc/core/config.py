@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillvc.core.errors import ConfigError, NotInitialised
+from skillvc.core.errors import ConfigError, NotInitialised, UnknownConfigName
+from skillvc.core.suggest import config_line, did_you_mean
 from skillvc.inputs import reader as inputs
 from skillvc.secrets import looks_secret, register_names, register_values, url_passwords
 
@@ -166,6 +167,9 @@ class TrainConfig:
     budget_usd: float | None = None
     max_failure_rate: float = 0.25
     rejected_buffer_size: int = 20
+    # Optimizer answers per reflection minibatch (sample index 0..n-1), deduplicated by
+    # normalised edit text: one stubborn answer does not decide the step (issue 46).
+    proposals: int = 1
     train_description: bool = False  # edits may replace the frontmatter description too
     # Start the next stage's rollouts with the current skill while a candidate is gated; the
     # run's record is the same either way (see training/prefetch.py).
@@ -332,6 +336,8 @@ class Config:
             snapshot["tools"] = dataclasses.asdict(self.tools)
         if snapshot["tasks"].get("environment") is None:
             snapshot["tasks"].pop("environment", None)
+        if self.train.proposals == 1:  # recorded only when set: run ids stay as they were
+            snapshot["train"].pop("proposals", None)
         if self.train.gate_targets == "none":
             # Off, the matrix gate is no part of what a run computes (run ids stay as before).
             for key in ("gate_targets", "gate_targets_alpha"):
@@ -400,9 +406,14 @@ def _build(section: str, cls: type, values: dict[str, Any]) -> Any:
     obj = cls()
     for key, value in values.items():
         if key not in fields:
-            known = ", ".join(sorted(fields))
-            raise ConfigError(
-                f"Unknown key '{key}' in [{section}] of {CONFIG_FILE} (known keys: {known})."
+            known = [k for k in fields if k not in _ATTACHED]
+            raise UnknownConfigName(
+                f"Unknown key '{key}' in [{section}] of {CONFIG_FILE}",
+                hint=did_you_mean(
+                    key, known, listed=f"Keys of [{section}]", then=f"Rename it in {CONFIG_FILE}."
+                ),
+                section=section,
+                key=key,
             )
         setattr(obj, key, _coerce(section, key, value, getattr(obj, key), fields[key].type))
     return obj
@@ -413,6 +424,13 @@ def parse_config(text: str, root: Path) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{CONFIG_FILE} is not valid TOML ({exc}).") from None
+    try:
+        return _parse(data, root)
+    except UnknownConfigName as exc:  # name the line, which only the text knows
+        raise exc.at(config_line(text, exc.section, exc.key)) from None
+
+
+def _parse(data: dict[str, Any], root: Path) -> Config:
     config = Config(root=root)
     for section, values in data.items():
         if section == "skills":
@@ -425,9 +443,13 @@ def parse_config(text: str, root: Path) -> Config:
             config.targets = _target_tables(values, data.get("target", {}))
             continue
         if section not in _SECTIONS:
-            raise ConfigError(
-                f"Unknown section [{section}] in {CONFIG_FILE} "
-                f"(known: {', '.join([*_SECTIONS, 'prices', 'targets'])})."
+            known = [*_SECTIONS, "prices", "skills", "targets"]
+            raise UnknownConfigName(
+                f"Unknown section [{section}] in {CONFIG_FILE}",
+                hint=did_you_mean(
+                    section, known, listed="Sections", then="Rename the table.", quote="[]"
+                ),
+                section=section,
             )
         if not isinstance(values, dict):
             raise ConfigError(f"'{section}' in {CONFIG_FILE} must be a table ([{section}]).")
@@ -438,6 +460,8 @@ def parse_config(text: str, root: Path) -> Config:
                 f"'{key}' is not a key of [{section}] in {CONFIG_FILE}.",
                 hint=f"Set it in {where}: it applies to the target.",
             )
+        if section == "tasks" and values.get("environment") and "scorer" not in values:
+            values = {**values, "scorer": "reward"}  # an episode is scored by its reward
         setattr(config, section, _build(section, _SECTIONS[section], values))
     attach_tools(config)
     if config.skills:
@@ -615,6 +639,7 @@ def validate(config: Config) -> None:
         raise ConfigError("[train] min_learning_rate must not exceed learning_rate.")
     if t.executor not in ("threads", "ray"):
         raise ConfigError(f"[train] executor '{t.executor}' is not one of threads, ray.")
+    _validate_acting(config)
     for role in ("target", "optimizer"):
         m: ModelConfig = getattr(config, role)
         if ":" not in m.model:
@@ -688,6 +713,7 @@ _RANGES: dict[tuple[str, str], tuple[float | None, float | None, bool, bool]] = 
     ("train", "budget_usd"): (0, None, True, False),
     ("train", "max_failure_rate"): (0, 1, False, False),
     ("train", "rejected_buffer_size"): (0, 10_000, False, False),
+    ("train", "proposals"): (1, 16, False, False),
     ("train", "ray_num_cpus"): (0, 1024, False, False),
     ("train", "ray_memory_mb"): (1, 10_000_000, False, False),
     ("train", "ray_max_retries"): (0, 100, False, False),
@@ -848,6 +874,32 @@ def _target_tables(values: Any, target: Any) -> dict[str, ModelConfig]:
             raise ConfigError(f"[targets.{name}] in {CONFIG_FILE} has no model.")
         tables[name] = _build(f"targets.{name}", ModelConfig, base | table)
     return tables
+
+
+def _validate_acting(config: Config) -> None:
+    """[tools] and [tasks] environment: where the tool loop can run, one sentence each."""
+    acting = "[tools]" if config.tools.enabled else "[tasks] environment"
+    if not (config.tools.enabled or config.tasks.environment):
+        return
+    if config.target.harness != "chat":
+        raise ConfigError(
+            f'{acting} needs harness = "chat" in [target] (it is "{config.target.harness}").',
+            hint="An agent CLI (command, claude-code, codex) brings its own tools; remove "
+            f"{acting} or use the chat harness.",
+        )
+    if config.target.mode == "batch":
+        raise ConfigError(
+            f'{acting} needs mode = "sync" in [target]: a tool-using rollout takes several '
+            "turns, and a provider batch answers one.",
+            hint='Set mode = "sync" in [target].',
+        )
+    if config.train.executor != "threads":
+        raise ConfigError(
+            f'{acting} runs with executor = "threads" only: the tools run in this process.',
+            hint='Set executor = "threads" in [train] (the default).',
+        )
+    if config.tools.max_turns < 1 or config.tools.timeout_s <= 0:
+        raise ConfigError("[tools] max_turns must be at least 1 and timeout_s above 0.")
 
 
 def validate_matrix(config: Config) -> None:

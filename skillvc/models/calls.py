@@ -425,8 +425,9 @@ class ModelClient:
         # text back, and must see exactly what the first run saw (and sent on to the optimizer).
         text = scrub(result.text, self.secrets)
         meta = scrub_json(dict(result.meta), self.secrets)
-        if isinstance(meta.get("trajectory"), str):  # an agent's trajectory: a blob, by hash
-            meta["trajectory"] = self.store.put_blob(meta["trajectory"])
+        for big in ("trajectory", "files_out"):  # an agent's steps, files it made: blobs
+            if isinstance(meta.get(big), str):
+                meta[big] = self.store.put_blob(meta[big])
         self.store.append(
             "model.call",
             {
@@ -434,7 +435,12 @@ class ModelClient:
                 "model": req.model,
                 "params": dict(req.params),
                 "sample": req.sample,
-                "prompt": self.store.put_blob(canonical_json([dict(m) for m in req.messages])),
+                "prompt": self.store.put_blob(canonical_json(self._stored(req.messages))),
+                **(
+                    {"tools": self.store.put_blob(canonical_json([dict(t) for t in req.tools]))}
+                    if req.tools
+                    else {}
+                ),
                 # A skill package's installed files, only when the call had some: each text file's
                 # text, each carried file's hash and size (its bytes stay in the repository).
                 **(
@@ -474,6 +480,23 @@ class ModelClient:
             cost_usd=cost,
             meta=meta,
         )
+
+    def _stored(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Messages as the prompt blob keeps them: an image's data is a blob of its own, named
+        by its hash, so a run's thousands of prompts with the same image hold it once."""
+        out = []
+        for m in messages:
+            m = dict(m)
+            if isinstance(m.get("content"), list):
+                m["content"] = [
+                    {k: v for k, v in p.items() if k != "data"}
+                    | {"data_blob": self.store.put_blob(p["data"])}
+                    if p.get("type") == "image" and isinstance(p.get("data"), str)
+                    else dict(p)
+                    for p in m["content"]
+                ]
+            out.append(m)
+        return out
 
     def fork(self) -> ModelClient:
         """A client for calls sent ahead of the loop (``training/prefetch.py``): the same

@@ -6,6 +6,7 @@ of those imports only what is below it (``backends`` never imports an agent or t
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -25,7 +26,20 @@ def get_backend(config: ModelConfig, root: Path | None = None) -> Backend:
         from skillvc.models.agents.backend import AgentBackend
 
         return AgentBackend(config, root)
+    if acts(config):
+        return _tool_loop(_provider(config), config, root)
     return _provider(config)
+
+
+def acts(config: ModelConfig) -> bool:
+    """A chat target with ``[tools]`` or an environment: it runs the tool loop."""
+    return config.harness == "chat" and (config.tools is not None or bool(config.environment))
+
+
+def _tool_loop(inner: Backend, config: ModelConfig, root: Path | None) -> Backend:
+    from skillvc.models.tools.backend import ToolLoopBackend
+
+    return ToolLoopBackend(inner, config, root)
 
 
 class LazyBackend:
@@ -60,5 +74,8 @@ def lazy_backend(config: ModelConfig, root: Path | None = None) -> Backend:
     every other backend (the simulator, a command harness, an agent preset) is built and
     checked at once."""
     if config.harness == "chat" and config.model.split(":", 1)[0] in SDK_BACKENDS:
+        if acts(config):  # the tools start now (their errors come first); the SDK on first use
+            inner = dataclasses.replace(config, tools=None, environment=None)
+            return _tool_loop(LazyBackend(inner), config, root)
         return LazyBackend(config)
     return get_backend(config, root)

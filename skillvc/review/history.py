@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from skillvc.core.errors import LogDamaged, UnknownEventId
 from skillvc.core.events import DAMAGED, Event
 from skillvc.core.store import EventStore
+from skillvc.models.backends.base import text_of
 from skillvc.review.curves import OF_SKILL
 
 if TYPE_CHECKING:  # diffs parse skill documents (YAML, unidiff): only -p and reports need them
@@ -365,15 +366,29 @@ def _call_view(store: EventStore, event: Event) -> dict[str, Any]:
         "latency_ms": p.get("latency_ms"),
         "cost_usd": p.get("cost_usd"),
         "key": event.key,
+        "trajectory": _trajectory(store, p.get("meta") or {}),
     }
+
+
+def _trajectory(store: EventStore, meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An acting rollout's (tool loop's or agent CLI's) steps, from its blob; None for a call
+    that only answered."""
+    text = _blob_text(store, meta.get("trajectory")) if meta.get("trajectory") else None
+    if text is None:
+        return None
+    try:
+        return dict(json.loads(text))
+    except (ValueError, TypeError):
+        return None
 
 
 def _rollout_view(store: EventStore, event: Event) -> dict[str, Any]:
     """A rollout with its task input (the user message of its call), answer and score."""
     p = event.payload
     call = store.find("model.call", p["call"]) if p.get("call") else None
-    messages = _call_view(store, call)["messages"] if call is not None else None
-    task = "\n\n".join(m["content"] for m in messages or [] if m["role"] == "user") or None
+    view = _call_view(store, call) if call is not None else None
+    messages = view["messages"] if view is not None else None
+    task = "\n\n".join(text_of(m) for m in messages or [] if m["role"] == "user") or None
     return {
         "split": p.get("split"),
         "item": p.get("item"),
@@ -386,6 +401,7 @@ def _rollout_view(store: EventStore, event: Event) -> dict[str, Any]:
         "skill": p.get("skill"),
         "call": call.id if call is not None else None,
         "model": call.payload.get("model") if call is not None else None,
+        "trajectory": view["trajectory"] if view is not None else None,
     }
 
 

@@ -347,10 +347,20 @@ def _section(title: str, text: str | None) -> list[str]:
     return ["", f"## {title}", "", (text if text is not None else "(not in the log)").rstrip("\n")]
 
 
-def format_messages(messages: Sequence[dict[str, str]]) -> list[str]:
+def format_messages(messages: Sequence[dict[str, Any]]) -> list[str]:
     lines: list[str] = []
     for m in messages:
-        lines.extend(_section(m["role"].capitalize(), m["content"]))
+        content = m.get("content")
+        if isinstance(content, list):  # text and image parts
+            content = "\n".join(
+                p.get("text", "") if p.get("type") == "text" else f"[{p.get('media_type')} image]"
+                for p in content
+            )
+        calls = "\n".join(
+            f"-> {c.get('name')}: {c.get('arguments')}" for c in m.get("tool_calls", [])
+        )
+        text = "\n".join(t for t in (content, calls) if t)
+        lines.extend(_section(m["role"].capitalize(), text))
     return lines
 
 
@@ -374,7 +384,22 @@ def format_call(event: dict[str, Any], call: dict[str, Any]) -> str:
     else:
         lines.extend(format_messages(call["messages"]))
     lines.extend(_section("Response", call["response"]))
+    lines.extend(_trajectory_section(call.get("trajectory")))
     return "\n".join(lines)
+
+
+def _trajectory_section(trajectory: dict[str, Any] | None) -> list[str]:
+    """What an acting rollout did, a line per turn, call, result and observation."""
+    if not trajectory:
+        return []
+    from skillvc.models.agents.trajectory import Trajectory, render
+
+    info = trajectory.get("info") or {}
+    head = f"{info.get('turns', '?')} turns, {info.get('tool_calls', 0)} tool calls"
+    if "reward" in info:
+        head += f", reward {info['reward']}"
+    body = render(Trajectory.from_json(json.dumps(trajectory)), budget=20_000)
+    return _section(f"Trajectory ({head})", body)
 
 
 def format_rollout(event: dict[str, Any], rollout: dict[str, Any]) -> str:
@@ -397,6 +422,7 @@ def format_rollout(event: dict[str, Any], rollout: dict[str, Any]) -> str:
     ]
     lines.extend(_section("Task", rollout["input"]))
     lines.extend(_section("Answer", rollout["answer"]))
+    lines.extend(_trajectory_section(rollout.get("trajectory")))
     return "\n".join(lines)
 
 

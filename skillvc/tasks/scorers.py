@@ -21,7 +21,9 @@ A factory is called as ``factory(options, judge)`` and returns an object with ``
 
 from __future__ import annotations
 
+import base64
 import importlib
+import inspect
 import json
 import math
 import os
@@ -115,7 +117,15 @@ def get_scorer(
     ``score_item``) are left out of the options this scorer sees."""
     factory = _REGISTRY.get(name)
     if factory is None:
-        raise ScorerError(f"Unknown scorer '{name}' (known: {', '.join(scorer_names())}).")
+        from skillvc.core.suggest import did_you_mean
+
+        raise ScorerError(
+            f"Unknown scorer '{name}'.",
+            hint=did_you_mean(
+                name, scorer_names(), listed="Scorers", then="Set it as [tasks] scorer."
+            )
+            + " docs/tasks.md describes each scorer.",
+        )
     own = {
         k: v for k, v in (options or {}).items() if not (k in _REGISTRY and isinstance(v, Mapping))
     }
@@ -125,6 +135,44 @@ def get_scorer(
 _OVERRIDES: dict[tuple[str, str, int], tuple[JudgeFn | None, Scorer]] = {}
 
 
+@dataclass(frozen=True)
+class Acted:
+    """What a rollout that acted left besides its answer (``skillvc.models.tools``): an
+    environment's last reward, why the loop stopped early, and the files it created or changed
+    in its scratch directory (path -> ``{"size", "sha256", "text" | "base64"}``)."""
+
+    reward: float | None = None
+    failure: str | None = None
+    files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    environment: bool = False
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any], load: Callable[[str], str]) -> Acted | None:
+        """From a reply's meta (``files_out`` is a blob there, read with ``load``); None for a
+        rollout that did not act."""
+        if "turns" not in meta:
+            return None
+        files = json.loads(load(meta["files_out"])) if meta.get("files_out") else {}
+        reward = meta.get("reward")
+        return cls(
+            reward=float(reward) if isinstance(reward, (int, float)) else None,
+            failure=meta.get("failure"),
+            files=files,
+            environment="reward" in meta,
+        )
+
+    def read(self, path: str) -> bytes | None:
+        """A produced file's bytes (None: not produced, or past the size that comes back)."""
+        entry = self.files.get(path)
+        if entry is None:
+            return None
+        if "text" in entry:
+            return str(entry["text"]).encode("utf-8")
+        if "base64" in entry:
+            return base64.b64decode(entry["base64"])
+        return None
+
+
 def score_item(
     item: TaskItem,
     output: str,
@@ -132,6 +180,7 @@ def score_item(
     options: Mapping[str, Any] | None = None,
     *,
     judge: JudgeFn | None = None,
+    acted: Acted | None = None,
 ) -> Score:
     """Score ``output`` with the item's own scorer if it names one, else with ``default``.
 
@@ -143,7 +192,8 @@ def score_item(
     if item.scorer and item.scorer != default.name:
         scorer = _override(item.scorer, options, judge)
     try:
-        result = scorer.score(item, output)
+        acting = getattr(scorer, "score_acted", None)
+        result = acting(item, output, acted) if acting is not None else scorer.score(item, output)
     except BackendError:
         # The judge's model call failed (it is recorded as a model.error): an infrastructure
         # failure, never a scorer fault. It keeps its own class, exit code (6) and hint, e.g.
@@ -546,6 +596,38 @@ def _make_json(options: Mapping[str, Any], judge: JudgeFn | None) -> JsonScorer:
     return JsonScorer(schema=schema, validator=cls(schema))
 
 
+# -- reward (an environment's) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RewardScorer:
+    """An interactive environment's last reward: soft = the reward clipped to 0..1, hard = 1
+    when it reaches ``threshold``. The default scorer of a ``[tasks] environment``."""
+
+    threshold: float = 1.0
+    name: str = "reward"
+
+    def score(self, item: TaskItem, output: str) -> Score:
+        raise ScorerError(
+            "The reward scorer scores an environment's episodes, and this rollout played none.",
+            hint="Set [tasks] environment, or choose another scorer in [tasks] scorer.",
+        )
+
+    def score_acted(self, item: TaskItem, output: str, acted: Acted | None) -> Score:
+        if acted is None or not acted.environment:
+            return self.score(item, output)
+        if acted.reward is None:  # the episode never reached a step: nothing earned
+            return Score(0.0, 0.0, acted.failure or "no reward")
+        soft = min(1.0, max(0.0, acted.reward))
+        detail = f"reward {acted.reward:g}" + (f"; {acted.failure}" if acted.failure else "")
+        return Score(1.0 if acted.reward >= self.threshold else 0.0, soft, detail)
+
+
+def _make_reward(options: Mapping[str, Any], judge: JudgeFn | None) -> RewardScorer:
+    _check_options("reward", options, ("threshold",))
+    return RewardScorer(_number_option("reward", options, "threshold", 1.0))
+
+
 # -- python ---------------------------------------------------------------------------------------
 
 
@@ -556,7 +638,9 @@ class PythonScorer:
     name: str = "python"
 
     def score(self, item: TaskItem, output: str) -> Score:
-        result = self.function(output, item)
+        return self._convert(self.function(output, item))
+
+    def _convert(self, result: Any) -> Score:
         if isinstance(result, Score):
             return result
         if isinstance(result, bool):
@@ -572,6 +656,20 @@ class PythonScorer:
             f"The python scorer's function returned {result!r} "
             "(expected a bool, a number in 0..1 or a (hard, soft) pair)."
         )
+
+    def score_acted(self, item: TaskItem, output: str, acted: Acted | None) -> Score:
+        """A function with a third parameter gets what the rollout did (``Acted``: its files,
+        an environment's reward), or None for a rollout that did not act."""
+        if self.takes_acted:
+            return self._convert(self.function(output, item, acted))  # type: ignore[call-arg]
+        return self.score(item, output)
+
+    @property
+    def takes_acted(self) -> bool:
+        try:
+            return len(inspect.signature(self.function).parameters) >= 3
+        except (TypeError, ValueError):
+            return False
 
 
 def _make_python(options: Mapping[str, Any], judge: JudgeFn | None) -> PythonScorer:
@@ -794,5 +892,6 @@ register_scorer("f1", _make_f1)
 register_scorer("choice", _plain(ChoiceScorer, "choice"))
 register_scorer("json", _make_json, needs_target=False)
 register_scorer("python", _make_python, needs_target=False)
+register_scorer("reward", _make_reward, needs_target=False)
 register_scorer("command", _make_command, needs_target=False)
 register_scorer("judge", _make_judge, needs_target=False)

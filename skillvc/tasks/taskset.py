@@ -20,7 +20,9 @@ Invariants:
 
 from __future__ import annotations
 
+import base64
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -32,7 +34,7 @@ from typing import Any
 
 from skillvc.core.config import TasksConfig
 from skillvc.core.errors import TaskSetError
-from skillvc.core.hashing import content_id
+from skillvc.core.hashing import content_id, sha256_hex
 from skillvc.core.paths import inside_repo
 from skillvc.inputs import reader as inputs
 
@@ -78,20 +80,34 @@ class TaskItem:
     scorer: str | None = None  # per-item override of the set's scorer
     fields: Mapping[str, Any] = field(default_factory=dict)  # the raw row (promptfoo: its vars)
     source: str = ""  # "evals/train.jsonl:12" (file:line, or file:item for JSON)
+    # ``files``: repository files copied into the rollout's scratch directory, as (path,
+    # sha256); ``images``: attached to the input, as (path, media type, base64 data).
+    files: tuple[tuple[str, str], ...] = ()
+    images: tuple[tuple[str, str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {**self._content(), "fields": dict(self.fields), "source": self.source}
 
     def _content(self) -> dict[str, Any]:
         """What the set hash covers: everything but the raw row and its location."""
-        return {
-            "id": self.id,
-            "input": self.input,
-            "targets": list(self.targets),
-            "choices": list(self.choices),
-            "metadata": dict(self.metadata),
-            "scorer": self.scorer,
-        }
+        return (
+            {
+                "id": self.id,
+                "input": self.input,
+                "targets": list(self.targets),
+                "choices": list(self.choices),
+                "metadata": dict(self.metadata),
+                "scorer": self.scorer,
+            }
+            | (  # only when given, so the hash of a set without them is what it was
+                {"files": [list(f) for f in self.files]} if self.files else {}
+            )
+            | (
+                {"images": [[p, t, sha256_hex(d)] for p, t, d in self.images]}
+                if self.images
+                else {}
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -484,6 +500,7 @@ def load_taskset(config: TasksConfig, root: Path) -> TaskSet:
             else []
             for name in SPLITS
         }
+    splits = {name: [_attach(item, root) for item in items] for name, items in splits.items()}
     problems = _overlaps(splits)
     if problems and not config.allow_overlap:
         shown = "; ".join(problems[:MAX_NAMED])
@@ -501,6 +518,56 @@ def load_taskset(config: TasksConfig, root: Path) -> TaskSet:
         allow_overlap=config.allow_overlap,
         overlaps=tuple(problems),
     )
+
+
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+MAX_IMAGE_BYTES = 5_000_000  # the providers' own per-image limit is about this
+
+
+def _attach(item: TaskItem, root: Path) -> TaskItem:
+    """An item's ``files`` and ``images`` (lists of repository paths), read and hashed now, so
+    the set's hash covers their content and a missing file is an error before any call."""
+    named = {key: item.fields.get(key, item.metadata.get(key)) for key in ("files", "images")}
+    if not any(named.values()):
+        return item
+    found: dict[str, list[Path]] = {}
+    for key, value in named.items():
+        if value in (None, [], ""):
+            found[key] = []
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise TaskSetError(
+                f"{item.source}: '{key}' must be a list of repository paths, "
+                f"not {type(value).__name__}."
+            )
+        paths = [
+            inside_repo(root, rel, f"'{key}' of item {item.id!r} ({item.source})") for rel in value
+        ]
+        for rel, path in zip(value, paths, strict=True):
+            if not path.is_file():
+                raise TaskSetError(
+                    f"{item.source}: item {item.id!r} names {rel}, which does not exist."
+                )
+        found[key] = paths
+    files = tuple(
+        (p.relative_to(root).as_posix(), sha256_hex(p.read_bytes())) for p in found["files"]
+    )
+    images = []
+    for path in found["images"]:
+        media = IMAGE_TYPES.get(path.suffix.lower())
+        data = path.read_bytes()
+        if media is None or len(data) > MAX_IMAGE_BYTES:
+            why = "is not a PNG, JPEG, GIF or WebP" if media is None else "is over 5 MB"
+            raise TaskSetError(f"{item.source}: item {item.id!r}'s image {path.name} {why}.")
+        rel = path.relative_to(root).as_posix()
+        images.append((rel, media, base64.b64encode(data).decode("ascii")))
+    return dataclasses.replace(item, files=files, images=tuple(images))
 
 
 def _display(rel: str) -> str:

@@ -1,8 +1,10 @@
 """``skillvc demo``: a skills repo from a bundled example, trained offline with ``sim:``.
 
-Two examples: ``templates/demo`` (a one-file skill, ``sim:support``) and, with ``--package``,
+Three examples: ``templates/demo`` (a one-file skill, ``sim:support``); with ``--package``,
 ``templates/demo-package`` (a skill package: SKILL.md linking two reference files, trained with
-the package-aware world ``sim:support-package``). Both use the same 120 tickets. Their settings
+the package-aware world ``sim:support-package``), both on the same 120 tickets; and with
+``--tools``, ``templates/demo-tools`` (a tool-using skill, ``sim:inventory``, whose target acts
+through the real tool loop and the demo's real ``tools/inventory.py``). Their settings
 live in the committed ``skillvc.toml``, so resetting the repo to its seed commit and running
 ``skillvc train`` there reproduces the same run and the same skill.
 """
@@ -45,14 +47,28 @@ PACKAGE_DEMO_FILES = {
 }
 
 
-def create_demo_repo(directory: Path, *, package: bool = False) -> SkillRepo:
+TOOLS_INTRO = """\
+This demo trains a tool-using skill: skills/stock-check/SKILL.md answers stock questions, which
+only the tool in tools/inventory.py can answer. Its simulator, sim:inventory (a toy world, not a
+model), acts through the real tool loop: it calls the real tool when the skill tells it to."""
+TOOLS_DEMO_FILES = {
+    "skills/stock-check/SKILL.md": "demo-tools/SKILL.md",
+    "tools/inventory.py": "demo-tools/tools/inventory.py",
+    "evals/train.jsonl": "demo-tools/evals/train.jsonl",
+    "evals/val.jsonl": "demo-tools/evals/val.jsonl",
+    "evals/test.jsonl": "demo-tools/evals/test.jsonl",
+    "skillvc.toml": "demo-tools/skillvc.toml",
+}
+
+
+def create_demo_repo(directory: Path, *, package: bool = False, tools: bool = False) -> SkillRepo:
     """Write the example into ``directory`` (empty or new) and commit it as the seed."""
     directory.mkdir(parents=True, exist_ok=True)
     if any(directory.iterdir()):
         raise StateConflict(
             f"{directory} is not empty.", hint="Pick a new directory with --dir DIR."
         )
-    files = PACKAGE_DEMO_FILES if package else DEMO_FILES
+    files = TOOLS_DEMO_FILES if tools else PACKAGE_DEMO_FILES if package else DEMO_FILES
     for target, source in files.items():
         path = directory / target
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,9 +85,13 @@ def create_demo_repo(directory: Path, *, package: bool = False) -> SkillRepo:
 
 
 def run_demo(
-    directory: Path, progress: Progress | None = None, *, package: bool = False
+    directory: Path,
+    progress: Progress | None = None,
+    *,
+    package: bool = False,
+    tools: bool = False,
 ) -> RunSummary:
-    create_demo_repo(directory, package=package)
+    create_demo_repo(directory, package=package, tools=tools)
     return train(open_workspace(directory), progress=progress)
 
 

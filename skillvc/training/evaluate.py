@@ -28,7 +28,7 @@ from skillvc.models.calls import CallFailed, ModelClient, Reply, package_files
 from skillvc.models.executors import Call, CallFailure, Executor, run_call
 from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import TargetInput, TargetView
-from skillvc.tasks.scorers import Scored, Scorer, score_item
+from skillvc.tasks.scorers import Acted, Scored, Scorer, score_item
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training import significance
 
@@ -82,6 +82,12 @@ class Evaluator:
     # for a single-file skill, whose text is the system prompt as is.
     render: TargetView | None = None
 
+    @property
+    def environment(self) -> bool:
+        """The target plays a ``[tasks] environment``: its items go with each request."""
+        target = self.client.configs.get("target")
+        return bool(target is not None and target.environment)
+
     def __post_init__(self) -> None:
         target = self.client.configs.get("target")
         if self.executor is None and target is not None and target.mode == "batch":
@@ -126,7 +132,8 @@ class Evaluator:
     def _one(self, skill: str, skill_hash: str, item: TaskItem, sample: int) -> Rollout:
         try:
             messages, files = rollout_request(skill, item, self.render)
-            reply = self.client.call("target", messages, sample=sample, files=files)
+            params = rollout_params(item, self.environment)
+            reply = self.client.call("target", messages, sample=sample, files=files, params=params)
         except CallFailed as exc:
             return Rollout(item.id, skill_hash, None, None, None, error=exc.message)
         return self._score(skill_hash, item, reply)
@@ -140,7 +147,10 @@ class Evaluator:
         requests = []
         for it, k in jobs:
             messages, files = rollout_request(skill, it, self.render)
-            requests.append(self.client.request("target", messages, sample=k, files=files))
+            params = rollout_params(it, self.environment)
+            requests.append(
+                self.client.request("target", messages, sample=k, files=files, params=params)
+            )
         replies: list[Reply | CallFailed | None] = []
         for req in requests:
             try:
@@ -179,8 +189,11 @@ class Evaluator:
         return list(self.pool.map(score, range(len(jobs))))
 
     def _score(self, skill_hash: str, item: TaskItem, reply: Reply) -> Rollout:
+        acted = Acted.of(reply.meta, self.client.store.get_blob)
         try:
-            score = score_item(item, reply.text, self.scorer, self.scorer_options, judge=self.judge)
+            score = score_item(
+                item, reply.text, self.scorer, self.scorer_options, judge=self.judge, acted=acted
+            )
         except CallFailed as exc:  # the judge's model call failed: an error, never a score
             return Rollout(item.id, skill_hash, reply.text, None, None, error=exc.message)
         return Rollout(
@@ -192,7 +205,7 @@ class Evaluator:
             call_key=reply.key,
             tokens=reply.prompt_tokens + reply.completion_tokens,
             cost_usd=reply.cost_usd,
-            reason=score.detail or None,
+            reason=score.detail or reply.meta.get("failure") or None,
             activated=reply.meta.get("activated"),
             trajectory=reply.meta.get("trajectory"),
         )
@@ -205,17 +218,40 @@ def resampled(split: str, round: int) -> str:
 
 def rollout_request(
     skill: str, item: TaskItem, view: TargetView | None = None
-) -> tuple[list[dict[str, str]], tuple[PackageFile, ...]]:
+) -> tuple[list[dict[str, Any]], tuple[PackageFile, ...]]:
     """The target's request for one item, as (messages, files): the skill is the system prompt
     and there are no files; a package goes through its ``view`` (skillvc.packages.render): a
     chat rendering, or SKILL.md with the other package files and the carried ones to install
-    beside it (sorted by path, as ``CallRequest.files`` keeps them)."""
+    beside it (sorted by path, as ``CallRequest.files`` keeps them). An item's images go with
+    its input as content parts (``skillvc.models.tools.spec``)."""
     target = TargetInput(skill) if view is None else view(skill)
+    user: Any = item.input
+    if item.images:
+        user = [{"type": "text", "text": item.input}] + [
+            {"type": "image", "media_type": media, "data": data} for _, media, data in item.images
+        ]
     messages = [
         {"role": "system", "content": target.system},
-        {"role": "user", "content": item.input},
+        {"role": "user", "content": user},
     ]
     return messages, package_files([*target.files, *target.carried])
+
+
+def rollout_params(item: TaskItem, environment: bool) -> dict[str, Any] | None:
+    """What a tool-using rollout needs of its item besides its input (``models.tools.backend``):
+    the files to copy into its scratch directory and, for an environment, the item itself. In
+    the request's parameters, so in its cache key; None when there is nothing to add."""
+    params: dict[str, Any] = {}
+    if item.files:
+        params["item_files"] = [{"path": p, "sha256": h} for p, h in item.files]
+    if environment:
+        params["item"] = {
+            "id": item.id,
+            "input": item.input,
+            "targets": list(item.targets),
+            "metadata": dict(item.metadata),
+        }
+    return params or None
 
 
 def _combine(samples: Sequence[Rollout]) -> Rollout:
@@ -260,6 +296,9 @@ class GateResult:
     # all of them, when more than one ran.
     rounds: int = 1
     discordant: tuple[int, int] | None = None
+    # The candidate gave the very same answer as the current skill on every val item it ran
+    # (its first pass): the skill's change reached no answer (issue 46).
+    changed_nothing: bool = False
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -421,6 +460,9 @@ def gate(
         errors=sum(1 for r in cand.values() if not r.ok) + len(val) - len(scored),
         p_value=p_value,
         test=test,
+        changed_nothing=bool(pairs)
+        and all(cand[i].output == cur[i].output for i in pairs)
+        and not any(differences),
     )
 
 

@@ -91,12 +91,13 @@ def _case(
         "score": rollout.value(metric),
     }
     if rollout.activated is not None:
-        # An agent's rollout: what it did (tool calls, results, errors; head and tail kept
-        # under a budget) and whether it loaded the skill at all, like SkillOpt's analysts.
+        # An agent's rollout: whether it loaded the skill at all, like SkillOpt's analysts.
         case["skill_loaded"] = rollout.activated
-        if rollout.trajectory is not None and load is not None:
-            trajectory = Trajectory.from_json(load(rollout.trajectory))
-            case["trajectory"] = render(trajectory, activated=rollout.activated)
+    if rollout.trajectory is not None and load is not None:
+        # An agent's or a tool-using chat target's rollout: what it did (tool calls, results,
+        # errors, observations; head and tail kept under a budget).
+        trajectory = Trajectory.from_json(load(rollout.trajectory))
+        case["trajectory"] = render(trajectory, activated=rollout.activated)
     return case
 
 

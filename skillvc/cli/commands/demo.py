@@ -29,12 +29,18 @@ from skillvc.terminal.fit import fits_terminal, terminal_width
     is_flag=True,
     help="Train a skill package (SKILL.md and reference files) with sim:support-package.",
 )
+@click.option(
+    "--tools",
+    is_flag=True,
+    help="Train a tool-using skill: sim:inventory calls the demo's tools/inventory.py.",
+)
 @fits_terminal
-def demo(directory: str | None, quiet: bool, package: bool) -> None:
+def demo(directory: str | None, quiet: bool, package: bool, tools: bool) -> None:
     """Train a bundled example skill offline with the simulator, then show the result.
 
     Needs no network and no API key. With --package the skill is a directory whose SKILL.md
-    links reference files, and training edits (and creates) them.
+    links reference files, and training edits (and creates) them. With --tools the target acts:
+    it calls the demo's Python tools through the tool loop, and training finds the tool-use rules.
     Example: skillvc demo --dir /tmp/acme
     """
     import tempfile
@@ -42,15 +48,19 @@ def demo(directory: str | None, quiet: bool, package: bool) -> None:
     from skillvc.review.history import log_entries
     from skillvc.review.output import format_runs
     from skillvc.review.runs import list_runs
-    from skillvc.training.demo import PACKAGE_INTRO, run_demo
+    from skillvc.training.demo import PACKAGE_INTRO, TOOLS_INTRO, run_demo
     from skillvc.workspace.workspace import open_workspace
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="skillvc-demo-"))
     me = _own_command()
     click.echo(f"Creating the demo skills repo in {root}", err=True)
+    if package and tools:
+        raise click.UsageError("Choose one of --package and --tools.")
     if package:
         click.echo(PACKAGE_INTRO)
-    summary = run_demo(root, progress=progress_for(quiet), package=package)
+    if tools:
+        click.echo(TOOLS_INTRO)
+    summary = run_demo(root, progress=progress_for(quiet), package=package, tools=tools)
     ws = open_workspace(root)
     click.echo("\n".join(summary_lines(summary)))
     with ws.store() as store:

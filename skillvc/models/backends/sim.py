@@ -29,14 +29,15 @@ from typing import Any
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError, SkillDocumentError
 from skillvc.core.hashing import sha256_hex
-from skillvc.models import simpackage, simworld
+from skillvc.core.suggest import did_you_mean
+from skillvc.models import simpackage, simtools, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult, text_of
 from skillvc.models.backends.sim_package import load_section
 from skillvc.models.prompts import edits_in, prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
 
-WORLDS = ("support", "support-package")
+WORLDS = ("support", "support-package", "inventory")
 
 
 class SimBackend:
@@ -44,10 +45,10 @@ class SimBackend:
         world = model.split(":", 1)[1] if ":" in model else model
         judge = simworld.JUDGE_WORLD.match(world)
         if world not in WORLDS and world not in simworld.VARIANTS and judge is None:
-            known = [*WORLDS, *simworld.VARIANTS, "judge-<error %>"]
+            known = ["sim:" + w for w in [*WORLDS, *simworld.VARIANTS, "judge-<error %>"]]
             raise ConfigError(
                 f"Unknown simulator world '{world}' in '{model}'.",
-                hint=f"Use one of: {', '.join('sim:' + w for w in known)}.",
+                hint=did_you_mean(model, known, listed="Use one of"),
             )
         self.model = model
         self.world = world
@@ -66,7 +67,15 @@ class SimBackend:
         latency = float(os.environ.get("SKILLVC_SIM_LATENCY_MS", "0") or 0)
         if latency > 0:
             time.sleep(latency / 1000)
-        if request.role == "target":
+        meta: dict[str, Any] = {"simulated": True}
+        if request.role == "target" and self.world == "inventory":
+            turn = simtools.respond(
+                request.system, request.messages, [str(t["name"]) for t in request.tools]
+            )
+            text = turn.get("text", "")
+            if turn.get("tool_calls"):
+                meta |= {"tool_calls": turn["tool_calls"], "finish_reason": "tool_calls"}
+        elif request.role == "target":
             text = self._answer(request)
         elif request.role == "optimizer":
             text = self._optimize(request)
@@ -88,7 +97,7 @@ class SimBackend:
             prompt_tokens=max(1, len(prompt) // 4),
             completion_tokens=max(1, len(text) // 4),
             latency_ms=(time.perf_counter() - started) * 1000,
-            meta={"simulated": True},
+            meta=meta,
         )
 
     def _answer(self, request: CallRequest) -> str:
@@ -116,6 +125,16 @@ class SimBackend:
         kind = prompt_kind(prompt)
         rng = random.Random(int(sha256_hex(f"{request.key}")[:12], 16))
         package = self.world == "support-package"
+        if kind == "reflect" and self.world == "inventory":
+            rejected: dict[str, int] = {}
+            for e in edits_in(prompt, "rejected_edits"):
+                if not e.get("inconclusive"):
+                    text = str(e.get("content") or "").lstrip("- ").strip().lower()
+                    size = int(e.get("candidate_size", 1) or 1)
+                    rejected[text] = min(size, rejected.get(text, size))
+            cases = load_section(prompt, "cases")
+            edits = simtools.reflect(section(prompt, "skill"), cases, rejected, rng)
+            return json.dumps({"edits": edits})
         if kind == "reflect" and package:
             return json.dumps({"edits": sim_package.reflect(prompt, rng)})
         if kind == "reflect":
