@@ -181,7 +181,8 @@ def test_json_report(repo: Path) -> None:
 def test_missing_keys_are_named_and_nothing_is_sent(
     repo: Path, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", loopback.url + "/v1")
+    # Not on this machine: a loopback server would get a placeholder key (test_first_hour).
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://gpu-box.invalid:8000/v1")
     configure(
         repo,
         'model = "openai:gpt-4o-mini"',
@@ -366,7 +367,8 @@ def test_unknown_backend(repo: Path) -> None:
     result = doctor()
     assert result.exit_code == 6
     assert line(result, "target backend").startswith(
-        "FAIL  target backend: Unknown model backend 'mistral' in 'mistral:large'. Fix: Use one of"
+        "FAIL  target backend: Unknown model backend 'mistral' in 'mistral:large' ([target] model on "
+        "line 9 of skillvc.toml). Fix: Use one of: anthropic, openai, sim."
     )
 
 

@@ -401,9 +401,9 @@ def test_judge_errors() -> None:
 def test_unknown_scorer_and_option() -> None:
     with pytest.raises(ScorerError) as info:
         get_scorer("exactt")
-    assert str(info.value) == (
-        "Unknown scorer 'exactt' (known: choice, command, exact, f1, includes, json, judge, "
-        "numeric, python, regex)."
+    assert (str(info.value), info.value.hint) == (
+        "Unknown scorer 'exactt'.",
+        "Did you mean 'exact'? Set it as [tasks] scorer. docs/tasks.md describes each scorer.",
     )
     with pytest.raises(ScorerError, match="Unknown option 'abs_tol' for the exact scorer"):
         get_scorer("exact", {"abs_tol": 1})

@@ -180,6 +180,20 @@ class ConfigError(BadData):
     hint = "Fix skillvc.toml; its comments and the manual's tables (docs/) list every key."
 
 
+class UnknownConfigName(ConfigError):
+    """skillvc.toml names a section or key that skillvc does not know."""
+
+    def __init__(
+        self, base: str, hint: str, *, section: str, key: str | None = None, line: int | None = None
+    ) -> None:
+        super().__init__(base + (f" on line {line}" if line else "") + ".", hint)
+        self.base, self.section, self.key = base, section, key
+
+    def at(self, line: int | None) -> UnknownConfigName:
+        """The same error naming the line of skillvc.toml that holds the name."""
+        return UnknownConfigName(self.base, self.hint, section=self.section, key=self.key, line=line)
+
+
 class SkillDocumentError(BadData):
     """A skill document cannot be read or would be broken by an edit."""
 

@@ -26,27 +26,35 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillvc.core.config import CONFIG_FILE, Config, ModelConfig, load_config
+from skillvc.core.config import CONFIG_FILE, Config, ModelConfig, listing, load_config
 from skillvc.core.errors import AuthenticationFailed, BackendError, SkillvcError, redact
 from skillvc.inputs import reader as inputs
 from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
-from skillvc.models.backends.local import LOCAL_TIMEOUT_S, ServerInfo
+from skillvc.models.backends.local import (
+    LOCAL_TIMEOUT_S,
+    ServerInfo,
+    is_loopback,
+    served_models,
+)
 from skillvc.models.calls import secret_values
 from skillvc.models.harness import get_backend
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.secrets import scrub
 from skillvc.secrets import secret_values as known_secret_values
+from skillvc.training.startcheck import check_model, check_scorer
 
-OK, FAIL, SKIP = "ok", "fail", "skip"
+OK, FAIL, SKIP, WARN = "ok", "fail", "skip", "warn"
 ROLES = ("target", "optimizer")
 PROBE_MESSAGES = ({"role": "user", "content": "Reply with the single word OK."},)
 PROBE_MAX_TOKENS = 16  # enough for "OK"; a reasoning model may use them all and still answer 200
@@ -66,7 +74,7 @@ class DoctorFailed(BackendError):
 @dataclass(frozen=True)
 class Check:
     name: str  # e.g. "config", "target key", "optimizer reachable"
-    status: str  # ok | fail | skip
+    status: str  # ok | fail | skip | warn (passes, with a remark)
     detail: str  # what was found, one sentence
     fix: str = ""  # what to do about a failure
 
@@ -81,7 +89,7 @@ class Check:
 
     def line(self) -> str:
         label = "FAIL" if self.failed else self.status
-        fix = f" Fix: {self.fix}" if self.failed and self.fix else ""
+        fix = f" Fix: {self.fix}" if self.status in (FAIL, WARN) and self.fix else ""
         return f"{label:<5} {self.name}: {self.detail}{fix}"
 
     def to_dict(self) -> dict[str, str]:
@@ -112,18 +120,24 @@ class Report:
 
 
 def diagnose(
-    path: str | Path = ".", skill: str | None = None, *, agent_prompt: bool = True
+    path: str | Path = ".",
+    skill: str | None = None,
+    *,
+    agent_prompt: bool = True,
+    waiting: Callable[[str], None] | None = None,
 ) -> Report:
     """Every check for the repository containing ``path`` (nothing is raised for a failure).
 
     Many skills: ``skill`` names one (``--skill``); without it every skill's file and task set
-    is checked, and each distinct model once.
+    is checked, and each distinct model once; a server and model two roles share is asked
+    once. ``waiting`` hears a line before each reachability call and while it waits (stderr).
     """
     config_check, config = check_config(path)
     checks = [config_check]
     if config is not None:
         skills = _skills(config, skill, checks)
         seen: list[tuple[str, ModelConfig]] = []
+        asked: dict[tuple[str, str], tuple[str, Check]] = {}  # (url, model): (role, answer)
         for one in skills:
             label = f" {one.skill_name}" if one.skill_name else ""
             resuming, one = check_next_run(one)
@@ -134,7 +148,14 @@ def diagnose(
             for role in ROLES:
                 if (role, getattr(one, role)) not in seen:
                     seen.append((role, getattr(one, role)))
-                    checks.extend(check_role(role, getattr(one, role), agent_prompt))
+                    try:  # a mistyped backend or world: the nearest name and its line
+                        check_model(one, role)
+                    except SkillvcError as exc:
+                        checks.append(Check(f"{role} backend", FAIL, exc.message, exc.hint))
+                        continue
+                    checks.extend(
+                        check_role(role, getattr(one, role), agent_prompt, asked, waiting)
+                    )
     secrets = secret_values(config) if config is not None else sorted(known_secret_values())
     return Report([c.redacted(secrets) for c in checks])
 
@@ -289,6 +310,10 @@ def check_tasks(config: Config) -> Check:
         taskset = load_taskset(config.tasks, config.root)
     except SkillvcError as exc:
         return Check("tasks", FAIL, exc.message, exc.hint)
+    try:
+        check_scorer(config)
+    except SkillvcError as exc:
+        return Check("tasks", FAIL, exc.message, exc.hint)
     counts = taskset.counts()
     summary = ", ".join(f"{n} {split}" for split, n in counts.items())
     if not counts.get("train") or not counts.get("val"):
@@ -301,9 +326,17 @@ def check_tasks(config: Config) -> Check:
     return Check("tasks", OK, f"the task set loads ({summary}).")
 
 
-def check_role(role: str, config: ModelConfig, agent_prompt: bool = True) -> list[Check]:
+def check_role(
+    role: str,
+    config: ModelConfig,
+    agent_prompt: bool = True,
+    asked: dict[tuple[str, str], tuple[str, Check]] | None = None,
+    waiting: Callable[[str], None] | None = None,
+) -> list[Check]:
     """The checks of one role; a failure skips the checks that depend on it. An agent preset
-    gets one tiny real prompt unless ``agent_prompt`` is False (``--no-agent-prompt``)."""
+    gets one tiny real prompt unless ``agent_prompt`` is False (``--no-agent-prompt``).
+    ``asked``: the reachability answers of earlier roles by (address, model), reused so a
+    busy server is not asked twice; ``waiting`` hears that a call is out (``diagnose``)."""
     try:
         backend = get_backend(config)
     except SkillvcError as exc:
@@ -339,11 +372,54 @@ def check_role(role: str, config: ModelConfig, agent_prompt: bool = True) -> lis
     if any(c.failed for c in checks):
         checks.append(Check(f"{role} reachable", SKIP, "not tried until the checks above pass."))
     else:
+        served = check_served_model(role, config, backend)
+        if served is not None:
+            checks.append(served)
         server = check_server(role, config, backend)
-        checks.append(check_reachable(role, config, local=server is not None))
+        prefix = config.model.split(":", 1)[0]
+        where = getattr(backend, "base_url", None) or DEFAULT_URLS.get(prefix, "the default URL")
+        earlier = asked.get((where, config.model)) if asked is not None else None
+        if earlier is not None:
+            first, answer = earlier
+            checks.append(
+                dataclasses.replace(
+                    answer,
+                    name=f"{role} reachable",
+                    detail=f"the {first}'s server and model, asked once: {answer.detail}",
+                )
+            )
+        else:
+            # A server on this machine may be a busy CPU model, whether or not it says so.
+            local = server is not None or is_loopback(where)
+            reach = check_reachable(role, config, local=local, waiting=waiting, where=where)
+            if asked is not None:
+                asked[(where, config.model)] = (role, reach)
+            checks.append(reach)
         if server is not None:
             checks.append(server)
     return checks
+
+
+def check_served_model(role: str, config: ModelConfig, backend: Backend) -> Check | None:
+    """A warning when the server at ``base_url`` lists its models (``GET /models``) and the
+    configured name is not among them (None: it is, or the server lists none)."""
+    url = None if config.azure else getattr(backend, "base_url", None)
+    if not url:
+        return None
+    key = os.environ.get(getattr(backend, "key_env", "") or "", "").strip()
+    served = served_models(url, {"Authorization": f"Bearer {key}"} if key else {})
+    name = config.model.split(":", 1)[1] if ":" in config.model else config.model
+    if not served or name in served:
+        return None
+    quoted = [f"'{m}'" for m in served]
+    return Check(
+        f"{role} model",
+        WARN,
+        f"{scrub(url)} serves {listing(quoted)}, not '{name}'; calls to '{name}' may fail "
+        "with 404.",
+        f'Set model = "openai:{served[0]}" (or the served model you meant) in [{role}] of '
+        f"{CONFIG_FILE}.",
+    )
 
 
 def check_server(role: str, config: ModelConfig, backend: Backend) -> Check | None:
@@ -396,7 +472,16 @@ def check_endpoint(role: str, config: ModelConfig, backend: Backend) -> Check:
 def check_credentials(role: str, config: ModelConfig, backend: Backend) -> list[Check]:
     checks = []
     key_env = getattr(backend, "key_env", None)
-    if key_env:
+    if key_env and getattr(backend, "uses_placeholder_key", False):
+        checks.append(
+            Check(
+                f"{role} key",
+                OK,
+                f"{key_env} is not set; the server is on this machine, so a placeholder key is "
+                "sent (a local server accepts any).",
+            )
+        )
+    elif key_env:
         checks.append(_check_key(role, key_env, local_ok=_is_openai(config) and not config.azure))
     if getattr(backend, "azure", False):
         checks.append(
@@ -426,7 +511,8 @@ def _check_key(role: str, key_env: str, *, local_ok: bool) -> Check:
     value = os.environ.get(key_env, "")
     if not value:
         local = (
-            " A local OpenAI-compatible server accepts any placeholder value (e.g. 'local')."
+            " A server on this machine (localhost, 127.0.0.1) needs none; another "
+            "OpenAI-compatible server may accept any placeholder value (e.g. 'local')."
             if local_ok
             else ""
         )
@@ -455,9 +541,17 @@ def _check_setting(name: str, value: str | None, missing: str, fix: str) -> Chec
     return Check(name, OK, f"{value}.")
 
 
-def check_reachable(role: str, config: ModelConfig, *, local: bool = False) -> Check:
+def check_reachable(
+    role: str,
+    config: ModelConfig,
+    *,
+    local: bool = False,
+    waiting: Callable[[str], None] | None = None,
+    where: str = "",
+) -> Check:
     """One tiny call straight through the backend: not cached, not retried, not recorded.
-    ``local``: a model on a local server, which may be on a busy CPU (a longer wait)."""
+    ``local``: a model on a local server, which may be on a busy CPU (a longer wait).
+    ``waiting`` hears a line when the call goes out and every ``WAIT_NOTE_S`` while it waits."""
     name = f"{role} reachable"
     timeout = config.timeout_s
     if local and timeout == ModelConfig().timeout_s:
@@ -480,13 +574,43 @@ def check_reachable(role: str, config: ModelConfig, *, local: bool = False) -> C
             )
         return f"Check the {what} in [{role}] of {CONFIG_FILE} and that your account may use it."
 
-    probed = _probe(name, quick, request, hint)
+    with _waiting_notes(waiting, f"{config.model} at {scrub(where)}", quick.timeout_s):
+        probed = _probe(name, quick, request, hint)
     if isinstance(probed, Check):
         return probed
     result, seconds = probed
     ms = seconds * 1000.0
     tokens = result.prompt_tokens + result.completion_tokens
     return Check(name, OK, f"answered one tiny call in {ms:.0f} ms ({tokens} tokens).")
+
+
+WAIT_NOTE_S = 15.0  # how often a waiting doctor says it is still waiting
+
+
+@contextlib.contextmanager
+def _waiting_notes(
+    waiting: Callable[[str], None] | None, what: str, limit_s: float
+) -> Iterator[None]:
+    """Tell ``waiting`` that a call to ``what`` is out, and every ``WAIT_NOTE_S`` that it still
+    is (a local CPU model may take minutes, and a silent doctor looks hung)."""
+    if waiting is None:
+        yield
+        return
+    waiting(f"doctor: waiting for one tiny answer from {what} (at most {limit_s:g} s)...")
+    done = threading.Event()
+    started = time.perf_counter()
+
+    def note() -> None:
+        while not done.wait(WAIT_NOTE_S):
+            waiting(f"doctor: still waiting for {what} ({time.perf_counter() - started:.0f} s)")
+
+    thread = threading.Thread(target=note, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def _probe(

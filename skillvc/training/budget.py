@@ -71,7 +71,7 @@ class Budget(TrainerBase):
                 f"(last error: {(self.client.last_error or 'unknown').rstrip('.')})."
             )
             self.log.note("run.stopped", {"reason": "failures", "message": message})
-            raise RunFailed(message)
+            raise RunFailed(message, hint=failure_hint(self.client.last_error, role))
 
     def check_budget(self) -> None:
         budget = self.t.budget_usd
@@ -135,3 +135,15 @@ class Budget(TrainerBase):
             if r.activated is not None:  # an agent harness's rollout
                 payload |= {"activated": r.activated, "trajectory": r.trajectory}
             self.log.emit("rollout", payload)
+
+
+def failure_hint(last_error: str | None, role: str) -> str | None:
+    """What to do about a run stopped by failed calls: a 404 (the server has no model by that
+    name) gets ``skillvc doctor``'s hint; anything else the generic one (None)."""
+    if last_error is None or "HTTP 404" not in last_error:
+        return None
+    section = role if role in ("target", "optimizer") else "optimizer"  # the judge's model
+    return (
+        f"Check the model name in [{section}] of skillvc.toml ('skillvc doctor' names the models "
+        "the server serves), then run 'skillvc train' again."
+    )

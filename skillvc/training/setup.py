@@ -48,6 +48,7 @@ from skillvc.tasks.scorers import Scorer, get_scorer
 from skillvc.tasks.taskset import TaskItem, TaskSet, load_taskset
 from skillvc.training import commits
 from skillvc.training.runlog import RunLog
+from skillvc.training.startcheck import check_before_run
 from skillvc.workspace.workspace import Workspace
 
 JudgeFn = Callable[[str, str], str]
@@ -174,6 +175,7 @@ def prepare_run(
             hint="Point [tasks] in skillvc.toml at task files with both splits.",
         )
     _check_budget_prices(config)
+    check_before_run(config)  # no key, a mistyped backend or scorer: before any run exists
     repo, relpath = ws.repo, config.skill_relpath  # PathOutsideRepo before any git work
     # Before anything is repaired, switched or committed: not in the middle of a git operation.
     ensure_ready_to_train(repo, branch=config.train.branch)

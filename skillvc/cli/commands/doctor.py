@@ -30,7 +30,10 @@ def command(skill: str | None, as_json: bool, no_agent_prompt: bool) -> None:
     """
     from skillvc.review.doctor import diagnose
 
-    report = diagnose(".", skill, agent_prompt=not no_agent_prompt)
+    def waiting(line: str) -> None:  # a slow server's wait, on stderr (never in --json)
+        click.echo(line, err=True)
+
+    report = diagnose(".", skill, agent_prompt=not no_agent_prompt, waiting=waiting)
     if as_json:
         echo_json(report.to_dict())
     else:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
+from skillvc.core.suggest import did_you_mean
 from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
 
 Factory = Callable[[ModelConfig], Backend]
@@ -49,11 +50,18 @@ def provider_backend(config: ModelConfig) -> Backend:
     prefix = "command" if config.harness == "command" else config.model.split(":", 1)[0]
     factory = _REGISTRY.get(prefix)
     if factory is None:
+        known = sorted(p for p in _REGISTRY if p != "command")
         raise ConfigError(
             f"Unknown model backend '{prefix}' in '{config.model}'.",
-            hint=f"Use one of: {', '.join(sorted(p for p in _REGISTRY if p != 'command'))}.",
+            hint=did_you_mean(prefix, known, listed="Use one of", then="Write it before the ':'."),
         )
     return factory(config)
+
+
+def backend_names() -> list[str]:
+    """The registered model-string prefixes (``command`` is a harness, not one of them)."""
+    _load_builtins()
+    return sorted(p for p in _REGISTRY if p != "command")
 
 
 SDK_BACKENDS = ("openai", "anthropic")  # the prefixes whose modules import an SDK
@@ -65,6 +73,7 @@ __all__ = [
     "CallResult",
     "SDK_BACKENDS",
     "TransientError",
+    "backend_names",
     "provider_backend",
     "register",
 ]

@@ -21,6 +21,7 @@ Invariant: only GET/POST to the configured base URL's host; a short timeout; nev
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -84,6 +85,38 @@ class ServerInfo:
         parts.append("json_schema output" if self.json_schema else "no json_schema output")
         model = f" serving {self.model}" if self.model else ""
         return f"{self.server}{model} ({', '.join(parts)})"
+
+
+# What a loopback server is sent when no key is set: local servers accept any key, so a newcomer
+# needs no variable for one. Never invented for any other address (that would send a made-up
+# key to someone else's server); never the user's key sent anywhere it was not meant for.
+PLACEHOLDER_KEY = "local"
+
+
+def is_loopback(url: str | None) -> bool:
+    """True for an http(s) URL on this machine: localhost, 127.0.0.0/8 or ::1."""
+    if not url or not url.startswith(("http://", "https://")):
+        return False
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def served_models(base_url: str, headers: Mapping[str, str] | None = None) -> list[str] | None:
+    """The model ids ``GET <base_url>/models`` lists (None: the server did not answer a list)."""
+    if not base_url.startswith(("http://", "https://")):
+        return None
+    listed = _get(f"{base_url.rstrip('/')}/models", dict(headers or {}))
+    ids = [_str(e.get("id")) for e in _entries(listed)]
+    names = [i for i in ids if i]
+    return names or None
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:

@@ -4,7 +4,9 @@ Configuration rules (documented for users in ``skillvc doctor``'s hints):
 
 - Key: the environment variable named by ``api_key_env``, else ``OPENAI_API_KEY``
   (``AZURE_OPENAI_API_KEY`` for Azure). A missing key raises ``AuthenticationFailed`` at the
-  first call, never at construction, so ``skillvc doctor`` can construct and report it.
+  first call, never at construction, so ``skillvc doctor`` can construct and report it;
+  except on a loopback base URL (localhost, 127.0.0.0/8, ::1), which gets the placeholder
+  ``local`` when no key is set (``uses_placeholder_key``).
 - Base URL: ``base_url``, else ``OPENAI_BASE_URL``, else the SDK default. This is how vLLM,
   Ollama, LM Studio and LiteLLM are used (they accept any placeholder key).
 - Azure: exactly when ``azure = true``; no environment variable switches it on, so a stray
@@ -56,14 +58,20 @@ from openai.types.responses import Response
 from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError
 from skillvc.models.backends.base import CallRequest, CallResult, TransientError
-from skillvc.models.backends.local import LOCAL_TIMEOUT_S, ServerInfo, probe
+from skillvc.models.backends.local import (
+    LOCAL_TIMEOUT_S,
+    PLACEHOLDER_KEY,
+    ServerInfo,
+    is_loopback,
+    probe,
+)
 from skillvc.models.backends.retry import require_key, translated_sdk_errors
 
 DEFAULT_TIMEOUT_S = ModelConfig().timeout_s
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 KEY_HINT = (
     "Export the key (e.g. export {var}=...), or name another variable with api_key_env in "
-    "skillvc.toml; local OpenAI-compatible servers accept any placeholder value."
+    "skillvc.toml (a server on this machine, at localhost or 127.0.0.1, needs none)."
 )
 
 
@@ -115,6 +123,11 @@ class OpenAIBackend:
             or None
         )
 
+    @property
+    def uses_placeholder_key(self) -> bool:
+        """No key is set and the server is on this machine: a placeholder key goes there."""
+        return not self.azure and not os.environ.get(self.key_env) and is_loopback(self.base_url)
+
     def server_info(self) -> ServerInfo | None:
         """What the local server at ``base_url`` says about itself (asked once; None for
         Azure, the default OpenAI address, or a server that does not say)."""
@@ -148,8 +161,9 @@ class OpenAIBackend:
             return self._client
 
     def _make_client(self) -> openai.OpenAI:
-        key = require_key(self.key_env, KEY_HINT.format(var=self.key_env))
-        self._key = key
+        key = PLACEHOLDER_KEY if self.uses_placeholder_key else ""
+        key = key or require_key(self.key_env, KEY_HINT.format(var=self.key_env))
+        self._key = "" if self.uses_placeholder_key else key  # a placeholder is no secret
         c = self.config
         if self.azure:
             endpoint, version = self.azure_endpoint, self.api_version
