@@ -361,3 +361,59 @@ def test_images_go_out_as_each_providers_image_parts(
     assert user[0] == {"type": "text", "text": "happy AB123"}
     assert user[1]["type"] == "image_url"
     assert user[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_a_killed_tool_run_resumes_exactly(tools_seed: Path, tmp_path: Path) -> None:
+    """Killed at fractions of its events, a tool-using run ends as an uninterrupted one, and a
+    resumed run runs again only the rollouts that were in flight at a kill (their model turns
+    and tool calls), never a recorded one."""
+    seed = copy_repo(tools_seed, tmp_path / "seed")
+    tools = seed / "tools/inventory.py"
+    tools.write_text(
+        tools.read_text().replace(
+            '    key = (sku.strip().upper(), warehouse.strip().lower())\n',
+            '    key = (sku.strip().upper(), warehouse.strip().lower())\n'
+            '    import os\n'
+            '    with open(os.environ["TOOL_JOURNAL"], "a") as fh:\n'
+            '        fh.write(f"{key}\\n")\n',
+        )
+    )
+    git(seed, "commit", "-qam", "journal each tool call")
+    reference = copy_repo(seed, tmp_path / "reference")
+    env = train_env(SKILLVC_SIM_LATENCY_MS="10", TOOL_JOURNAL=str(tmp_path / "ref-tools.txt"))
+    train_to_the_end(reference, env)
+    total = event_count(reference / ".skillvc/events.db")
+
+    repo = copy_repo(seed, tmp_path / "killed")
+    tool_journal = tmp_path / "tools.txt"
+    env |= {"TOOL_JOURNAL": str(tool_journal), "SKILLVC_SIM_JOURNAL": str(tmp_path / "sim.txt")}
+    db = repo / ".skillvc/events.db"
+    kills = 0
+    for fraction in (0.3, 0.7):
+        proc = start_train(repo, env)
+        deadline = time.monotonic() + 120
+        while event_count(db) < fraction * total and proc.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.communicate()
+    assert kills == 2
+    train_to_the_end(repo, env)
+
+    assert (repo / SKILL).read_bytes() == (reference / SKILL).read_bytes()
+    fmt = "--format=%T%x00%B"
+    assert git(repo, "log", fmt, "main") == git(reference, "log", fmt, "main")
+    query = (
+        "SELECT step, kind, decision, val_before, val_after FROM gates ORDER BY event_id"
+    )
+    with open_store(db) as got, open_store(reference / ".skillvc/events.db") as want:
+        assert got.query(query) == want.query(query)
+        calls = "SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events WHERE type = 'model.call'"
+        assert got.query(calls) == want.query(calls)
+        assert got.query(calls)[0]["n"] == got.query(calls)[0]["k"]  # each rollout once
+    made = (tmp_path / "ref-tools.txt").read_text().splitlines()
+    again = tool_journal.read_text().splitlines()
+    # Only rollouts in flight at a kill (8 workers, plus 8 sent ahead) call their tool again.
+    assert len(made) <= len(again) <= len(made) + kills * 16
