@@ -417,3 +417,47 @@ def test_a_killed_tool_run_resumes_exactly(tools_seed: Path, tmp_path: Path) -> 
     again = tool_journal.read_text().splitlines()
     # Only rollouts in flight at a kill (8 workers, plus 8 sent ahead) call their tool again.
     assert len(made) <= len(again) <= len(made) + kills * 16
+
+
+def test_an_mcp_server_and_the_code_tool_through_the_loop(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real stdio MCP server (the official SDK) and the code tool, called by the model."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+
+    def model(body: dict) -> Behaviour | str:
+        messages = neutral_messages(body)
+        user = next(m for m in messages if m["role"] == "user")["content"]
+        results = [m for m in messages if m["role"] == "tool"]
+        if results:  # the code tool says "exit code: 0\nstdout:\n42": the last line
+            return f"{results[-1]['content'].strip().splitlines()[-1]} units"
+        if user.startswith("mcp"):
+            call = {"id": "c1", "name": "stock_level", "arguments": '{"sku": "AB123"}'}
+        else:
+            code = json.dumps({"code": "print(6 * 7)"})
+            call = {"id": "c1", "name": "python", "arguments": code}
+        return Behaviour(tool_calls=[call])
+
+    loopback.responder = model
+    repo = tool_repo(tmp_path / "repo", loopback.url, model="openai:local-model")
+    server = Path(__file__).parent / "fixtures" / "mcp_server.py"
+    (repo / "tools/mcp_server.py").write_text(server.read_text())
+    config = (repo / "skillvc.toml").read_text().replace(
+        'python = ["tools/inventory.py"]',
+        f"mcp = [[{json.dumps(sys.executable)}, \"tools/mcp_server.py\"]]\ncode = true",
+    )
+    (repo / "skillvc.toml").write_text(config.replace("timeout_s = 0.5", "timeout_s = 20"))
+    rows = [
+        {"id": "m", "input": "mcp AB123", "target": "7 units"},
+        {"id": "c", "input": "code", "target": "42 units"},
+    ]
+    (repo / "evals/val.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "an MCP server and the code tool")
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(cli, ["eval", "--split", "val", "--json"])
+    assert result.exit_code == 0, result.output
+    items = {i["id"]: (i["hard"], i["output"]) for i in json.loads(result.stdout)["items"]}
+    assert items == {"m": (1.0, "7 units"), "c": (1.0, "42 units")}
+    offered = {t["function"]["name"] for t in loopback.requests[0].json["tools"]}
+    assert {"stock_level", "python"} <= offered
