@@ -27,6 +27,7 @@ import secret_matrix as M
 from click.testing import CliRunner
 from conftest import git
 from helpers import skillvc_process
+from secret_clean import CLEAN
 from secret_forms import assert_nowhere
 
 from skillvc.cli import cli as skillvc_cli
@@ -80,6 +81,30 @@ def test_ordinary_text_and_ids_are_left_alone() -> None:
     assert findings(text) == []
     demo = (ROOT / "skillvc" / "training" / "demo.py").read_text(encoding="utf-8")
     assert findings(demo) == [], "the demo's text is no credential"
+
+
+def test_the_false_positive_corpus_stays_as_it_is() -> None:
+    """Shas, sums, UUIDs, unsigned URLs, base64 images, wrapped prose and code, ``host:port``
+    lines and invisible characters in prose: none is a credential (``secret_clean``)."""
+    assert len(CLEAN) >= 20
+    for name, text in CLEAN:
+        assert findings(text) == [], name
+        assert scrub(text) == text, name
+        assert Redactor(env_values=[], home="/nonexistent-home").redact(text)[0] == text, name
+    assert scrub("\n\n".join(text for _, text in CLEAN)) == "\n\n".join(t for _, t in CLEAN)
+
+
+def test_a_split_key_goes_whole_and_its_surroundings_stay() -> None:
+    """A key split by a line break or an invisible character is removed from its first
+    character to its last, and the words around it are kept."""
+    key = M.inv_gh
+    for text in (
+        f"push with {key[:14]}\n{key[14:]} later",
+        f"push with {key[:14]}\\n{key[14:]} later",  # inside a JSON string
+        f"push with {key[:14]}\r\n   {key[14:]} later",
+        f"push with {key[:6]}\u200b{key[6:]} later",
+    ):
+        assert scrub(text) == f"push with {REDACTED} later", text
 
 
 def test_a_skill_its_code_and_our_log_lines_are_left_alone() -> None:

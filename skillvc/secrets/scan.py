@@ -507,8 +507,56 @@ _OWN: tuple[_Detector, ...] = (
             r"(?P<v>[^\s]{4,})$"
         ),
         "v",
-        lambda v: REDACTED not in v,
+        lambda v: REDACTED not in v and not _PLACEHOLDER.fullmatch(v),
         gate=True,
+    ),
+    _Detector(
+        "pgpass",  # any port, an IP or "*" host, also a line inside a JSON string ("\\n")
+        (),
+        re.compile(
+            r"(?:^|(?<=\\n)|(?<=[\s\"'`]))(?:[A-Za-z0-9._-]+|\*|\[[0-9A-Fa-f:]+\]):"
+            r"(?:\d{1,5}|\*):[^:\s\"']+:[^:\s\"']+:(?P<v>(?:[^\s\"'\\:]|\\:){4,})"
+            r"(?=$|\\n|[\s\"'`])",
+            re.M,
+        ),
+        "v",
+        lambda v: _credential_like(v) and not v.isalpha(),
+        trigger=re.compile(r":(?:\d{1,5}|\*):[^:\s\"']+:[^:\s\"']+:"),
+    ),
+    _Detector(
+        "jwt",  # the whole token: header.payload.signature (detect-secrets' stops at payload)
+        (),
+        re.compile(
+            r"eyJ[A-Za-z0-9_-]{8,}={0,2}\.eyJ[A-Za-z0-9_-]{4,}={0,2}\.[A-Za-z0-9_-]{8,}={0,2}"
+        ),
+        left_boundary=True,
+    ),
+    _Detector(
+        "url_signature",  # signed URLs: AWS presigned (SigV4, SigV2), GCS, CloudFront, any sig=
+        ("x-amz-", "x-goog-", "signature", "sig=", "googleaccessid", "security-token"),
+        re.compile(
+            r"(?:[?&;]|&amp;|\b)(?P<name>x-amz-(?:signature|credential|security-token)|"
+            r"x-goog-(?:signature|credential)|googleaccessid|signature|sig|x-signature|"
+            r"security-token)=(?P<v>[^&\s\"'<>#;]{8,})",
+            re.I,
+        ),
+        "v",
+        lambda v: REDACTED not in v,
+    ),
+    _Detector(
+        "private_key_id",  # a service-account JSON names its key: an id worth nothing alone,
+        ("private_key_id",),  # but it identifies the key to revoke, so it is not printed
+        re.compile(r"private_key_id[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9_-]{16,})"),
+        "v",
+    ),
+    _Detector(
+        "hex_token",  # 32-64 hex after a word that names a credential ("my token is <hex>")
+        ("token", "secret", "signature", "key", "passw", "auth"),
+        re.compile(
+            r"(?i:token|secret|signature|key|passw|auth)(?P<name>[A-Za-z0-9_.-]*)"
+            r"(?P<between>[^\n]{0,40}?)(?<![0-9A-Za-z])(?P<v>[0-9a-fA-F]{32,64})(?![0-9A-Za-z])"
+        ),
+        "v",
     ),
     _Detector(
         "command_password",
@@ -610,6 +658,46 @@ def _detectors() -> tuple[_Detector, ...]:
     return _OWN + _scanner_detectors()
 
 
+# Around a hex value, words that make it a content id, not a credential ("cache_key=<sha256>",
+# "the commit hash after the token ..."); "sha" too, except after "signature" (an HMAC
+# signature is a hex SHA: "X-Hub-Signature-256: sha256=<hex>").
+_HEX_ID_WORDS = (
+    "hash",
+    "digest",
+    "checksum",
+    "commit",
+    "cache",
+    "etag",
+    "blob",
+    "content",
+    "md5",
+    "integrity",
+    "fingerprint",
+    "uuid",
+    "request",
+    "_id",
+    "-id",
+    " id",
+    "tokens",
+    "keyboard",
+    "monkey",
+)
+
+
+def _hex_token(m: re.Match[str]) -> bool:
+    value = m.group("v")
+    start = m.start()  # the name the word is part of ("cache_key"), then what follows it
+    while start > 0 and m.string[start - 1] in _NAME_CHARS and m.start() - start < 40:
+        start -= 1
+    context = m.string[start : m.start("v")].lower()
+    if any(w in context for w in _HEX_ID_WORDS):
+        return False
+    if "sha" in context and "signature" not in context:
+        return False
+    # random hex mixes letters and digits ("deadbeef..." repeated is a placeholder)
+    return _has_classes(value.lower(), 2) and entropy(value) >= 3.0
+
+
 def _span(d: _Detector, m: re.Match[str]) -> tuple[int, int] | None:
     if d.kind == "command_password":
         for g in ("c", "m", "s", "d", "p"):
@@ -617,6 +705,8 @@ def _span(d: _Detector, m: re.Match[str]) -> tuple[int, int] | None:
                 value = m.group(g)
                 ok = REDACTED not in value and not _PLACEHOLDER.fullmatch(value)
                 return (m.start(g), m.end(g)) if ok else None
+        return None
+    if d.kind == "hex_token" and not _hex_token(m):
         return None
     value = m.group(d.group)
     if value is not None and "[redacted" in value.lower():
@@ -876,11 +966,114 @@ def _decoded_views(text: str) -> Iterator[tuple[str, int, int, str]]:
             yield "base64", m.start(), m.end(), decoded
 
 
+# -- normalised views: invisible characters taken out, keys wrapped over a line break joined ----
+
+# Characters that show as nothing: a key pasted with one inside still works after a copy that
+# drops it, and a scanner that reads the raw text sees two short halves.
+INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-")
+
+
+def _mapped(view: str, origin: list[int], found: Iterable[Finding]) -> Iterator[Finding]:
+    """``found`` (spans of ``view``) as spans of the text ``view`` was made from: ``origin[i]``
+    is where ``view[i]`` came from."""
+    for f in found:
+        yield Finding(f.kind, origin[f.start], origin[f.end - 1] + 1)
+
+
+def _without_invisible(text: str) -> Iterator[Finding]:
+    """Findings in ``text`` with its invisible characters taken out, as spans of ``text``."""
+    origin = [i for i, c in enumerate(text) if not INVISIBLE.match(c)]
+    view = "".join(text[i] for i in origin)
+    yield from _mapped(view, origin, findings(view))
+
+
+def _joins(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """(left start, break start, right start, right end) for each line break that splits a
+    token: a run of key characters ends the line and another starts the next (after any
+    indentation), together 20+ characters and no plain lower-case word. Prose ("the\nquick")
+    and a name that starts the next line ("abc\nname: v") are no split token."""
+    for needle in ("\n", "\\n"):
+        pos = text.find(needle)
+        while pos >= 0:
+            brk_start = pos - 1 if needle == "\n" and pos > 0 and text[pos - 1] == "\r" else pos
+            if needle == "\\n" and text.endswith("\\r", 0, pos):
+                brk_start = pos - 2
+            right = pos + len(needle)
+            while right < len(text) and text[right] in " \t":
+                right += 1
+            pos = text.find(needle, pos + 1)
+            if brk_start == 0 or text[brk_start - 1] not in _TOKEN_CHARS:
+                continue
+            if right >= len(text) or text[right] not in _TOKEN_CHARS:
+                continue
+            left = brk_start
+            while left > 0 and text[left - 1] in _TOKEN_CHARS and brk_start - left < 200:
+                left -= 1
+            end = right
+            while end < len(text) and text[end] in _TOKEN_CHARS and end - right < 200:
+                end += 1
+            if text[end : end + 1] in ("=", ":", "(", "[") or text[brk_start - 1] == "=":
+                continue  # the next line starts with a name or a call; base64 padding ends
+            head, tail = text[left:brk_start], text[right:end]
+            if len(head) + len(tail) < 20 or len(head) < 4 or len(tail) < 4:
+                continue
+            if tail[0] == "/" or head[-1] == "/" or is_ordinary_id(head):
+                continue  # a path starts the next line; a hash ends this one
+            joined = head + tail
+            if joined.isalpha() and (joined.islower() or joined[1:].islower()):
+                continue
+            if _whole_token(tail, found=True) or _whole_token(head, found=False):
+                continue  # one token a line (a dump of values, each line its own)
+            yield left, brk_start, right, end
+
+
+def _whole_token(token: str, *, found: bool) -> bool:
+    """A token that stands on its own: base64/hex of readable text, or (``found``) a finding
+    (a key's head alone is often one already: "sk-ant-api03-" and its first characters)."""
+    if found and next(_direct(token), None) is not None:
+        return True
+    decoded = _hexdecode(token) if _HEX.fullmatch(token) else _b64decode(token)
+    return decoded is not None and len(decoded) >= 6
+
+
+def _across_breaks(text: str) -> Iterator[Finding]:
+    """Findings in the lines around each split token with the break taken out, as spans of
+    ``text`` (only those that cross a break: the rest are found in ``text`` itself)."""
+    for left, brk_start, right, end in _joins(text):
+        line_start = max(text.rfind("\n", 0, left) + 1, left - 120)
+        line_end = text.find("\n", end)
+        line_end = min(len(text) if line_end < 0 else line_end, end + 120)
+        origin = [*range(line_start, brk_start), *range(right, line_end)]
+        view = text[line_start:brk_start] + text[right:line_end]
+        cut = brk_start - line_start  # the view's index where the break was
+        if "-----" in view:
+            continue  # PEM armour: the whole block is found in ``text`` itself
+        crossing = [f for f in _direct(view) if f.start < cut < f.end]
+        yield from _mapped(view, origin, crossing)
+
+
+def split_findings(text: str) -> list[Finding]:
+    """The findings of ``findings`` that only the normalised views see: keys split by a line
+    break or an invisible character (a scrubber with its own patterns runs these first, so
+    that its patterns do not take a key's head and leave its tail)."""
+    found: list[Finding] = []
+    if INVISIBLE.search(text):
+        found += [f for f in _without_invisible(text) if INVISIBLE.search(text, f.start, f.end)]
+    if "\n" in text or "\\n" in text:
+        found += _across_breaks(text)
+    return merge(found)
+
+
 def findings(text: str, *, decode: bool = True) -> list[Finding]:
     """Every credential-shaped span of ``text``, sorted; encoded runs that hide one are found
     whole (``kind`` then ends in ``_base64``, ``_hex``, ``_percent``, ``_escaped``,
-    ``_wrapped``)."""
+    ``_wrapped``), and so are keys split by an invisible character or a line break."""
+    if decode and INVISIBLE.search(text):
+        return sorted(_without_invisible(text), key=lambda f: (f.start, -f.end))
     found = list(_direct(text))
+    if decode and ("\n" in text or "\\n" in text):
+        found += _across_breaks(text)
     if decode:
         for suffix, start, end, decoded in _decoded_views(text):
             if any(f.start < end and start < f.end for f in found):

@@ -118,6 +118,13 @@ class Redactor:
         # variable, registered ones; in every encoding, also wrapped), before the shapes.
         text, n = scrub_values_counted(text, "[REDACTED:env_value]")
         counts["env_value"] += n
+        # Keys split by a line break or an invisible character go whole, before the patterns
+        # below could take a key's head and leave its tail.
+        split = scan.split_findings(text)
+        if split:
+            text = scan.replace(text, split, lambda kind: f"[REDACTED:{_harvest_kind(kind)}]")
+            for f in split:
+                counts[_harvest_kind(f.kind)] += 1
         for kind, pattern in PATTERNS:
             text, n = pattern.subn(f"[REDACTED:{kind}]", text)
             counts[kind] += n
