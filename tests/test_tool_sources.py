@@ -495,7 +495,7 @@ def test_a_server_that_dies_fails_the_call_is_restarted_once_and_never_hangs(
     config = ToolsConfig(mcp=[["python", "tools/server.py"]], timeout_s=0.5)
     start = time.monotonic()
     with Toolbox.open(config, mcp_root) as box:
-        slow = call(box, "slow", {"seconds": 1.5}, workdir)
+        slow = call(box, "slow", {"seconds": 1.0}, workdir)
         assert slow == ToolOutcome(
             "slow timed out: the MCP server gave no answer within 0.5 s", is_error=True
         )

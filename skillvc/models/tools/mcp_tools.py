@@ -10,7 +10,8 @@ so any number of them may call at once.
 The server runs with the repository root as its working directory (relative paths in its
 argv resolve there; ``python`` as the program means the interpreter running skillvc) and an
 explicit environment without the user's credentials: ``PATH``, the locale and fixed
-``PYTHONHASHSEED``, over the SDK's own short list (``HOME``, ``USER``, ``SHELL``, ``TERM``).
+``PYTHONHASHSEED``, over the SDK's own short list (``HOME``, ``LOGNAME``, ``SHELL``, ``TERM``,
+``USER``).
 A server does not see the rollout's scratch directory. Its stderr goes to a temporary file,
 whose tail is quoted when it fails.
 
@@ -139,6 +140,8 @@ class McpServerSource:
         program = self.argv[0]
         if program in ("python", "python3"):
             program = sys.executable  # the interpreter that has skillvc (and mcp) installed
+        elif ("/" in program or os.sep in program) and not os.path.isabs(program):
+            program = str(self.root / program)  # "./server.sh": the root's, not skillvc's cwd
         return StdioServerParameters(
             command=program, args=self.argv[1:], env=server_environment(), cwd=str(self.root)
         )
