@@ -188,7 +188,7 @@ class Toolbox:
         timeout_s: float = 30.0,
         max_result_chars: int = 8000,
     ) -> None:
-        """``sources``: (a label for messages, an started source) pairs, in order."""
+        """``sources``: (a label for messages, a started source) pairs, in order."""
         self.timeout_s = timeout_s
         self.max_result_chars = max_result_chars
         self._sources = list(sources)
