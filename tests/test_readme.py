@@ -87,6 +87,9 @@ def test_the_tours_read_commands_run_on_the_demo(tmp_path: Path) -> None:
     assert result.returncode == 0, "\n".join(lines) + "\n" + result.stdout + result.stderr
     assert "Nothing to do: run " in result.stdout  # train after the demo's finished run
     assert "OK: the skill scores" in result.stdout  # check --base main
+    # The tour's diff compares two versions that differ on the demo (epoch-1 and best were
+    # the same commit there: "(no change to the skill)").
+    assert re.search(r"^@@ -\d", result.stdout, re.M) and "(no change" not in result.stdout
     assert (work / "acme" / "pr-body.md").read_text().startswith("## skillvc training run")
     # 10 points (the baseline and 9 steps), in the wide curve and the phone's.
     assert (work / "acme" / "run.html").read_text().count('<g class="point ') == 2 * 10
@@ -114,3 +117,17 @@ def test_package_walkthrough_runs_as_written(tmp_path: Path) -> None:
         "2 edit(s) to skills/acme-support/SKILL.md, skills/acme-support/references/damage.md"
         in committed
     )
+
+
+def test_mkdocs_serve_is_named_with_the_extra_that_installs_it() -> None:
+    """The README named `mkdocs serve` while MkDocs came only with the test extra."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert [r for r in extras["docs"] if r.startswith("mkdocs")]
+    assert "MkDocs comes with the `docs` extra: `.venv/bin/pip install -e '.[docs]'`" in README

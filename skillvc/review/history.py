@@ -471,7 +471,12 @@ def show(
     if event.type == "gate":
         commit, ref = _commit_for(store, event)
         entry = LogEntry(gate=event, commit=commit, ref=ref)
-        data["entry"] = entry.to_dict(patch=entry_patch(store, entry) if with_patch else None)
+        from skillvc.skill.skills import run_skill_path
+
+        # The diff names the repository path, as `log -p` does (not a bare SKILL.md).
+        path = run_skill_path(store, str(event.run_id)) or "SKILL.md"
+        patch = entry_patch(store, entry, path) if with_patch else None
+        data["entry"] = entry.to_dict(patch=patch)
     elif event.type == "edit.proposed":
         edit_id = event.payload.get("edit", {}).get("id")
         data["gates"] = [

@@ -6,6 +6,7 @@ import csv
 import functools
 import io
 import json
+import textwrap
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -136,13 +137,17 @@ def table(
     """A plain left-aligned text table (numbers right-aligned).
 
     With ``width`` (a terminal's), the columns named in ``drop`` are left out in that order
-    until the table fits; a table that still does not fit is left to wrap."""
+    until the table fits, and a line under the table names them (a reader must know that a
+    best score has a baseline beside it on a wider screen); a table that still does not fit
+    is left to wrap."""
+    hidden: list[str] = []
     if width is not None:
         keep = list(range(len(headers)))
         for name in drop:
             if _table_width(rows, headers, keep) <= width:
                 break
             keep = [i for i in keep if headers[i] != name]
+        hidden = [h for i, h in enumerate(headers) if i not in keep]
         headers = [headers[i] for i in keep]
         rows = [[r[i] for i in keep] for r in rows]
     cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r] for r in rows]
@@ -159,8 +164,17 @@ def table(
         ]
         return "  ".join(parts).rstrip()
 
+    note = (
+        textwrap.wrap(
+            f"Hidden to fit {width} columns: {', '.join(hidden)} (a wider terminal shows "
+            "them; --json and --csv have every column).",
+            width or 80,
+        )
+        if hidden
+        else []
+    )
     return "\n".join(
-        [line(cells[0]), line(["-" * w for w in widths])] + [line(r) for r in cells[1:]]
+        [line(cells[0]), line(["-" * w for w in widths])] + [line(r) for r in cells[1:]] + note
     )
 
 
@@ -280,16 +294,18 @@ def format_log_entry(entry: dict[str, Any]) -> str:
 
 
 # The runs table's columns a narrow terminal loses first (``--json`` always has them all).
+# A best score keeps its baseline beside it longest: "test base" and "test best" go together,
+# then the sparkline, and "val base" only after "status".
 RUNS_DROP = (
     "tokens",
     "calls",
     "slow upd a/r",
-    "test base",
-    "val base",
     "steps",
-    "val per step",
+    "test base",
     "test best",
+    "val per step",
     "status",
+    "val base",
 )
 
 
@@ -343,8 +359,41 @@ def format_runs(rows: Sequence[dict[str, Any]], width: int | None = None) -> str
 
 
 def _section(title: str, text: str | None) -> list[str]:
-    """A Markdown-style section, the way ``llm logs`` prints prompts and responses."""
-    return ["", f"## {title}", "", (text if text is not None else "(not in the log)").rstrip("\n")]
+    """A Markdown-style section, the way ``llm logs`` prints prompts and responses; on a
+    terminal its text is wrapped by ``verbatim``."""
+    from skillvc.terminal.fit import terminal_width
+
+    body = (text if text is not None else "(not in the log)").rstrip("\n")
+    return ["", f"## {title}", "", verbatim(body, terminal_width())]
+
+
+WRAPPED = "↪ "  # starts each row a line of a prompt or an answer wraps onto
+
+
+def verbatim(text: str, width: int | None) -> str:
+    """A text shown as it is (a prompt, an answer), each line wider than ``width`` wrapped at
+    word boundaries onto rows that start with ``WRAPPED``. The terminal's usual fitting
+    indents a wrapped row instead, which in a prompt reads as indentation the prompt has.
+    None: not a terminal, the text as it is."""
+    if width is None:
+        return text
+    from skillvc.secrets import scrub_values
+
+    # Scrubbed before the wrap, as the terminal's fitting does: a row must not split a secret.
+    rows: list[str] = []
+    for line in scrub_values(text).split("\n"):
+        if len(line) <= width:
+            rows.append(line)
+            continue
+        rows += textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=WRAPPED,
+            expand_tabs=False,
+            replace_whitespace=False,
+            break_on_hyphens=False,
+        )
+    return "\n".join(rows)
 
 
 def format_messages(messages: Sequence[dict[str, Any]]) -> list[str]:

@@ -245,6 +245,7 @@ def init_workspace(
         result.skills = [(s.name, s.path) for s in skills]
         result.notes.extend(s.line() for s in skills)
         result.notes.extend(s.note for s in skills if s.note and not s.links)
+        result.notes.extend(unready_notes(root, all_found))
     else:
         skill_rel = _skill_relpath(root, skill) if skill else find_skill(root)
         if not (train_file or val_file or test_file):
@@ -276,6 +277,7 @@ def init_workspace(
                 "are found automatically)."
             )
             result.notes.extend(_skillopt_notes(root))
+        result.notes.extend(unready_notes(root, [skill_rel]))
 
     state = root / STATE_DIR
     if not (state / DB_NAME).exists():
@@ -290,6 +292,42 @@ def init_workspace(
 
 TASK_DIRS = ("evals", "tasks", "data", ".")
 TASK_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
+def unready_notes(root: Path, skill_rels: Sequence[str]) -> list[str]:
+    """What ``init`` says of a skill file that breaks its format rules, which ``doctor`` and
+    training refuse (``review.doctor.check_skill``): the first problem and how to fix it (a
+    SKILL.md without frontmatter: the lines to add). A skill over its size budget passes (only
+    growth past it is refused)."""
+    from skillvc.skill.formats import RULE_SIZE, RULE_SKILL_FRONTMATTER, check_bytes
+
+    notes = []
+    for rel in skill_rels:
+        raw = inputs.read_bytes(root / rel, rel, max_bytes=inputs.SKILL_MAX_BYTES)
+        problems = [p for p in check_bytes(rel, raw) if p.rule != RULE_SIZE]
+        if not problems:
+            continue
+        head = (
+            "Fix before training ('skillvc doctor' and 'skillvc train' refuse it): "
+            f"{problems[0].message}"
+        )
+        if problems[0].rule == RULE_SKILL_FRONTMATTER and not raw.lstrip().startswith(b"---"):
+            name = Path(rel).parent.name or "my-skill"
+            notes.append(
+                "\n".join(
+                    [
+                        head,
+                        f"Add these lines at the top of {rel} (the name is its directory's):",
+                        "---",
+                        f"name: {name}",
+                        "description: What the skill does and when to use it.",
+                        "---",
+                    ]
+                )
+            )
+        else:
+            notes.append(f"{head}\n'skillvc validate {rel}' lists every problem.")
+    return notes
 
 
 def find_task_files(

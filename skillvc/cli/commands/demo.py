@@ -53,7 +53,8 @@ def demo(directory: str | None, quiet: bool, package: bool, tools: bool) -> None
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="skillvc-demo-"))
     me = _own_command()
-    click.echo(f"Creating the demo skills repo in {root}", err=True)
+    if not quiet:  # a progress line like the others -q silences (stdout says where: "cd ...")
+        click.echo(f"Creating the demo skills repo in {root}", err=True)
     if package and tools:
         raise click.UsageError("Choose one of --package and --tools.")
     if package:
