@@ -343,7 +343,8 @@ def test_hand_written_diff(doc: SkillDocument) -> None:
 
 """
     edits = edits_from_diff(diff, doc)
-    assert len(edits) == 1 and edits[0].op == "replace"
+    # A pure addition is an add after the line before it, not a replace of that line.
+    assert edits == [Edit("add", content="- Confirm the shipping address.\n", anchor="- Be polite.")]
     result = apply_edits(doc, edits)
     assert result.unmatched == ()
     assert "- Be polite.\n- Confirm the shipping address.\n- Quote" in result.document.text

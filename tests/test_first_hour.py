@@ -218,3 +218,66 @@ def test_a_placeholder_goes_only_to_this_machine() -> None:
     for url in ("https://api.openai.com/v1", "http://10.0.0.5/v1", "http://localhost.evil.com"):
         assert not is_loopback(url)
     assert not is_loopback(None)
+
+
+# -- item 4: apply records what the diff does, and its gate --------------------------------------
+
+ADD_TWO = f"""--- a/{SKILL}
++++ b/{SKILL}
+@@ -13,2 +13,4 @@
+ - Always quote the order number in the reply.
++- Damaged on arrival: offer a replacement, not a refund.
++- Late deliveries earn store credit, not a refund.
+{" "}
+"""
+
+
+def test_apply_records_an_addition_as_add_and_keeps_its_gate(repo: Path, tmp_path: Path) -> None:
+    diff = tmp_path / "add.diff"
+    diff.write_text(ADD_TWO)
+
+    applied = run("apply", str(diff), "-q", "-m", "Add two rules")
+
+    assert applied.exit_code == 0, applied.output
+    assert applied.stdout.splitlines()[0] == (
+        "Val: 0.333 -> 0.367 (+0.033 ± 0.033 s.e.; 0 worse, 1 better of 30; p=0.5 sign)."
+    )
+    body = git(repo, "log", "-1", "--format=%B").splitlines()
+    assert body[-2:] == [
+        f"Skillvc-Gate: {body[-2].split(';')[0].split()[-1]}; val hard 0.333 -> 0.367, n=30, "
+        "1 better, 0 worse",
+        "Skillvc-Significance: p=0.5; within noise; alpha=0.1",
+    ]
+    with open_store(repo / ".skillvc" / "events.db") as store:
+        (edit,) = [e.payload["edit"] for e in store.events(types=["edit.proposed"])]
+    assert (edit["op"], edit["anchor"], edit.get("target") or None) == (
+        "add",
+        "- Always quote the order number in the reply.",
+        None,
+    )
+    log = run("log", "-n", "1").stdout.splitlines()
+    assert log[0].startswith("accepted patch applied by hand  event ")
+    assert (
+        log[1]
+        == "    val 0.333 -> 0.367 (hard, n=30)  sign test: p = 0.5, within noise (alpha 0.1)"
+    )
+    blamed = run("blame").stdout.splitlines()
+    assert any(
+        "human (Test Author) +0.033 p = 0.5, within noise (alpha 0.1)" in b
+        and b.endswith("| - Damaged on arrival: offer a replacement, not a refund.")
+        for b in blamed
+    ), blamed
+
+
+def test_a_short_hunk_is_named_with_its_counts(repo: Path, tmp_path: Path) -> None:
+    diff = tmp_path / "short.diff"
+    diff.write_text("".join(ADD_TWO.splitlines(True)[:5]))
+
+    applied = run("apply", "--no-gate", str(diff))
+
+    assert applied.exit_code == 5
+    assert applied.stderr == (
+        "Error: The diff cannot be parsed: hunk 1 (@@ -13,2 +13,4 @@) promises 2 old and 4 new "
+        "lines but has 1 old and 2 new.\n"
+        "Hint: Fix the counts in the @@ line (or make the diff again with 'git diff').\n"
+    )

@@ -648,6 +648,36 @@ class ApplyGate:
         c = self.comparison
         return c is not None and c.diff is not None and c.diff < 0
 
+    def evidence(self) -> dict[str, Any] | None:
+        """The gate as a ``gate`` event's payload (kind "apply"), for the commit's trailers,
+        ``show``, ``log`` and ``blame``; None before it ran or without a paired score."""
+        from skillvc.training.evaluate import one_sided_p_value
+        from skillvc.training.significance import REVIEW_ALPHA, verdict
+
+        c = self.comparison
+        if c is None or c.diff is None:
+            return None
+        in_b = {i.id: i for i in c.b.items}
+        diffs = [
+            in_b[x.id].value(c.metric) - x.value(c.metric)
+            for x in c.a.items
+            if x.ok and x.id in in_b and in_b[x.id].ok
+        ]
+        sign = -1.0 if c.diff < 0 else 1.0
+        p, test = one_sided_p_value([sign * d for d in diffs])
+        return {
+            "kind": "apply",
+            "decision": "forced" if self.regressed else "accepted",
+            "metric": c.metric,
+            "before": {"mean": c.a_mean, "n": c.n},
+            "after": {"mean": c.b_mean, "n": c.n},
+            "p_value": p,
+            "test": test,
+            "alpha": REVIEW_ALPHA,
+            "verdict": verdict(p, REVIEW_ALPHA),
+            "flipped": {"gained": list(c.up), "lost": list(c.down)},
+        }
+
 
 def gate_text(c: Comparison) -> str:
     """``0.967 -> 0.900 (-0.067 ± 0.046 s.e.; 2 worse, 0 better of 30; p=0.25 sign)``: the

@@ -576,8 +576,24 @@ def skill_commit(
         "authored_at": info.authored_at,
         "files": files,
         "edits": edits,
+        "gate": applied_gate(store, info.sha),
         "patch": patch,
     }
+
+
+def applied_gate(store: EventStore, sha: str) -> dict[str, Any] | None:
+    """The gate ``skillvc apply`` ran before it made commit ``sha`` (a ``gate`` event of kind
+    "apply" tied to it by ``commit.done``), with its id; None for any other commit."""
+    rows = store.query(
+        "SELECT g.id FROM events c JOIN events g ON g.id = json_extract(c.payload, '$.gate_id') "
+        "WHERE c.type = 'commit.done' AND json_extract(c.payload, '$.sha') = ? "
+        "AND g.type = 'gate' AND json_extract(g.payload, '$.kind') = 'apply' LIMIT 1",
+        [sha],
+    )
+    if not rows:
+        return None
+    gate = store.get(int(rows[0]["id"]))
+    return {"id": gate.id, **LogEntry(gate, sha, None).to_dict()}
 
 
 # -- model calls (skillvc calls) -----------------------------------------------------------

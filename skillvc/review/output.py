@@ -246,6 +246,8 @@ def format_log_entry(entry: dict[str, Any]) -> str:
     head = click.style(f"{decision:<9}", fg=colour, bold=True)
     lines = [
         f"{head}{title} (epoch {entry['epoch']})  run {entry['run']}  event {entry['id']}  {where}"
+        if entry["kind"] != "apply"  # skillvc apply's gate: a hand patch, in no run
+        else f"{head}patch applied by hand  event {entry['id']}  {where}"
     ]
     n = entry["n"]
     evaluated = entry["n_evaluated"]

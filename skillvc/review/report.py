@@ -563,7 +563,8 @@ def blame(store: EventStore | None, repo: Any, relpath: str, rev: str = "HEAD") 
         commit = repo.commit_info(sha)
         run = commit.trailers.get("Skillvc-Run")
         gate = None
-        if run and store is not None:
+        # A training step's commit, or skillvc apply's (Skillvc-Gate): its gate is the evidence.
+        if (run or commit.trailers.get("Skillvc-Gate")) and store is not None:
             done = store.query(
                 "SELECT payload FROM events WHERE type = 'commit.done' "
                 "AND json_extract(payload, '$.sha') = ? LIMIT 1",

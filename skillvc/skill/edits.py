@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -386,6 +387,12 @@ def parse_diff(diff_text: str) -> PatchSet:
     try:
         patch = PatchSet(diff_text)
     except UnidiffParseError as exc:
+        short = _short_hunk(diff_text)
+        if short is not None:
+            raise PatchError(
+                f"The diff cannot be parsed: {short}.",
+                hint="Fix the counts in the @@ line (or make the diff again with 'git diff').",
+            ) from exc
         # unidiff quotes the offending line, newline and all: one printable line, kept short.
         detail = " ".join("".join(c if c.isprintable() else " " for c in str(exc)).split())
         detail = detail if len(detail) <= 100 else detail[:100] + "..."
@@ -393,6 +400,43 @@ def parse_diff(diff_text: str) -> PatchSet:
     if not len(patch):
         raise PatchError("The input is not a unified diff (it has no '--- a/FILE', '+++ b/FILE').")
     return patch
+
+
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def _short_hunk(diff_text: str) -> str | None:
+    """``hunk 2 (@@ -13,2 +13,4 @@) promises 2 old and 4 new lines but has 2 and 3``: the
+    first hunk whose body is shorter than its header says (None: every count holds)."""
+    lines = diff_text.splitlines()
+    number = 0
+    for i, line in enumerate(lines):
+        m = _HUNK_HEADER.match(line)
+        if m is None:
+            continue
+        number += 1
+        want_old = int(m.group(1)) if m.group(1) is not None else 1
+        want_new = int(m.group(2)) if m.group(2) is not None else 1
+        got_old = got_new = 0
+        for body in lines[i + 1 :]:
+            if got_old >= want_old and got_new >= want_new:
+                break
+            kind = body[:1]
+            if kind == "-" and not body.startswith("--- "):
+                got_old += 1
+            elif kind == "+" and not body.startswith("+++ "):
+                got_new += 1
+            elif kind == " " or body == "":
+                got_old, got_new = got_old + 1, got_new + 1
+            elif kind != "\\":
+                break
+        if got_old < want_old or got_new < want_new:
+            header = line.split("@@")[1].strip()
+            return (
+                f"hunk {number} (@@ {header} @@) promises {want_old} old and {want_new} new "
+                f"lines but has {got_old} old and {got_new} new"
+            )
+    return None
 
 
 def edits_from_diff(diff: str | PatchSet, doc: SkillDocument, path: str = "SKILL.md") -> list[Edit]:
@@ -514,6 +558,9 @@ def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], index: in
     while suffix < min(len(old), len(new)) - prefix and old[-1 - suffix] == new[-1 - suffix]:
         suffix += 1
     core_new = "".join(new[prefix : len(new) - suffix])
+    added = _pure_addition(doc, lines, old, new, index, prefix, suffix, core_new)
+    if added is not None:
+        return added
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
@@ -554,6 +601,30 @@ def _edit_for_hunk(doc: SkillDocument, old: list[str], new: list[str], index: in
     if fallback is not None:
         return fallback
     return _plain_edit("".join(old), "".join(new)) if old else Edit("add", content="".join(new))
+
+
+def _pure_addition(
+    doc: SkillDocument,
+    lines: list[str],
+    old: list[str],
+    new: list[str],
+    index: int,
+    prefix: int,
+    suffix: int,
+    core_new: str,
+) -> Edit | None:
+    """A hunk that only adds lines, as an ``add`` after the line before them (its anchor),
+    when that line is unique and the add gives exactly the hunk's result; else None."""
+    at = index + prefix
+    if prefix + suffix != len(old) or not core_new or at == 0:
+        return None
+    anchor = lines[at - 1].strip()
+    if not anchor:
+        return None
+    edit = Edit("add", content=core_new, anchor=anchor)
+    wanted = "".join(lines[:at]) + core_new + "".join(lines[at:])
+    result = apply_edits(doc, [edit])
+    return edit if result.applied and result.document.text == wanted else None
 
 
 def _plain_edit(target: str, content: str) -> Edit:

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from unidiff import PatchSet
 
@@ -95,9 +96,15 @@ def record_and_commit(
     """Log ``edits`` as human ``edit.proposed`` events, then commit ``files`` (repository
     paths) on ``head`` in one commit whose ``Skillvc-Event`` trailer names those events.
     ``package``: the result names the files (a skill package's patch may touch several).
-    ``check``: called first with ``head`` and an unreferenced commit of the result."""
+    ``check``: called first with ``head`` and an unreferenced commit of the result; when it
+    has ``evidence()`` (``skillvc apply``'s gate), that is logged as a ``gate`` event of kind
+    "apply", named in the ``Skillvc-Gate`` and ``Skillvc-Significance`` trailers, and tied to
+    the commit by ``commit.done``, as a training step's gate is."""
+    gate = None
     if check is not None and head is not None:
         check(head, ws.repo.build_commit_files(files, message, head))
+        evidence = getattr(check, "evidence", None)
+        gate = evidence() if callable(evidence) else None
     with ws.store(create=True) as store:
         events = [
             store.append(
@@ -107,9 +114,40 @@ def record_and_commit(
         ]
         ids = tuple(e.id for e in events)
         trailers = {"Skillvc-Event": ", ".join(str(i) for i in ids)}
+        logged = None
+        if gate is not None:
+            edit_dicts = [e.to_dict() for e in edits]
+            versions: dict[str, str] = {}
+            if not package and head is not None:  # the two texts, for 'skillvc log -p'
+                ((path, after),) = files.items()
+                before = ws.repo.read_file(path, head).decode("utf-8")
+                versions = {
+                    "current": store.put_blob(before),
+                    "candidate": store.put_blob(bytes(after).decode("utf-8")),
+                }
+            payload = {**gate, **versions, "edits": edit_dicts, "message": message}
+            logged = store.append("gate", payload)
+            trailers["Skillvc-Gate"] = f"{logged.id}; {gate_trailer(gate)}"
+            p = "none" if gate["p_value"] is None else f"{gate['p_value']:.4g}"
+            trailers["Skillvc-Significance"] = (
+                f"p={p}; {gate['verdict']}; alpha={gate['alpha']:.3g}"
+            )
         sha = ws.repo.commit_files(files, message, trailers, expected_parent=head)
+        if logged is not None:
+            done = {"gate_id": logged.id, "sha": sha, "ref": None}
+            store.append("commit.done", done, key=f"gate:{logged.id}")
     shown_files = tuple(sorted(files)) if package else ()
     return AppliedPatch(sha=sha, edits=tuple(edits), event_ids=ids, files=shown_files)
+
+
+def gate_trailer(gate: Mapping[str, Any]) -> str:
+    """``val hard 0.833 -> 0.900, n=30, 3 better, 1 worse`` (the ``Skillvc-Gate`` trailer)."""
+    before, after = gate["before"]["mean"], gate["after"]["mean"]
+    flipped = gate.get("flipped") or {}
+    return (
+        f"val {gate['metric']} {before:.3f} -> {after:.3f}, n={gate['before']['n']}, "
+        f"{len(flipped.get('gained', []))} better, {len(flipped.get('lost', []))} worse"
+    )
 
 
 def read_patch(data: bytes | str) -> str:

@@ -72,6 +72,8 @@ def command(
         d = line.to_dict()
         if line.human:
             who = f"human ({line.author})"
+            if d["p_value"] is not None:  # skillvc apply's gate
+                who += f" {d['edit_gain']:+.3f} {stated(d['p_value'], d['alpha'])}"
         elif line.kind == "slow_update":
             who = f"{line.run} slow update"
         else:

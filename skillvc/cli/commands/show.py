@@ -110,10 +110,25 @@ def format_commit(commit: dict[str, Any]) -> str:
             lines.extend(format_edit(e["payload"].get("edit") or {}))
     else:
         lines.append("    a hand commit: no edit events (not made by skillvc)")
+    if commit.get("gate"):  # skillvc apply's gate, as a training step's is shown
+        lines.append(f"    gate (event {commit['gate']['id']}): {gate_words(commit['gate'])}")
     if commit["patch"]:
         lines.append("")
         lines.extend("    " + line for line in commit["patch"].rstrip("\n").splitlines())
     return "\n".join(lines)
+
+
+def gate_words(gate: dict[str, Any]) -> str:
+    """``val 0.833 -> 0.900 (hard, n=30), p = 0.31, within noise (alpha 0.1)``."""
+    from skillvc.review.output import fmt_score
+    from skillvc.training.significance import describe
+
+    forced = "; committed with --force" if gate["decision"] == "forced" else ""
+    return (
+        f"val {fmt_score(gate['val_before'])} -> {fmt_score(gate['val_after'])} "
+        f"({gate['metric']}, n={gate['n']}), {describe(gate['p_value'], gate['alpha'])} "
+        f"(alpha {gate['alpha']:g}){forced}"
+    )
 
 
 command = show
