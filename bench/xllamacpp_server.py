@@ -6,7 +6,7 @@ it the way ``llama-server`` is started, so ``bench/bench_real_model.py --llama-s
 docs can use either:
 
     OMP_NUM_THREADS=2 python bench/xllamacpp_server.py -m model.gguf -c 4096 -np 1 -t 2 \\
-        --host 127.0.0.1 --port 8080
+        --host 127.0.0.1 --port 8080 [--jinja]
 
 It serves until SIGTERM or SIGINT. Not part of skillvc, not a dependency: a measuring aid.
 """
@@ -26,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-t", "--threads", type=int, default=2, help="CPU threads")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument(
+        "--jinja",
+        action="store_true",
+        help="the model's own chat template (llama-server's --jinja): needed for tool calls",
+    )
     args = parser.parse_args(argv)
 
     import xllamacpp as xlc  # only this script needs it
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     params.hostnames = [args.host]
     params.port = args.port
     params.endpoint_props = True
+    params.use_jinja = args.jinja
     server = xlc.Server(params)
     print(f"listening on {server.listening_address}", flush=True)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})

@@ -43,8 +43,13 @@ def test_calls_written_as_text_are_read_and_prose_is_not() -> None:
     # What Qwen2.5-Coder-1.5B answered with tools at temperature 0: the call as content.
     (call,) = text_calls('{"name": "stock_level", "arguments": {"sku": "AB123"}}', names)
     assert (call.name, json.loads(call.arguments)) == ("stock_level", {"sku": "AB123"})
-    fenced = '```json\n[{"name": "warehouses", "parameters": {}}, {"name": "stock_level", ' \
+    # ... and with the doubled braces of its chat template, as it answered on llama.cpp:
+    doubled = '{{"name": "stock_level", "arguments": {"sku": "AB123", "warehouse": "Leeds"}}}'
+    assert [json.loads(c.arguments)["warehouse"] for c in text_calls(doubled, names)] == ["Leeds"]
+    fenced = (
+        '```json\n[{"name": "warehouses", "parameters": {}}, {"name": "stock_level", '
         '"arguments": "{\\"sku\\": \\"X\\"}"}]\n```'
+    )
     assert [c.name for c in text_calls(fenced, names)] == ["warehouses", "stock_level"]
     tagged = '<tool_call>\n{"name": "warehouses", "arguments": {}}\n</tool_call>'
     assert [c.name for c in text_calls(tagged, names)] == ["warehouses"]
@@ -197,7 +202,7 @@ max_result_chars = 2000
 
 [target]
 model = "{model}"
-base_url = "{server_url}{'/v1' if provider == 'openai' else ''}"
+base_url = "{server_url}{"/v1" if provider == "openai" else ""}"
 api_key_env = "{key}"
 max_retries = 0
 {extra}
@@ -221,14 +226,18 @@ def scripted(body: dict) -> Behaviour | str:
     results = [m for m in messages if m["role"] == "tool"]
 
     def call(name: str, arguments: str) -> Behaviour:
-        return Behaviour(tool_calls=[{"id": f"c{len(results)}", "name": name, "arguments": arguments}])
+        return Behaviour(
+            tool_calls=[{"id": f"c{len(results)}", "name": name, "arguments": arguments}]
+        )
 
     if kind == "loop" or (kind == "turns" and len(results) < 10):
         sku = "AB123" if kind == "loop" else f"S{len(results)}"
         return call("stock_level", json.dumps({"sku": sku}))
     if results:
-        return f"done: {results[-1]['content'][:60]}" if kind != "happy" else (
-            f"{results[-1]['content']} units"
+        return (
+            f"done: {results[-1]['content'][:60]}"
+            if kind != "happy"
+            else (f"{results[-1]['content']} units")
         )
     first = {
         "happy": ("stock_level", '{"sku": "AB123"}'),
@@ -287,8 +296,11 @@ def test_tools_and_bad_tools_over_the_real_sdks(
     traj = trajectories(repo)
     kinds = {k: [s["kind"] for s in t["steps"]] for k, t in traj.items()}
     assert kinds["happy"] == ["tool_call", "tool_result", "message"]
-    errors = {k: next(s for s in t["steps"] if s["kind"] == "tool_result") for k, t in traj.items()
-              if k not in ("happy", "loop", "turns")}
+    errors = {
+        k: next(s for s in t["steps"] if s["kind"] == "tool_result")
+        for k, t in traj.items()
+        if k not in ("happy", "loop", "turns")
+    }
     for kind, step in errors.items():  # each misbehaviour: a result the model saw, one line
         assert step["is_error"] or kind == "huge", (kind, step)
         assert "\n" not in step["text"] or kind == "huge", (kind, step)
@@ -312,8 +324,10 @@ def test_an_environment_is_played_and_scored_by_its_reward(
     loopback.responder = player
     repo = tool_repo(tmp_path / "repo", loopback.url, model="openai:local-model")
     config = (repo / "skillvc.toml").read_text()
-    config = config.replace('test = "evals/test.jsonl"\n', 'test = "evals/test.jsonl"\n'
-                            'environment = "envs/world.py:Guess"\n')
+    config = config.replace(
+        'test = "evals/test.jsonl"\n',
+        'test = "evals/test.jsonl"\nenvironment = "envs/world.py:Guess"\n',
+    )
     config = config.replace('python = ["tools/inventory.py"]\n', "")
     (repo / "skillvc.toml").write_text(config.replace("[tools]\n", "[tools]\n"))
     rows = [{"id": f"g{s}", "input": "play", "metadata": {"secret": s}} for s in (2, 3, 7)]
@@ -371,9 +385,9 @@ def test_a_killed_tool_run_resumes_exactly(tools_seed: Path, tmp_path: Path) -> 
     tools = seed / "tools/inventory.py"
     tools.write_text(
         tools.read_text().replace(
-            '    key = (sku.strip().upper(), warehouse.strip().lower())\n',
-            '    key = (sku.strip().upper(), warehouse.strip().lower())\n'
-            '    import os\n'
+            "    key = (sku.strip().upper(), warehouse.strip().lower())\n",
+            "    key = (sku.strip().upper(), warehouse.strip().lower())\n"
+            "    import os\n"
             '    with open(os.environ["TOOL_JOURNAL"], "a") as fh:\n'
             '        fh.write(f"{key}\\n")\n',
         )
@@ -405,12 +419,12 @@ def test_a_killed_tool_run_resumes_exactly(tools_seed: Path, tmp_path: Path) -> 
     assert (repo / SKILL).read_bytes() == (reference / SKILL).read_bytes()
     fmt = "--format=%T%x00%B"
     assert git(repo, "log", fmt, "main") == git(reference, "log", fmt, "main")
-    query = (
-        "SELECT step, kind, decision, val_before, val_after FROM gates ORDER BY event_id"
-    )
+    query = "SELECT step, kind, decision, val_before, val_after FROM gates ORDER BY event_id"
     with open_store(db) as got, open_store(reference / ".skillvc/events.db") as want:
         assert got.query(query) == want.query(query)
-        calls = "SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events WHERE type = 'model.call'"
+        calls = (
+            "SELECT COUNT(*) AS n, COUNT(DISTINCT key) AS k FROM events WHERE type = 'model.call'"
+        )
         assert got.query(calls) == want.query(calls)
         assert got.query(calls)[0]["n"] == got.query(calls)[0]["k"]  # each rollout once
     made = (tmp_path / "ref-tools.txt").read_text().splitlines()
@@ -442,9 +456,13 @@ def test_an_mcp_server_and_the_code_tool_through_the_loop(
     repo = tool_repo(tmp_path / "repo", loopback.url, model="openai:local-model")
     server = Path(__file__).parent / "fixtures" / "mcp_server.py"
     (repo / "tools/mcp_server.py").write_text(server.read_text())
-    config = (repo / "skillvc.toml").read_text().replace(
-        'python = ["tools/inventory.py"]',
-        f"mcp = [[{json.dumps(sys.executable)}, \"tools/mcp_server.py\"]]\ncode = true",
+    config = (
+        (repo / "skillvc.toml")
+        .read_text()
+        .replace(
+            'python = ["tools/inventory.py"]',
+            f'mcp = [[{json.dumps(sys.executable)}, "tools/mcp_server.py"]]\ncode = true',
+        )
     )
     (repo / "skillvc.toml").write_text(config.replace("timeout_s = 0.5", "timeout_s = 20"))
     rows = [

@@ -189,15 +189,12 @@ def text_calls(text: str, names: set[str]) -> list[ToolCall]:
     body = _TAGS.sub("\n", _FENCE.sub("", text.strip())).strip()
     if not body or body[0] not in "[{":
         return []
-    chunks: list[Any] = []
-    try:
-        value = json.loads(body)
-        chunks = value if isinstance(value, list) else [value]
-    except ValueError:
-        try:
-            chunks = [json.loads(line) for line in body.splitlines() if line.strip()]
-        except ValueError:
-            return []
+    chunks = _json_chunks(body)
+    if chunks is None and body.startswith("{{") and body.endswith("}}"):
+        # Qwen2.5's template shows the call inside doubled braces; the 1.5B model copies them.
+        chunks = _json_chunks(body[1:-1])
+    if chunks is None:
+        return []
     calls = []
     for chunk in chunks:
         if not isinstance(chunk, dict):
@@ -211,3 +208,15 @@ def text_calls(text: str, names: set[str]) -> list[ToolCall]:
         text_args = arguments if isinstance(arguments, str) else json.dumps(arguments)
         calls.append(ToolCall("", str(name), text_args))
     return calls
+
+
+def _json_chunks(body: str) -> list[Any] | None:
+    """One JSON value (a list is its items) or one per line; None when it is neither."""
+    try:
+        value = json.loads(body)
+        return value if isinstance(value, list) else [value]
+    except ValueError:
+        try:
+            return [json.loads(line) for line in body.splitlines() if line.strip()]
+        except ValueError:
+            return None
