@@ -479,3 +479,25 @@ def test_an_mcp_server_and_the_code_tool_through_the_loop(
     assert items == {"m": (1.0, "7 units"), "c": (1.0, "42 units")}
     offered = {t["function"]["name"] for t in loopback.requests[0].json["tools"]}
     assert {"stock_level", "python"} <= offered
+
+
+def test_a_reference_reaches_the_optimizer_only(
+    tools_seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = copy_repo(tools_seed, tmp_path / "repo")
+    train_file = repo / "evals/train.jsonl"
+    rows = [json.loads(line) for line in train_file.read_text().splitlines()]
+    for row in rows:
+        row["reference"] = f"Worked: stock_level({row['id']}) gives the count."
+    train_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    git(repo, "commit", "-qam", "references")
+    monkeypatch.chdir(repo)
+    train(open_workspace(repo))
+    seen = {"target": 0, "optimizer": 0}
+    with open_store(repo / ".skillvc/events.db") as store:
+        for row in store.query("SELECT payload FROM events WHERE type = 'model.call'"):
+            p = json.loads(row["payload"])
+            if "Worked: stock_level(" in store.get_blob(p["prompt"]):
+                seen[p["role"]] += 1
+    assert seen["target"] == 0
+    assert seen["optimizer"] > 0

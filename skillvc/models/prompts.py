@@ -53,8 +53,8 @@ EDITS_FORMAT = (
     '"anchor": "...", "rationale": "..."}]}'
 )
 ANSWER_FORMAT = (
-    '{"edits": [{"op": "add|replace|delete", "target": "...", "content": "...", '
-    '"anchor": "...", "rationale": "why, citing the tasks"}]}'
+    '{"analysis": "...", "edits": [{"op": "add|replace|delete", "target": "...", '
+    '"content": "...", "anchor": "...", "rationale": "the pattern it fixes"}]}'
 )
 # A skill package (skillvc.packages): every edit names its file.
 PACKAGE_EDITS_FORMAT = (
@@ -62,8 +62,9 @@ PACKAGE_EDITS_FORMAT = (
     '"content": "...", "anchor": "...", "rationale": "..."}]}'
 )
 PACKAGE_ANSWER_FORMAT = (
-    '{"edits": [{"file": "SKILL.md or a path from package_files", "op": "add|replace|delete", '
-    '"target": "...", "content": "...", "anchor": "...", "rationale": "why, citing the tasks"}]}'
+    '{"analysis": "...", "edits": [{"file": "SKILL.md or a path from package_files", '
+    '"op": "add|replace|delete", "target": "...", "content": "...", "anchor": "...", '
+    '"rationale": "the pattern it fixes"}]}'
 )
 # One shape per op, with a worked example: what an optimizer on a local server is shown (and
 # what its schema enforces, skillvc.training.structured). Other optimizers get the formats
@@ -89,6 +90,7 @@ OPTIONAL = {
     "package_rule": "",
     "package_files": "",
     "answer_format": ANSWER_FORMAT,
+    "evidence": "",
 }
 
 
@@ -210,15 +212,21 @@ def _why(edit: Mapping[str, Any]) -> str:
             f"val: {evidence.get('up', 0)} better, {evidence.get('down', 0)} worse"
             + (f", p {p:.2g}" if isinstance(p, (int, float)) else "")
         )
-    if edit.get("inconclusive"):
+    if edit.get("changed_nothing"):
+        parts.append(CHANGED_NOTHING)
+    elif edit.get("inconclusive"):
         parts.append("inconclusive")
     return "; ".join(parts)
 
 
+# What the buffer says of an edit whose candidate gave the same answer on every val item.
+CHANGED_NOTHING = "CHANGED NOTHING: not one answer differed"
+
+
 def parse_edit_lines(text: str) -> list[dict[str, Any]]:
     """The edits of an ``edit_lines`` text (op, file, anchor, target, content, decision,
-    candidate_size, inconclusive; the evidence's figures are not read back); lines of
-    another shape are skipped."""
+    candidate_size, inconclusive, changed_nothing; the evidence's figures are not read back);
+    lines of another shape are skipped."""
     out = []
     for line in text.splitlines():
         m = _EDIT_LINE.match(line.strip())
@@ -250,6 +258,8 @@ def _verdict(why: str) -> dict[str, Any]:
         out["candidate_size"] = int(bundle[2])
     if "inconclusive" in why:
         out["inconclusive"] = True
+    if CHANGED_NOTHING in why:
+        out["changed_nothing"] = True
     return out
 
 
@@ -268,7 +278,16 @@ _LISTS = {"cases": "head", "rejected": "tail", "accepted": "tail"}
 _TEXTS = ("previous", "meta", "previous_notes", "previous_guidance")
 _CLIPS = (1000, 400, 160)
 _TEXT_CLIPS = (2000, 600, 200)
-_CLIPPED_FIELDS = ("input", "output", "expected", "trajectory", "target", "content", "rationale")
+_CLIPPED_FIELDS = (
+    "input",
+    "output",
+    "expected",
+    "trajectory",
+    "reference",
+    "target",
+    "content",
+    "rationale",
+)
 
 
 def _render_fitting(name: str, limit: int, values: Mapping[str, Any]) -> list[dict[str, str]]:

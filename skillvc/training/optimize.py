@@ -93,12 +93,33 @@ def _case(
     if rollout.activated is not None:
         # An agent's rollout: whether it loaded the skill at all, like SkillOpt's analysts.
         case["skill_loaded"] = rollout.activated
+    reference = item.fields.get("reference", item.metadata.get("reference"))
+    if isinstance(reference, str) and reference.strip():  # for the optimizer's eyes only
+        case["reference"] = _clip(reference)
     if rollout.trajectory is not None and load is not None:
         # An agent's or a tool-using chat target's rollout: what it did (tool calls, results,
         # errors, observations; head and tail kept under a budget).
         trajectory = Trajectory.from_json(load(rollout.trajectory))
         case["trajectory"] = render(trajectory, activated=rollout.activated)
     return case
+
+
+def _acting_note(cases: Sequence[Mapping[str, Any]]) -> str:
+    """What the reflection prompt says of trajectories and references, only when cases hold
+    them (so the prompt of a target that only answers is as it was)."""
+    parts = []
+    if any("trajectory" in c for c in cases):
+        parts.append(
+            'a case\'s "trajectory" is what the target did, a line per step ("-> tool: '
+            'arguments" a call, "<- tool: result" its result, "!!" an error); rules about '
+            "when and how to use the tools belong in the skill"
+        )
+    if any("reference" in c for c in cases):
+        parts.append(
+            'a case\'s "reference" is a worked solution the target never sees: write what it '
+            "shows as a general rule, never the reference itself"
+        )
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def minibatches(
@@ -262,30 +283,38 @@ def reflect(
             fit=limit,
             n_cases=str(len(cases)),
             kind=kind,
-            kind_note=notes[kind],
+            kind_note=notes[kind] + _acting_note(cases),
             budget=str(budget),
             skill=skill,
             cases=cases,
             rejected=list(rejected),
             meta=meta or "(none yet)",
             description_rule=DESCRIPTION_RULE if describe else "",
+            evidence=shape_evidence(cases) if kind == "failures" else "",
             **package_values,
         )
 
     def one(batch: tuple[str, list[dict[str, Any]]]) -> Answer:
         try:
-            return ask(batch)
+            answers = [ask(batch, k) for k in range(samples)]
+            return answers[0] if samples == 1 else _combined(answers)
         finally:
             done()
 
-    def ask(batch: tuple[str, list[dict[str, Any]]]) -> Answer:
+    def ask(batch: tuple[str, list[dict[str, Any]]], sample: int = 0) -> Answer:
         try:
             messages = reflect_prompt(batch)
         except prompts.PromptTooLong as exc:
             return Answer(error=f"no reflection prompt fits the optimizer's context: {exc}")
         try:
             payload, calls, error = ask_json(
-                client, messages, "edits", step, edits_format=edits_format, schema=schema
+                client,
+                messages,
+                "edits",
+                step,
+                edits_format=edits_format,
+                schema=schema,
+                sample=sample,
             )
         except CallFailed as exc:
             return Answer(calls=1, error=exc.message, call_failed=True)
