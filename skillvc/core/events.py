@@ -68,6 +68,11 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("edit.proposed", 1, "one edit proposed by a reflection (or a human patch)"),
         EventType("edits.merged", 1, "aggregation of the step's proposals into one list"),
         EventType("edits.selected", 1, "edits kept under the learning-rate budget"),
+        EventType(
+            "reflection.retried", 1, "every proposal repeated a refuted edit: other failures"
+        ),
+        EventType("edits.released", 1, "held-back refuted edits given a second look, and why"),
+        EventType("edits.held", 1, "held-back refuted edits kept at an epoch's end, and why"),
         EventType("edit.unmatched", 1, "an edit whose target or anchor could not be placed"),
         EventType("reflection.failed", 1, "a reflection whose answer was unusable after repair"),
         EventType("edit.refused", 1, "a malformed edit of a reflection's answer, and why"),

@@ -11,7 +11,7 @@ from skillvc.packages import SKILL_FILE, SkillPackage
 from skillvc.packages.edits import PackageApplyResult
 from skillvc.skill.edits import ApplyResult, Edit
 from skillvc.skill.skilldoc import SkillDocument
-from skillvc.training import attribution, commits, significance
+from skillvc.training import attribution, commits, repeats, significance
 from skillvc.training.attribution import Attribution
 from skillvc.training.commits import Honesty
 from skillvc.training.evaluate import (
@@ -39,11 +39,13 @@ def rejection_evidence(result: GateResult | None, alphas: Sequence[float]) -> di
     if result is None:
         return {}
     up, down = result.counts
+    evidence = {"up": up, "down": down, "p_value": result.p_value}
+    if result.changed_nothing:
+        # Not "inconclusive": the edit reached no answer, which is evidence enough that it
+        # will not help as worded (issue 46: a real optimizer proposed it again, word for word).
+        return {"evidence": evidence, "changed_nothing": True}
     worse = significance.significant(significance.sign_test_p(down, up), alphas[-1])
-    return {
-        "evidence": {"up": up, "down": down, "p_value": result.p_value},
-        "inconclusive": not worse,
-    }
+    return {"evidence": evidence, "inconclusive": not worse}
 
 
 class Gating(Summaries):
@@ -137,6 +139,7 @@ class Gating(Summaries):
             if matrix is not None and matrix["vetoed"]:
                 result = dataclasses.replace(result, decision="rejected")
         decision = result.decision if result else "forced"
+        changed_nothing = result is not None and result.changed_nothing
         if decision != "rejected":
             # What the loop runs next with the new skill goes out now, beside the commit.
             self.after_accept(candidate_text)
@@ -153,6 +156,7 @@ class Gating(Summaries):
                 **(result.payload() if result else self.ungated_payload()),
                 **({"attribution": credit.payload()} if credit is not None else {}),
                 **({"alpha": self.gate_alpha} if self.t.attribution and result else {}),
+                **({"changed_nothing": True} if self.t.attribution and changed_nothing else {}),
                 **({"targets": matrix} if matrix is not None else {}),
                 # A skill package: the files the candidate changes (repository paths) and, for
                 # the chat target, which linked files it was sent and which were cut.
@@ -189,7 +193,7 @@ class Gating(Summaries):
         if credit is not None and credit.dropped:
             s.drop(credit.dropped_edits(), self.t.rejected_buffer_size, len(bundle))
         if decision == "rejected":
-            s.refuted.update(self.refuted_edits(kind, bundle, credit))
+            s.refuted.update(self.refuted_edits(kind, bundle, credit, changed_nothing))
             s.reject(
                 edits,
                 self.t.rejected_buffer_size,
@@ -407,21 +411,41 @@ class Gating(Summaries):
         return credit
 
     def refuted_edits(
-        self, kind: str, bundle: Sequence[Edit], credit: Attribution | None
-    ) -> list[str]:
-        """The edits of a refused step candidate that lost a test of their own against the
-        current skill, on a stochastic target with attribution: a one-edit candidate (its
-        gate is the edit's test) or the edits attribution's tests did not keep. A new test of
-        one while that skill is current, on fresh draws, would be a second chance at the
-        same question: at a test's alpha (about 0.07) an edit that changes nothing proposed
-        five times would pass about one in three. They are held back until the skill
-        changes, or an epoch passes without a change (``RunState.new_epoch``). Edits of a
-        bundle refused whole were not tested one by one."""
-        if kind != "step" or not self.t.attribution or len(self.alphas) == 1:
-            return []
+        self,
+        kind: str,
+        bundle: Sequence[Edit],
+        credit: Attribution | None,
+        changed_nothing: bool = False,
+    ) -> dict[str, str]:
+        """The edits of a refused step candidate held back while the current skill stays, by
+        normalised text (``repeats.edit_key``) -> why, with attribution:
+
+        - every edit of a candidate that changed no answer (``repeats.CHANGED_NOTHING``);
+        - an edit that lost a test of its own against the current skill (``repeats.LOST``): a
+          one-edit candidate (its gate is the edit's test, stopped early or not), the edits
+          attribution's tests did not keep, and the one edit a refused pruned candidate kept.
+
+        On a deterministic target a new test would give the same answers again; on a
+        stochastic one it would be a second chance at the same question: at a test's alpha
+        (about 0.07) an edit that changes nothing proposed five times would pass about one
+        in three. They are held back until the skill changes (or a logged decision releases
+        the lost ones on a noisy target: ``Trainer.release_held``). Edits of a bundle refused
+        whole were not tested one by one: they are not held, unless it changed nothing."""
+        if kind != "step" or not self.t.attribution:
+            return {}
+        if changed_nothing:
+            return {repeats.edit_key(e): repeats.CHANGED_NOTHING for e in bundle}
+        held: dict[str, str] = {}
         if credit is not None:
-            return [str(t.edit.get("id")) for t in credit.tests if t.outcome != attribution.KEPT]
-        return [bundle[0].id] if len(bundle) == 1 else []
+            held = {
+                repeats.edit_key(t.edit): repeats.LOST
+                for t in credit.tests
+                if t.outcome != attribution.KEPT
+            }
+            if credit.dropped and len(credit.kept) == 1:
+                held[repeats.edit_key(credit.kept[0])] = repeats.LOST  # lost alone
+            return held
+        return {repeats.edit_key(bundle[0]): repeats.LOST} if len(bundle) == 1 else {}
 
     def apply_quietly(self, edits: Sequence[Edit]) -> ApplyResult | PackageApplyResult:
         """``apply`` without its events: attribution's versions of the candidate."""

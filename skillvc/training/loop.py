@@ -31,6 +31,7 @@ from typing import Any
 
 from skillvc.core.config import override, validate
 from skillvc.core.errors import AuthenticationFailed, ConfigError
+from skillvc.core.hashing import sha256_hex
 from skillvc.core.progress import Progress
 from skillvc.models.calls import CallFailed
 from skillvc.models.executors import make_executor
@@ -57,6 +58,7 @@ from skillvc.training.optimize import (
     select,
 )
 from skillvc.training.prefetch import NEXT, Prefetcher
+from skillvc.training.repeats import deterministic_target, edit_key
 from skillvc.training.resume import (
     NEW,
     REFUSE,
@@ -68,6 +70,7 @@ from skillvc.training.resume import (
 )
 from skillvc.training.schedule import learning_rate
 from skillvc.training.setup import find_unfinished, finished_here, prepare_run
+from skillvc.training.startcheck import sim_world_warning
 from skillvc.training.summary import UP_TO_DATE, RunSummary, up_to_date
 from skillvc.training.trainer_base import fmt_val
 from skillvc.training.updates import Updates
@@ -133,6 +136,9 @@ def train(
             if done is not None:
                 return up_to_date(done)
         ctx = prepare_run(ws, store, config, unfinished)
+        fit = sim_world_warning(config, [i.input for i in (*ctx.train, *ctx.val)])
+        if fit is not None:
+            progress.note(f"Warning: {fit}")
         if plan.action in (NEW, RESTART) and plan.unfinished is not None:
             reason = "settings changed" if plan.action == RESTART else "--new"
             abandon(store, plan, reason, ctx.run_id)
@@ -233,6 +239,12 @@ class Trainer(Updates):
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
         chosen, refuted = self.select(merged, lr)
+        if not chosen and refuted:
+            # Every proposal repeats an edit refuted against this skill: other evidence.
+            reflection = self.reflect_again(batch, rollouts, lr)
+            merged = self.aggregate(reflection.proposals)
+            chosen, again = self.select(merged, lr)
+            refuted += again
         result = self.apply(chosen)
         counts = (
             f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
@@ -284,14 +296,78 @@ class Trainer(Updates):
                 package=s.package,
                 package_chars=self.config.skill.optimizer_chars,
                 carried=self.ctx.carried,
+                samples=self.t.proposals,
             )
+        for it, r in zip(batch, rollouts, strict=True):
+            if r.ok and r.value(self.t.gate_metric) < 1:  # shown in a failures minibatch
+                s.shown[it.id] = s.shown.get(it.id, 0) + 1
         # Before any reflection event: a stopped run then retries these calls on resume.
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
         with self.store.transaction():  # the stage's events in one write
             self.record_reflection(reflection)
         return reflection
 
-    def record_reflection(self, reflection: Reflection) -> None:
+    def reflect_again(
+        self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout], lr: int
+    ) -> Reflection:
+        """One more reflection when every edit the step's reflections proposed repeats one
+        refuted against the current skill (issue 46): a deterministic optimizer shown the
+        same cases answers the same again. It is shown other evidence: one minibatch of the
+        batch's failures, those shown to it least first, at half the minibatch size (so its
+        cases differ from every minibatch it has seen), and the buffer that now says why the
+        repeats were refused. Logged (``reflection.retried``) before its call."""
+        s, metric = self.state, self.t.gate_metric
+        failing = [
+            (it, r) for it, r in zip(batch, rollouts, strict=True) if r.ok and r.value(metric) < 1
+        ]
+        if not failing:
+            return Reflection()
+        failing.sort(
+            key=lambda pair: (
+                s.shown.get(pair[0].id, 0),
+                sha256_hex(f"{self.t.seed}:{s.step}:{pair[0].id}"),
+            )
+        )
+        size = max(1, min(self.t.minibatch_size, len(failing)) // 2)
+        chosen = failing[:size]
+        self.log.emit(
+            "reflection.retried",
+            {
+                "reason": "every proposed edit repeats one refuted against the current skill",
+                "items": [it.id for it, _ in chosen],
+            },
+        )
+        items = [it for it, _ in chosen]
+        runs = [r for _, r in chosen]
+        name = f"step {s.step}/{self.total_steps} reflection on other failures"
+        with self.progress.stage(name, 1, unit="minibatches"):
+            reflection = reflect(
+                self.client,
+                self.pool,
+                skill=skill_file_text(s.skill),
+                items=items,
+                rollouts=runs,
+                metric=metric,
+                minibatch_size=size,
+                budget=lr,
+                rejected=s.buffer if self.t.buffer else [],
+                meta=s.meta if self.t.meta_skill else "",
+                step=s.step,
+                describe=self.t.train_description,
+                done=self.progress.advance,
+                package=s.package,
+                package_chars=self.config.skill.optimizer_chars,
+                carried=self.ctx.carried,
+                samples=self.t.proposals,
+            )
+        self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
+        for it in items:
+            s.shown[it.id] = s.shown.get(it.id, 0) + 1
+        with self.store.transaction():
+            self.record_reflection(reflection, retry=True)
+        return reflection
+
+    def record_reflection(self, reflection: Reflection, *, retry: bool = False) -> None:
         for p in reflection.proposals:
             self.log.emit(
                 "edit.proposed",
@@ -300,6 +376,8 @@ class Trainer(Updates):
                     "source": "optimizer",
                     "minibatch": p.minibatch,
                     "kind": p.kind,
+                    **({"sample": p.sample} if p.sample else {}),
+                    **({"retry": True} if retry else {}),
                 },
             )
         for refused in reflection.refused:
@@ -310,7 +388,15 @@ class Trainer(Updates):
         self.state.reflections_usable += reflection.usable
 
     def aggregate(self, proposals: Sequence[Proposal]) -> list[Merged]:
-        merged = aggregate(proposals)
+        # With attribution, proposals that differ only in case, whitespace or punctuation are
+        # one edit (the first one's text); the paper's bundle gate merges identical ones only.
+        # Edits held back as refuted are merged apart: one must not win a conflict over a
+        # fresh edit of the same target and then be held back, leaving neither (issue 46).
+        key = edit_key if self.t.attribution else None
+        held = self.state.refuted
+        fresh = [p for p in proposals if edit_key(p.edit) not in held]
+        repeated = [p for p in proposals if edit_key(p.edit) in held]
+        merged = aggregate(fresh, key=key) + aggregate(repeated, key=key)
         self.log.emit(
             "edits.merged",
             {
@@ -325,11 +411,12 @@ class Trainer(Updates):
     def select(self, merged: Sequence[Merged], lr: int) -> tuple[list[Merged], int]:
         """The edits this step's candidate applies, and how many were held back as refuted.
 
-        An edit that lost its own test against the current skill is not tested again while it
-        is current, unless an epoch passes without a change (``Gating.refuted_edits``): its
-        slot goes to the next edit."""
-        refuted = [m for m in merged if m.edit.id in self.state.refuted]
-        chosen, dropped = select([m for m in merged if m.edit.id not in self.state.refuted], lr)
+        An edit that changed no answer or lost its own test against the current skill is not
+        evaluated again while it is current, matched by its normalised text
+        (``Gating.refuted_edits``, ``repeats.edit_key``): its slot goes to the next edit."""
+        held = self.state.refuted
+        refuted = [m for m in merged if edit_key(m.edit) in held]
+        chosen, dropped = select([m for m in merged if edit_key(m.edit) not in held], lr)
         self.log.emit(
             "edits.selected",
             {
@@ -383,12 +470,47 @@ class Trainer(Updates):
             self.send_upcoming(self.state.skill, NEXT)
         if self.t.meta_skill:
             self.meta_update()
-        self.state.new_epoch()
+        self.release_held(epoch)
         name = f"{self.refs}{self.ctx.run_id}/epoch-{epoch}"
         self.repo.tag(name, self.state.head)
         self.log.emit(
             "checkpoint",
             {"tag": f"skillvc/{name}", "sha": self.state.head, "val": self.state.current_val},
+        )
+
+    def release_held(self, epoch: int) -> None:
+        """Start the next epoch, deciding (and logging) whether the edits held back as refuted
+        get a second look. Only on a noisy target, after an epoch that changed nothing, and
+        only the edits that lost a test (fresh draws may say otherwise): held for good, an
+        edit that helps only beside others could stall a run (docs/gains.md). An edit that
+        changed no answer, or any edit on a deterministic target, stays held: asked again,
+        the target would give the same answers."""
+        s = self.state
+        held, changed = dict(s.refuted), s.epoch_changed
+        noisy = not deterministic_target(self.config)
+        released = s.new_epoch(release=noisy and not changed)
+        if not held or changed:
+            return
+        if released:
+            reason = (
+                f"epoch {epoch} accepted nothing and the target samples (temperature "
+                f"{self.config.target.temperature:g}): edits that lost a test get a second "
+                "look on fresh draws"
+            )
+        else:
+            reason = (
+                "the target is deterministic: a second look would give the same answers"
+                if not noisy
+                else "every held edit changed no answer"
+            )
+        self.log.emit(
+            "edits.released" if released else "edits.held",
+            {
+                "epoch": epoch,
+                "reason": reason,
+                "released": len(released),
+                "held": len(held) - len(released),
+            },
         )
 
 

@@ -39,6 +39,8 @@ from skillvc.skill.formats import new_problems, new_reference_problems
 from skillvc.skill.skilldoc import SkillDocument
 from skillvc.tasks.taskset import TaskItem
 from skillvc.training.evaluate import Rollout
+from skillvc.training.evidence import shape_evidence
+from skillvc.training.repeats import edit_key
 from skillvc.training.structured import (
     edits_schema,
     response_format,
@@ -53,6 +55,7 @@ class Proposal:
     edit: Edit
     minibatch: int
     kind: str  # failures | successes
+    sample: int = 0  # which of the minibatch's answers ([train] proposals) proposed it
 
 
 @dataclass
@@ -186,6 +189,7 @@ def ask_json(
     *,
     edits_format: str = prompts.EDITS_FORMAT,
     schema: Mapping[str, Any] | None = None,
+    sample: int = 0,
 ) -> tuple[Any, int, str | None]:
     """Call the optimizer for a JSON object with ``key``; one repair call on a bad answer
     (which is shown ``edits_format`` when ``key`` is "edits"). An answer cut off by its token
@@ -197,7 +201,7 @@ def ask_json(
     if schema is None and key != "edits":
         schema = text_schema(key)
     params = optimizer_params(client, schema)
-    reply = client.call("optimizer", messages, step=step, params=params)
+    reply = client.call("optimizer", messages, step=step, params=params, sample=sample)
     try:
         return prompts.parse_json_object(reply.text, key), 1, None
     except prompts.ParseError as exc:
@@ -208,7 +212,7 @@ def ask_json(
     repair = _repair_prompt(client, error, reply.text, fmt)
     if repair is None:
         return None, 1, f"unusable optimizer answer, and no repair fits the context: {error}"
-    fixed = client.call("optimizer", repair, step=step, params=params)
+    fixed = client.call("optimizer", repair, step=step, params=params, sample=sample)
     try:
         return prompts.parse_json_object(fixed.text, key), 2, None
     except prompts.ParseError as exc:
@@ -246,12 +250,19 @@ def reflect(
     package: SkillPackage | None = None,
     package_chars: int = 0,
     carried: Sequence[PackageFile] = (),
+    samples: int = 1,
 ) -> Reflection:
     """One optimizer call per minibatch (``done`` is called as each one finishes).
 
     ``skill`` is the skill file's text; with a skill ``package`` (whose SKILL.md it is) the
     prompt also lists the package's other files within ``package_chars`` characters
-    (``skillvc.packages.prompt``) and asks every edit to name its file."""
+    (``skillvc.packages.prompt``) and asks every edit to name its file.
+
+    ``samples`` > 1 (``[train] proposals``): each minibatch's prompt is answered that many
+    times (sample index 0..n-1, each its own cached call), so one stubborn answer does not
+    decide the step. A minibatch's answers are deduplicated by normalised edit text
+    (``repeats.edit_key``) and interleaved (every answer's first edit, then every second
+    one...), so its support still counts minibatches, not answers."""
     batches = minibatches(items, rollouts, metric, minibatch_size, client.store.get_blob)
     package_values: dict[str, str] = {}
     # An optimizer on a local server (a small model, often) is shown one shape per op and held
@@ -336,7 +347,10 @@ def reflect(
     for index, ((kind, _), answer) in enumerate(zip(batches, pool.map(one, batches), strict=True)):
         result.calls += answer.calls
         result.call_failures += answer.call_failed
-        result.proposals.extend(Proposal(e, index, kind) for e in answer.edits)
+        result.proposals.extend(
+            Proposal(e, index, kind, answer.samples[i] if answer.samples else 0)
+            for i, e in enumerate(answer.edits)
+        )
         result.refused.extend({"minibatch": index, "kind": kind, **r} for r in answer.refused)
         if answer.error:
             result.failures.append({"minibatch": index, "kind": kind, "error": answer.error})
@@ -354,6 +368,29 @@ class Answer:
     calls: int = 0
     error: str | None = None
     call_failed: bool = False
+    samples: list[int] = field(default_factory=list)  # each edit's answer (several answers)
+
+
+def _combined(answers: Sequence[Answer]) -> Answer:
+    """A minibatch's several answers as one: their edits deduplicated by normalised text and
+    interleaved (each answer's first edit, then each one's second...), their refusals and
+    calls summed; it failed only when every answer did (the first failure's reason)."""
+    out = Answer(calls=sum(a.calls for a in answers))
+    seen: set[str] = set()
+    depth = max((len(a.edits) for a in answers), default=0)
+    for i in range(depth):
+        for k, answer in enumerate(answers):
+            if i < len(answer.edits) and edit_key(answer.edits[i]) not in seen:
+                seen.add(edit_key(answer.edits[i]))
+                out.edits.append(answer.edits[i])
+                out.samples.append(k)
+    for answer in answers:
+        out.refused.extend(answer.refused)
+    usable = [a for a in answers if a.error is None and not a.call_failed]
+    if not usable:
+        first = answers[0]
+        out.error, out.call_failed = first.error, all(a.call_failed for a in answers)
+    return out
 
 
 def _fitting(
@@ -377,11 +414,18 @@ class Merged:
     merged_from: tuple[str, ...]  # ids of conflicting edits folded into this one
 
 
-def aggregate(proposals: Sequence[Proposal]) -> list[Merged]:
+def aggregate(
+    proposals: Sequence[Proposal], key: Callable[[Edit], str] | None = None
+) -> list[Merged]:
+    """Merge the step's proposals. ``key``: what makes two proposals one edit (default its
+    id, the exact text; ``repeats.edit_key`` also merges rewordings in case, whitespace or
+    punctuation, the first one's text kept)."""
     by_id: dict[str, list[Any]] = {}
     for order, p in enumerate(proposals):
-        entry = by_id.setdefault(p.edit.id, [p.edit, 0, order, []])
+        entry = by_id.setdefault(key(p.edit) if key else p.edit.id, [p.edit, 0, order, []])
         entry[1] += 1
+        if entry[0].id != p.edit.id and p.edit.id not in entry[3]:
+            entry[3].append(p.edit.id)  # a rewording folded into the first one
     # Conflicts: several different edits that change the same target text of the same file.
     by_target: dict[tuple[str, str], list[str]] = {}
     for edit_id, (edit, _, _, _) in by_id.items():
@@ -393,7 +437,7 @@ def aggregate(proposals: Sequence[Proposal]) -> list[Merged]:
         ids.sort(key=lambda i: (-by_id[i][1], by_id[i][2]))
         winner = by_id[ids[0]]
         for loser in ids[1:]:
-            winner[3].append(loser)
+            winner[3].append(by_id[loser][0].id)
             del by_id[loser]
     return [Merged(e, support, order, tuple(m)) for e, support, order, m in by_id.values()]
 

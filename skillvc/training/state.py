@@ -11,6 +11,7 @@ from typing import Any
 
 from skillvc.packages.model import SKILL_FILE, SkillPackage
 from skillvc.skill.skilldoc import SkillDocument
+from skillvc.training.repeats import LOST
 
 Edits = list[dict[str, Any]]
 
@@ -25,10 +26,14 @@ class RunState:
     current_val: float | None = None  # its val score
     step: int = 0
     buffer: Edits = field(default_factory=list)  # rejected edits shown to reflections
-    # Ids of edits that lost a test of their own against the current skill on a stochastic
-    # target (``Gating.refuted_edits``): not selected again while it is the current skill,
-    # unless a whole epoch passes without a change (``new_epoch``).
-    refuted: set[str] = field(default_factory=set)
+    # Edits that changed no answer or lost a test of their own against the current skill
+    # (``Gating.refuted_edits``), by normalised text (``repeats.edit_key``) -> why
+    # (``repeats.CHANGED_NOTHING`` or ``repeats.LOST``): not evaluated again while it is the
+    # current skill, unless a logged decision releases them (``Trainer.release_held``).
+    refuted: dict[str, str] = field(default_factory=dict)
+    # How often each train item was shown to the optimizer as a failure: a step whose every
+    # proposal repeats a refuted edit reflects again on the failures shown least.
+    shown: dict[str, int] = field(default_factory=dict)
     epoch_changed: bool = False  # a candidate or slow update was accepted this epoch
     meta: str = ""  # the meta skill: optimizer-side notes, never shipped
     epoch_accepted: Edits = field(default_factory=list)
@@ -59,7 +64,7 @@ class RunState:
         package: SkillPackage | None = None,
     ) -> None:
         self.doc, self.head = doc, sha
-        self.refuted = set()  # their tests were against the skill this one replaces
+        self.refuted = {}  # their tests were against the skill this one replaces
         self.epoch_changed = True
         if package is not None:
             assert package.files[SKILL_FILE] == doc.render()
@@ -101,13 +106,19 @@ class RunState:
         self.buffer = (self.buffer + entries)[-buffer_size:] if buffer_size > 0 else []
         self.epoch_rejected.extend(entries)
 
-    def new_epoch(self) -> None:
+    def new_epoch(self, release: bool = False) -> dict[str, str]:
+        """Start an epoch; ``release``: give the held edits that lost (never those that changed
+        nothing) a second look, returned. The caller decides and logs it
+        (``Trainer.release_held``): only where the target is noisy and the epoch changed
+        nothing. Held for good there, an edit that only helps with others (a harmful rule's
+        replacement, while the rules it unmasks are missing) could leave a run that never
+        accepts anything; after an epoch that changed the skill they stay held: they lost
+        against the skill still current, and a test of one again would be a second chance at
+        the same question."""
         self.epoch_accepted, self.epoch_rejected = [], []
-        # An epoch that changed nothing releases the edits held back: held for good, an edit
-        # that only helps with others (a harmful rule's replacement, while the rules it
-        # unmasks are missing) could leave a run that never accepts anything. After an epoch
-        # that changed the skill they stay held: they lost against the skill still current,
-        # and a test of one again would be a second chance at the same question.
-        if not self.epoch_changed:
-            self.refuted = set()
+        released: dict[str, str] = {}
+        if release:
+            released = {k: why for k, why in self.refuted.items() if why == LOST}
+            self.refuted = {k: why for k, why in self.refuted.items() if k not in released}
         self.epoch_changed = False
+        return released

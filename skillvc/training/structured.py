@@ -36,7 +36,7 @@ MAX_CONTENT_CHARS = 1200  # one edit's new text: a rule or two with an example
 MAX_TARGET_CHARS = 600  # text copied from the skill (a line or a short paragraph)
 MAX_RATIONALE_CHARS = 300
 MAX_TEXT_CHARS = 2000  # a slow update's guidance, the meta skill's notes
-MAX_ANALYSIS_CHARS = 600  # the answer's analysis: a sentence or two before the edits
+MAX_ANALYSIS_CHARS = 800  # the answer's analysis: its failures classified and counted, briefly
 # A skill of more lines than this keeps free-text targets (the enum would be most of the
 # grammar, and a long skill is one a model copies from well enough).
 MAX_ENUM_LINES = 120

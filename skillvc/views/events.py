@@ -188,7 +188,23 @@ def edits_selected(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
         f"  kept {len(p.get('selected') or [])} (learning rate {p.get('lr', '?')}): "
         f"{_ids([str(i)[:8] for i in p.get('selected') or []])}",
         f"  dropped: {_ids([str(i)[:8] for i in p.get('dropped') or []])}",
-    ]
+    ] + (
+        [f"  held back as refuted: {_ids([str(i)[:8] for i in p['refuted']])}"]
+        if p.get("refuted")
+        else []
+    )
+
+
+def reflection_retried(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    return [f"  reflected again: {p.get('reason', '?')}"] + _fields(p, ("items",))
+
+
+def edits_released(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    return [f"  {p.get('released', '?')} held edits released: {p.get('reason', '?')}"]
+
+
+def edits_held(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    return [f"  {p.get('held', '?')} edits still held back: {p.get('reason', '?')}"]
 
 
 def edit_unmatched(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
@@ -222,6 +238,8 @@ def gate(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     ]
     if p.get("p_value") is not None:
         lines.append(f"  p = {p['p_value']:.3g} ({p.get('test', 'test')})")
+    if p.get("changed_nothing"):
+        lines.append("  changed nothing: not one val answer differed")
     lines.extend(_edit(e) for e in p.get("edits") or [])
     lines.extend(flip_lines(p, ctx.get("flips")))
     return lines
@@ -415,6 +433,9 @@ RENDERERS: dict[str, Renderer] = {
     "edit.proposed": edit_proposed,
     "edits.merged": edits_merged,
     "edits.selected": edits_selected,
+    "reflection.retried": reflection_retried,
+    "edits.released": edits_released,
+    "edits.held": edits_held,
     "edit.unmatched": edit_unmatched,
     "reflection.failed": reflection_failed,
     "edit.refused": edit_refused,

@@ -1,0 +1,157 @@
+"""What the expected answers share that the outputs lack, measured (issue 46).
+
+A small optimizer shown twelve cases whose expected answers all follow one convention proposed
+its own default convention instead, twice. The shape of the answers is cheap and exact to
+measure, so skillvc measures it and puts it in the reflection prompt (``<evidence>``, after the
+cases): the separators each side uses, the letter case, the digits, the length, a prefix or
+suffix every expected answer shares, and per case whether the output holds the same parts in
+another case, with other separators or in another order.
+
+Only what tells the two sides apart is said, at most ``MAX_LINES`` lines, so a minibatch whose
+answers differ in content alone (a wrong fact, a wrong choice) costs no token. A pure function
+of the cases: the same minibatch gives the same text, which resume by replay relies on.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from skillvc.tasks.scorers import extract_answer
+
+MAX_LINES = 6
+MAX_ANSWER_CHARS = 400  # longer answers are prose: their shape says little
+_PARTS = re.compile(r"[^\W_]+", re.UNICODE)
+_SEPARATORS = " -_/.,:;|+()[]'\"#@&*=~"
+NAMES = {" ": "a space", "\n": "a line break"}
+
+
+def shape_evidence(cases: Sequence[Mapping[str, Any]]) -> str:
+    """The ``<evidence>`` section for a minibatch of failures ('' when there is nothing to
+    say): lines comparing the expected answers with the answers the outputs gave."""
+    pairs = [_pair(c) for c in cases]
+    pairs = [(e, o) for e, o in pairs if e and len(e) <= MAX_ANSWER_CHARS]
+    if len(pairs) < 2:
+        return ""
+    lines = [*_per_case(pairs), *_shared(pairs)]
+    if not lines:
+        return ""
+    n = len(pairs)
+    head = f"Measured by skillvc on {n} failures (expected answer vs the output's answer):"
+    body = "\n".join(f"- {line}" for line in lines[:MAX_LINES])
+    return f"\n<evidence>\n{head}\n{body}\n</evidence>"
+
+
+def _pair(case: Mapping[str, Any]) -> tuple[str, str]:
+    expected = case.get("expected")
+    if isinstance(expected, list):
+        expected = expected[0] if expected else ""
+    return str(expected or "").strip(), extract_answer(str(case.get("output") or ""))
+
+
+def _parts(text: str) -> list[str]:
+    return [p.lower() for p in _PARTS.findall(text)]
+
+
+def _per_case(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """How many outputs hold the expected answer's content in another form, by kind."""
+    kinds = {
+        "differ only in letter case": lambda e, o: e != o and e.lower() == o.lower(),
+        "have the same parts with other separators or spacing": lambda e, o: (
+            e.lower() != o.lower() and _parts(e) == _parts(o)
+        ),
+        "have the same parts in another order": lambda e, o: (
+            _parts(e) != _parts(o) and sorted(_parts(e)) == sorted(_parts(o)) != []
+        ),
+        "contain the expected answer and more text": lambda e, o: (
+            e.lower() != o.lower() and e.lower() in o.lower()
+        ),
+    }
+    n, out = len(pairs), []
+    for words, test in kinds.items():
+        k = sum(1 for e, o in pairs if test(e, o))
+        if k:
+            out.append(f"{k} of {n} outputs {words}")
+    return out
+
+
+def _shared(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """Features most expected answers have and most outputs lack (or the reverse)."""
+    expected = [e for e, _ in pairs]
+    outputs = [o for _, o in pairs]
+    n, out = len(pairs), []
+    for affix, common in (("start", _prefix), ("end", _suffix)):
+        shared = common(expected)
+        if len(shared.strip()) >= 1 and not all(e == shared for e in expected):
+            k = sum(
+                1 for o in outputs if (o.startswith if affix == "start" else o.endswith)(shared)
+            )
+            if k < n:
+                out.append(f'every expected answer {affix}s with "{shared}"; {k} of {n} outputs do')
+    for sep in _SEPARATORS + "\n":
+        a = sum(1 for e in expected if sep in e)
+        b = sum(1 for o in outputs if sep in o)
+        if _apart(a, b, n):
+            out.append(f"{_name(sep)} is in {a} of {n} expected answers, {b} of {n} outputs")
+    for name, test in _CASES.items():
+        a, b = sum(1 for e in expected if test(e)), sum(1 for o in outputs if test(o))
+        if _apart(a, b, n):
+            out.append(f"{name}: {a} of {n} expected answers, {b} of {n} outputs")
+    digits = [sum(ch.isdigit() for ch in e) for e in expected]
+    a = sum(1 for d in digits if d)
+    b = sum(1 for o in outputs if any(ch.isdigit() for ch in o))
+    if _apart(a, b, n):
+        out.append(f"digits: in {a} of {n} expected answers, {b} of {n} outputs")
+    elif a == n and len(set(digits)) == 1:
+        same = sum(1 for o in outputs if sum(ch.isdigit() for ch in o) == digits[0])
+        if same * 2 <= n:
+            out.append(f"every expected answer has {digits[0]} digits; {same} of {n} outputs do")
+    counts = {len(_parts(e)) for e in expected}
+    if len(counts) == 1 and (parts := counts.pop()) > 1:
+        same = sum(1 for o in outputs if len(_parts(o)) == parts)
+        if same * 2 <= n:
+            out.append(f"every expected answer has {parts} parts; {same} of {n} outputs do")
+    lo, hi = min(map(len, expected)), max(map(len, expected))
+    median = statistics.median(map(len, outputs))
+    if median > 2 * hi or median < lo / 2:
+        out.append(f"length: expected answers {lo}-{hi} characters, outputs' median {median:g}")
+    return out
+
+
+_CASES: dict[str, Callable[[str], bool]] = {
+    "all lower case": lambda s: any(c.isalpha() for c in s) and s == s.lower(),
+    "all upper case": lambda s: any(c.isalpha() for c in s) and s == s.upper(),
+    "capitalised words": lambda s: (
+        bool(_PARTS.findall(s))
+        and all(w[:1].isupper() for w in _PARTS.findall(s) if w[:1].isalpha())
+    ),
+}
+
+
+def _apart(a: int, b: int, n: int) -> bool:
+    """Whether a feature in ``a`` of ``n`` expected answers and ``b`` of ``n`` outputs tells
+    them apart: most of one side has it and at most a third of the other."""
+    return (a * 3 >= n * 2 and b * 3 <= n) or (b * 3 >= n * 2 and a * 3 <= n)
+
+
+def _name(sep: str) -> str:
+    return NAMES.get(sep, f'"{sep}"')
+
+
+def _prefix(texts: Sequence[str]) -> str:
+    """The prefix every text shares, cut back to whole parts ("ID-" of "ID-12" and "ID-47",
+    not the "202" of two years)."""
+    first = min(texts, key=len)
+    i = 0
+    while i < len(first) and all(t[i] == first[i] for t in texts):
+        i += 1
+    if all(len(t) == i or not t[i].isalnum() for t in texts) or not first[i - 1 : i].isalnum():
+        return first[:i]
+    cut = max((j for j in range(i) if not first[j].isalnum()), default=-1)
+    return first[: cut + 1]
+
+
+def _suffix(texts: Sequence[str]) -> str:
+    return _prefix([t[::-1] for t in texts])[::-1]
