@@ -1081,7 +1081,23 @@ def findings(text: str, *, decode: bool = True) -> list[Finding]:
             inner = next(iter(_direct(decoded)), None)
             if inner is not None:
                 found.append(Finding(f"{inner.kind}_{suffix}", start, end))
-    return sorted(found, key=lambda f: (f.start, -f.end))
+    return sorted(_whole_tokens(text, found), key=lambda f: (f.start, -f.end))
+
+
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _whole_tokens(text: str, found: list[Finding]) -> Iterator[Finding]:
+    """``found`` with each span that stops inside a token run on to the token's end: a
+    pattern with a fixed length (a Discord token's last part) must not leave a tail behind."""
+    n = len(text)
+    for f in found:
+        end = f.end
+        if 0 < end < n and text[end] in _WORD_CHARS and text[end - 1] in _WORD_CHARS:
+            while end < n and text[end] in _WORD_CHARS:
+                end += 1
+            f = Finding(f.kind, f.start, end)
+        yield f
 
 
 def merge(found: list[Finding]) -> list[Finding]:
