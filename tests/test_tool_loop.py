@@ -82,6 +82,9 @@ def test_the_tools_demo_trains_the_tool_use_rule_through_the_real_loop(
     assert "## Trajectory (2 turns, 1 tool calls)" in shown.output
     assert "-> stock_level: {" in shown.output
     assert "<- stock_level: " in shown.output
+    calls = CliRunner().invoke(cli, ["calls", "-n", "1", "--role", "target"])
+    assert "tools stock_level, warehouses  max_turns 4" in calls.output  # not the whole dict
+    assert "## Trajectory (" in calls.output
     as_json = json.loads(CliRunner().invoke(cli, ["show", str(acted[0]["id"]), "--json"]).output)
     steps = as_json["rollout"]["trajectory"]["steps"]
     assert [s["kind"] for s in steps] == ["tool_call", "tool_result", "message"]

@@ -149,6 +149,13 @@ def reflect(
     return edits
 
 
+def slow_update(cases: Sequence[Mapping[str, Any]]) -> str:
+    """The epoch-end note: how many training tasks the epoch's changes fixed and broke."""
+    fixed = sum(1 for c in cases if c.get("before", 0) < 1 <= c.get("after", 0))
+    broke = sum(1 for c in cases if c.get("after", 0) < 1 <= c.get("before", 0))
+    return f"This epoch's changes fixed {fixed} training tasks and broke {broke}."
+
+
 def _text(message: Mapping[str, Any]) -> str:
     content = message.get("content") or ""
     if isinstance(content, str):

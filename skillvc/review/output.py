@@ -419,9 +419,23 @@ def _cost(cost: Any) -> str:
     return "price unknown" if cost is None else f"${cost:.6f}"
 
 
+def _param(name: str, value: Any) -> str:
+    """One parameter of a call's header; a tool loop's identity (tools, sources, hashes) as
+    the names of its tools and its turn limit, not the whole dict (``--json`` has it)."""
+    if name == "agent" and isinstance(value, dict) and "max_turns" in value:
+        tools = [t.get("name") for t in (value.get("tools") or {}).get("tools", [])]
+        shown = f"tools {', '.join(map(str, tools))}  " if tools else ""
+        env = value.get("environment")
+        shown += f"environment {env.get('environment')}  " if isinstance(env, dict) else ""
+        return f"{shown}max_turns {value['max_turns']}"
+    if name == "item" and isinstance(value, dict):
+        return f"item {value.get('id')}"
+    return f"{name} {value}"
+
+
 def format_call(event: dict[str, Any], call: dict[str, Any]) -> str:
     """A model call as text: a header, every message, the response, tokens and cost."""
-    params = "  ".join(f"{k} {v}" for k, v in sorted(call["params"].items()))
+    params = "  ".join(_param(k, v) for k, v in sorted(call["params"].items()))
     prompt, completion = call["prompt_tokens"] or 0, call["completion_tokens"] or 0
     lines = [
         f"# model call {event['id']}  {call['role']}  {call['model']}  {event['created_at']}",

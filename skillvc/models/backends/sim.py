@@ -139,6 +139,10 @@ class SimBackend:
             return json.dumps({"edits": sim_package.reflect(prompt, rng)})
         if kind == "reflect":
             return json.dumps({"edits": _reflect(prompt, rng)})
+        if kind == "slow_update" and self.world == "inventory":
+            return json.dumps(
+                {"guidance": simtools.slow_update(load_section(prompt, "comparison"))}
+            )
         if kind == "slow_update":
             return json.dumps({"guidance": _slow_update(prompt)})
         if kind == "meta_update" and package:
