@@ -102,6 +102,16 @@ class Locked(StateConflict):
     hint = "Wait for it to finish, or stop it; readers such as 'skillvc log' still work."
 
 
+class LogRepoMismatch(StateConflict):
+    """The event log names a commit this repository does not have (a copied or carried log)."""
+
+    hint = (
+        "Fetch skillvc's refs from the repository the run was made in: git fetch origin "
+        "'refs/skillvc/*:refs/skillvc/*' 'refs/tags/skillvc/*:refs/tags/skillvc/*'; or start "
+        "over with 'skillvc train --new' (the old log is kept)."
+    )
+
+
 class BudgetExceeded(StateConflict):
     """The run stopped at a step boundary because it reached its budget."""
 
@@ -191,7 +201,9 @@ class UnknownConfigName(ConfigError):
 
     def at(self, line: int | None) -> UnknownConfigName:
         """The same error naming the line of skillvc.toml that holds the name."""
-        return UnknownConfigName(self.base, self.hint, section=self.section, key=self.key, line=line)
+        return UnknownConfigName(
+            self.base, self.hint, section=self.section, key=self.key, line=line
+        )
 
 
 class SkillDocumentError(BadData):

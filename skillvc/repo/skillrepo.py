@@ -307,6 +307,14 @@ class SkillRepo:
                 pass  # alive, another user's
         return line or None
 
+    def has_commit(self, sha: str) -> bool:
+        """True when ``sha`` (a full or abbreviated commit id from the log) is a commit here."""
+        try:
+            self.resolve(sha)
+        except UnknownRevision:
+            return False
+        return True
+
     def same_between(self, a: str, b: str, relpath: str) -> bool:
         """True when the file or folder ``relpath`` is identical in commits ``a`` and ``b``."""
         path = self._relpath(relpath)

@@ -23,6 +23,7 @@ from skillvc.core.config import Config, ModelConfig
 from skillvc.core.errors import (
     ConfigError,
     DirtySkillFile,
+    LogRepoMismatch,
     SkillDocumentError,
     SkillvcError,
     StateConflict,
@@ -131,6 +132,13 @@ def finished_here(ws: Workspace, store: EventStore, config: Config) -> Event | N
     skill_dir = posixpath.dirname(config.skill.path) or config.skill.path
     if start_at is None or not isinstance(best, str):
         return None
+    if start_at != best and not repo.has_commit(best):
+        raise LogRepoMismatch(
+            f"The event log and this repository disagree: run {started.run_id} finished at "
+            f"commit {best[:12]} (its best skill, on branch '{payload.get('branch')}', tag "
+            f"skillvc/{started.run_id}/best), which this repository does not have (a log "
+            "copied from another clone, or kept across a history rewrite)."
+        )
     if start_at != best and not repo.same_between(best, start_at, skill_dir):
         return None
     if payload.get("branch") != branch or repo.is_dirty(config.skill.path):
