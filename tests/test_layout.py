@@ -133,6 +133,27 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def package_graph(graph: dict[str, set[str]], mods: dict[str, Path]) -> dict[str, set[str]]:
+    """``graph`` with every module of a subpackage of a layer's package collapsed into that
+    subpackage (``skillvc.models.backends.sim`` -> ``skillvc.models.backends``); modules that
+    sit directly in the layer's package stay themselves. Two subpackages that import each other
+    through different modules are then a cycle, though no module imports itself back."""
+    packages = {m for m, path in mods.items() if path.name == "__init__.py"}
+
+    def node(module: str) -> str:
+        head = ".".join(module.split(".")[:3])
+        return head if head in packages else module
+
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        mine = node(module)
+        out.setdefault(mine, set()).update(node(t) for t in targets if node(t) != mine)
+    for targets in list(out.values()):
+        for target in targets:
+            out.setdefault(target, set())
+    return out
+
+
 def upward_edges(graph: dict[str, set[str]]) -> list[str]:
     out = []
     for module, targets in sorted(graph.items()):
@@ -168,6 +189,12 @@ def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
     assert cycles(graph) == []
 
 
+def test_no_import_cycles_between_subpackages(graph: dict[str, set[str]]) -> None:
+    """One layer's subpackages stand in one direction (issue 43: models.backends picked a
+    backend from models.agents, which imports models.backends)."""
+    assert cycles(package_graph(graph, modules())) == []
+
+
 def test_no_import_from_a_higher_layer(graph: dict[str, set[str]]) -> None:
     assert upward_edges(graph) == []
 
@@ -193,3 +220,29 @@ def test_the_check_sees_a_planted_upward_import_and_cycle(tmp_path: Path) -> Non
         "skillvc.core.planted (layer core) imports skillvc.cli.commands.eval (higher layer cli)"
     ]
     assert cycles(graph) == [["skillvc.skill.a", "skillvc.skill.b"]]
+
+
+def test_the_check_sees_a_cycle_between_subpackages_with_no_module_cycle(tmp_path: Path) -> None:
+    """backends.registry imports agents.runner, agents.runner imports backends.base: no module
+    imports itself back, but the two subpackages depend on each other, and that is named."""
+    files = {
+        "skillvc.models.backends": "",
+        "skillvc.models.backends.registry": "from skillvc.models.agents import runner\n",
+        "skillvc.models.backends.base": "",
+        "skillvc.models.agents": "",
+        "skillvc.models.agents.runner": "from skillvc.models.backends.base import X\n",
+        "skillvc.models.usage": "from skillvc.models.backends import base\n",
+    }
+    mods = {}
+    for name, text in files.items():
+        is_package = name.count(".") == 2 and name != "skillvc.models.usage"
+        path = tmp_path / name.replace(".", "/") / "__init__.py" if is_package else None
+        path = path or tmp_path / (name.replace(".", "/") + ".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        mods[name] = path
+    graph = import_graph(mods)
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph, mods)) == [
+        ["skillvc.models.agents", "skillvc.models.backends"]
+    ]

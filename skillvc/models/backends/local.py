@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import math
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+# (re-exported: a server's callers measure a prompt here)
+from skillvc.models.prompts import estimate_tokens as estimate_tokens
 
 PROBE_TIMEOUT_S = 5.0
 OLLAMA_DEFAULT_CTX = 2048  # what Ollama gives a model whose Modelfile sets no num_ctx
@@ -40,11 +42,8 @@ MAX_ANSWER_TOKENS = 1024
 # A CPU model takes tens of seconds per call and queued requests wait for a free slot: the
 # run's timeout for a local server whose timeout_s was left at its default (120 s).
 LOCAL_TIMEOUT_S = 900.0
-# Estimated tokens: 2.5 bytes a token over-counts the tokenizers measured (Qwen2.5: 3.35 on a
-# reflection prompt, 2.90 on digit-heavy JSON, 3.98 on English prose), plus the chat template's
-# few tokens per message; a margin covers what an estimate cannot know.
-BYTES_PER_TOKEN = 2.5
-TOKENS_PER_MESSAGE = 8
+# (the estimate lives beside the prompts it measures: ``prompts`` fits a prompt with it, and
+# the prompts package sits below the backends)
 SAFETY_TOKENS = 64
 
 
@@ -117,12 +116,6 @@ def served_models(base_url: str, headers: Mapping[str, str] | None = None) -> li
     ids = [_str(e.get("id")) for e in _entries(listed)]
     names = [i for i in ids if i]
     return names or None
-
-
-def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:
-    """An upper estimate of the prompt tokens of chat ``messages`` (see BYTES_PER_TOKEN)."""
-    size = sum(len(m["content"].encode("utf-8")) for m in messages)
-    return math.ceil(size / BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE * (len(messages) + 1)
 
 
 def server_root(base_url: str) -> str:
