@@ -238,7 +238,9 @@ def test_anthropic_base_url_from_environment_and_max_tokens(
 def test_missing_key_fails_at_first_call_not_construction(
     cls: Any, var: str, model: str, loopback: LoopbackServer
 ) -> None:
-    config = ModelConfig(model=model, base_url=loopback.url)
+    # Not on this machine: a loopback OpenAI-compatible server gets a placeholder key instead.
+    url = loopback.url if cls is AnthropicBackend else "http://gpu-box.invalid/v1"
+    config = ModelConfig(model=model, base_url=url)
     backend = cls.from_config(config)  # constructing works: doctor can still report
     with pytest.raises(AuthenticationFailed) as info:
         backend.complete(request(config))
@@ -269,7 +271,8 @@ def test_a_warm_up_that_fails_leaves_the_error_to_the_first_call(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    config = ModelConfig(model="openai:gpt-4o-mini", base_url=loopback.url + "/v1")
+    # Not on this machine (a loopback server would get a placeholder key and no error).
+    config = ModelConfig(model="openai:gpt-4o-mini", base_url="http://gpu-box.invalid/v1")
     lazy = LazyBackend(config)
     with open_store(tmp_path / "events.db") as store:
         client = ModelClient(store, {"target": lazy}, {"target": config})

@@ -281,3 +281,77 @@ def test_a_short_hunk_is_named_with_its_counts(repo: Path, tmp_path: Path) -> No
         "lines but has 1 old and 2 new.\n"
         "Hint: Fix the counts in the @@ line (or make the diff again with 'git diff').\n"
     )
+
+
+# -- item 2: your own tasks offline ---------------------------------------------------------------
+
+KINDS = {
+    "broken": ("My {t} arrived broken{tag}.", "replace"),
+    "late": ("The {t} came late again{tag}.", "credit"),
+    "charged": ("I was charged twice for the {t}{tag}.", "refund"),
+    "password": ("I forgot my password for the {t} shop{tag}.", "reset"),
+}
+THINGS = ("lamp", "kettle", "chair", "drone", "order", "parcel")
+
+
+def own_repo(root: Path, model: str, n_train: int = 16, n_val: int = 24) -> Path:
+    """A repository of one's own: a bare skill and a triage task set no simulator was made for."""
+    import json
+
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "SKILL.md").write_text(
+        "---\nname: triage\ndescription: Route messages.\n---\n# Triage\n"
+    )
+    (root / "evals").mkdir()
+    for split, n, tag in (("train", n_train, ""), ("val", n_val, " (val)")):
+        rows = []
+        for i in range(n):
+            text, target = list(KINDS.values())[i % 4]
+            rows.append({"id": f"{split}{i}", "input": text.format(t=THINGS[i // 4 % 6], tag=tag),
+                         "target": target})  # fmt: skip
+        (root / "evals" / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "skillvc.toml").write_text(
+        '[skill]\npath = "SKILL.md"\n\n[tasks]\ntrain = "evals/train.jsonl"\n'
+        f'val = "evals/val.jsonl"\n\n[target]\nmodel = "{model}"\n\n[optimizer]\n'
+        f'model = "{model}"\n\n[train]\nepochs = 1\nslow_update = false\n'
+    )
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "my own skill and tasks")
+    return root
+
+
+def test_a_sim_world_that_cannot_read_the_tasks_is_named_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(own_repo(tmp_path / "own", "sim:support", n_train=4, n_val=4))
+    warning = (
+        "sim:support is a simulator of Acme support tickets and recognises 0 of 8 task inputs "
+        "here, so it scores them 0 whatever the skill says. To try the loop on your own tasks "
+        'offline, set model = "sim:tasks" in [target] and [optimizer] (a simulator that learns '
+        "from the items' own targets); for real scores, an openai: or anthropic: model."
+    )
+
+    doctor = run("doctor")
+    train = run("train")
+
+    assert line(doctor, "tasks") == (
+        f"warn  tasks: the task set loads (4 train, 4 val, 0 test), but {warning}"
+    )
+    assert train.stderr.splitlines()[0] == f"Warning: {warning}"
+
+
+def test_sim_tasks_learns_rules_from_ones_own_targets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = own_repo(tmp_path / "own", "sim:tasks")
+    monkeypatch.chdir(repo)
+
+    train = run("train", "-q")
+
+    assert train.exit_code == 0, train.output
+    assert "Warning" not in train.stderr
+    assert "val  0.000 -> 1.000" in train.stdout
+    skill = (repo / "SKILL.md").read_text()
+    assert '- When the input mentions "password", answer "reset".' in skill
+    assert git(repo, "log", "--format=%s", "-1").startswith("skillvc: add ")

@@ -52,7 +52,7 @@ from skillvc.models.harness import get_backend
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.secrets import scrub
 from skillvc.secrets import secret_values as known_secret_values
-from skillvc.training.startcheck import check_model, check_scorer
+from skillvc.training.startcheck import check_model, check_scorer, sim_world_warning
 
 OK, FAIL, SKIP, WARN = "ok", "fail", "skip", "warn"
 ROLES = ("target", "optimizer")
@@ -316,6 +316,9 @@ def check_tasks(config: Config) -> Check:
         return Check("tasks", FAIL, exc.message, exc.hint)
     counts = taskset.counts()
     summary = ", ".join(f"{n} {split}" for split, n in counts.items())
+    fit = sim_world_warning(config, [i.input for i in (*taskset.train, *taskset.val)])
+    if fit is not None:
+        return Check("tasks", WARN, f"the task set loads ({summary}), but {fit}")
     if not counts.get("train") or not counts.get("val"):
         return Check(
             "tasks",

@@ -11,6 +11,8 @@ the backends' own, read from ``skillvc.models.backends.keys``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from skillvc.core.config import CONFIG_FILE, Config, ModelConfig
 from skillvc.core.errors import ConfigError, ScorerError, SkillvcError
 from skillvc.core.suggest import config_line
@@ -66,3 +68,28 @@ def located(exc: SkillvcError, config: Config, section: str, key: str) -> Skillv
         return exc
     where = f"[{section}] {key} on line {line} of {CONFIG_FILE}"
     return type(exc)(f"{exc.message.rstrip('.')} ({where}).", hint=exc.hint)
+
+
+# Simulator worlds that read only their own kind of task (Acme support tickets).
+TICKET_WORLDS = ("support", "support-literal", "support-package")
+
+
+def sim_world_warning(config: Config, inputs: Sequence[str]) -> str | None:
+    """A warning when the target is a ``sim:`` world that cannot read most of these task
+    inputs (every score would be 0 and no edit could help), else None."""
+    model = config.target.model
+    world = model.split(":", 1)[1] if model.startswith("sim:") else None
+    if world not in TICKET_WORLDS or not inputs:
+        return None
+    from skillvc.models.simworld import parse_case
+
+    readable = sum(1 for text in inputs if parse_case(text) is not None)
+    if readable * 2 >= len(inputs):
+        return None
+    return (
+        f"{model} is a simulator of Acme support tickets and recognises {readable} of "
+        f"{len(inputs)} task inputs here, so it scores them 0 whatever the skill says. To try "
+        'the loop on your own tasks offline, set model = "sim:tasks" in [target] and '
+        "[optimizer] (a simulator that learns from the items' own targets); for real scores, "
+        "an openai: or anthropic: model."
+    )

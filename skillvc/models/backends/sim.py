@@ -30,14 +30,14 @@ from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError, SkillDocumentError
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.suggest import did_you_mean
-from skillvc.models import simpackage, simtools, simworld
+from skillvc.models import simpackage, simtasks, simtools, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult, text_of
 from skillvc.models.backends.sim_package import load_section
 from skillvc.models.prompts import edits_in, prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
 
-WORLDS = ("support", "support-package", "inventory")
+WORLDS = ("support", "support-package", "inventory", "tasks")
 
 
 class SimBackend:
@@ -112,6 +112,8 @@ class SimBackend:
             return simworld.answer_stochastic(request.system, request.user, temperature, salt=salt)
         if self.world in simworld.VARIANTS:
             return simworld.answer(request.system, request.user, salt=salt, variant=self.world)
+        if self.world == "tasks":  # learns from the task set's own targets (simtasks)
+            return simtasks.answer(request.system, request.user)
         if self.world == "support-package":
             # The installed text files (a simulated agent runs no carried script).
             texts = [(f.path, f.text) for f in request.files if f.text is not None]
@@ -125,6 +127,8 @@ class SimBackend:
         kind = prompt_kind(prompt)
         rng = random.Random(int(sha256_hex(f"{request.key}")[:12], 16))
         package = self.world == "support-package"
+        if self.world == "tasks":
+            return simtasks.optimize(kind, prompt, rng)
         if kind == "reflect" and self.world == "inventory":
             rejected: dict[str, int] = {}
             for e in edits_in(prompt, "rejected_edits"):
