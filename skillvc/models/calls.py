@@ -498,6 +498,13 @@ class ModelClient:
             out.append(m)
         return out
 
+    def close(self) -> None:
+        """End what the backends started (a tool loop's MCP servers); safe to call twice."""
+        for backend in {id(b): b for b in self.backends.values()}.values():
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+
     def fork(self) -> ModelClient:
         """A client for calls sent ahead of the loop (``training/prefetch.py``): the same
         store, backends, rate limits and refused keys, with statistics of its own."""

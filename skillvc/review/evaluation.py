@@ -28,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -272,7 +273,10 @@ def _evaluate(
         progress.watch(client.totals)
         judge = _judge(client)
         scorer = get_scorer(config.tasks.scorer, config.tasks.scorer_options, judge=judge)
-        with ThreadPoolExecutor(max_workers=workers or config.train.workers) as pool:
+        with (
+            ThreadPoolExecutor(max_workers=workers or config.train.workers) as pool,
+            contextlib.closing(client),  # what its backends started (MCP servers)
+        ):
             evaluator = Evaluator(
                 client,
                 scorer,

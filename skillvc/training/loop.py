@@ -153,6 +153,8 @@ def train(
             # later), recorded as stopped like any other failure, never as an empty update.
             ctx.log.note("run.stopped", {"reason": "failures", "message": exc.message})
             raise
+        finally:
+            ctx.client.close()  # what backends started (a tool loop's MCP servers)
 
 
 class Trainer(Updates):
