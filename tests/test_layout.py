@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("workspace",),  # an opened repository (settings + log + repo + task sets); patches
     ("training",),  # the loop, its stages, the demo
     ("review", "matrix", "judge", "views", "fsck"),  # reading runs back; matrix; judge; fsck
-    ("sleep",),  # harvesting agent transcripts into task sets, nightly runs
+    ("sleep", "coldstart"),  # harvesting transcripts, nightly runs; drafting and reviewing tasks
     ("integrations",),  # git hooks, CI workflow files, Datasette
     ("cli",),  # the click group, error mapping and every command
     ("docs",),  # the CLI reference generated for mkdocs

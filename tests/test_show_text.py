@@ -113,6 +113,19 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
         },
         "accuracy 0.800 [0.650, 0.900], kappa 0.600",
     ),
+    "tasks.drafted": (
+        {"items": [{"id": "d1"}], "model": "sim:x", "skill": "SKILL.md", "dropped": {"secret": 1}},
+        "dropped: 1 secret",
+    ),
+    "tasks.reviewed": (
+        {"item": "d1", "origin": "draft", "decision": "approved", "by": "review page"},
+        "item d1 (draft) approved by review page",
+    ),
+    "label.recorded": ({"item": "d1", "output": "abc", "label": 0, "note": "vague"}, "fail: vague"),
+    "skill.worth": (
+        {"baseline_label": "no skill", "split": "val", "diff": 0.25, "n": 8, "stated": "p = 0.03"},
+        "vs no skill on val: +0.250 over 8 items; p = 0.03",
+    ),
 }
 
 

@@ -98,6 +98,10 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType("batch.submitted", 1, "the provider's id of a wave's batch, before waiting"),
         EventType("batch.ended", 1, "a batch whose results were read"),
         EventType("judge.calibrated", 1, "the judge's agreement with a person's labels"),
+        EventType("tasks.drafted", 1, "task items drafted for a skill, pending review, and drops"),
+        EventType("tasks.reviewed", 1, "a person approved, edited or rejected a task item"),
+        EventType("label.recorded", 1, "a person's pass or fail of a model output, with a note"),
+        EventType("skill.worth", 1, "a skill against no skill (or a revision), paired on a split"),
     ]
 }
 

@@ -415,3 +415,12 @@ def parse_json_object(text: str, required_key: str) -> Mapping[str, Any]:
             return value
         last_error = f'the JSON object has no "{required_key}" key'
     raise ParseError(last_error)
+
+
+def load_section(prompt: str, tag: str) -> Any:
+    """The JSON in the prompt's ``<tag>`` section ([] when it is absent or not JSON)."""
+    text = section(prompt, tag).strip()
+    try:
+        return json.loads(text) if text else []
+    except json.JSONDecodeError:
+        return []

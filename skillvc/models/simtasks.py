@@ -29,8 +29,7 @@ import random
 import re
 from typing import Any
 
-from skillvc.models.backends.sim_package import load_section
-from skillvc.models.prompts import edits_in, section
+from skillvc.models.prompts import edits_in, load_section, section
 
 DONT_KNOW = "I don't know."
 _RULE = re.compile(r'When the input mentions "(?P<cue>[^"]+)", answer "(?P<answer>[^"]*)"', re.I)

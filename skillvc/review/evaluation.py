@@ -361,6 +361,13 @@ def check_split(split: str) -> None:
 
 def split_items(taskset: TaskSet, split: str) -> tuple[TaskItem, ...]:
     items = taskset.split(split)
+    if not items and taskset.pending:
+        waiting = sum(taskset.pending.values())
+        raise TaskSetError(
+            f"The {split} split of the task set has no approved items ({waiting} drafted "
+            "items await review and are never used before a person approves them).",
+            hint="Approve or edit them with 'skillvc review' (or 'skillvc review --approve ID').",
+        )
     if not items:
         raise TaskSetError(
             f"The {split} split of the task set has no items.",

@@ -794,7 +794,18 @@ class JudgeScorer:
             f"Task input:\n{item.input}\n\nAcceptable answers:\n{answers}\n\n"
             f"Output to grade:\n{output}"
         )
-        return JUDGE_SYSTEM.format(rubric=self.rubric), user
+        return JUDGE_SYSTEM.format(rubric=self.item_rubric(item)), user
+
+    def item_rubric(self, item: TaskItem) -> str:
+        """The rubric for ``item``: the set's, with the item's own (``metadata.rubric``, as
+        ``skillvc tasks draft`` writes it) after it; the item's alone in place of the default,
+        which speaks of acceptable answers such an item may not have."""
+        own = item.metadata.get("rubric")
+        if not isinstance(own, str) or not own.strip():
+            return self.rubric
+        if self.rubric == DEFAULT_RUBRIC and not item.targets:
+            return own.strip()
+        return f"{self.rubric}\n\nFor this task:\n{own.strip()}"
 
     def score(self, item: TaskItem, output: str) -> Score:
         reply = self.judge(*self.prompts(item, output))

@@ -15,6 +15,9 @@ Invariants:
 * Unless ``allow_overlap`` is set, ids are unique across the whole set and no input (compared
   with whitespace collapsed) appears in two splits. With ``allow_overlap`` such problems are
   listed in ``TaskSet.overlaps`` so the run can record them.
+* A row whose ``status`` is ``pending`` (drafted, not yet approved by a person: ``skillvc
+  tasks draft``) or ``rejected`` is no item: it never trains or gates. ``TaskSet.pending``
+  counts the pending ones per task file, and the loader says once on stderr that they wait.
 * Splitting one file by ratio is a pure function of (file content, ratio, seed).
 """
 
@@ -120,6 +123,8 @@ class TaskSet:
     hash: str
     allow_overlap: bool = False
     overlaps: tuple[str, ...] = ()  # descriptions of overlaps that were allowed
+    # Drafted rows awaiting review, per task file (left out of the items above).
+    pending: Mapping[str, int] = field(default_factory=dict)
 
     def split(self, name: str) -> tuple[TaskItem, ...]:
         if name not in SPLITS:
@@ -163,11 +168,57 @@ def read_items(
     return _read_file(path, str(path), input_template, scorer)
 
 
-def _read_file(path: Path, display: str, template: str, scorer: str | None) -> list[TaskItem]:
-    return [_make_item(row, display, template, scorer) for row in _read_rows(path, display)]
+def _read_file(
+    path: Path,
+    display: str,
+    template: str,
+    scorer: str | None,
+    pending: dict[str, int] | None = None,
+) -> list[TaskItem]:
+    rows = _read_rows(path, display, pending)
+    return [_make_item(row, display, template, scorer) for row in rows]
 
 
-def _read_rows(path: Path, display: str) -> list[_Row]:
+UNREVIEWED = ("pending", "rejected")  # ``status`` values of rows that are not items
+
+
+def unreviewed(data: Mapping[str, Any]) -> bool:
+    """A drafted row nobody approved yet (or one rejected): never an item."""
+    return str(data.get("status") or "").strip().lower() in UNREVIEWED
+
+
+_pending_said: set[str] = set()
+
+
+def _say_pending(pending: Mapping[str, int]) -> None:
+    """One sentence on stderr, once per process and set of files, about drafts that wait."""
+    import sys
+
+    if not sum(pending.values()):
+        return
+    said = "; ".join(f"{n} in {file}" for file, n in pending.items())
+    if said in _pending_said:
+        return
+    _pending_said.add(said)
+    total = sum(pending.values())
+    print(
+        f"note: {total} drafted task item{'s' if total != 1 else ''} await review and are "
+        f"not used to train or gate ({said}); approve them with 'skillvc review'.",
+        file=sys.stderr,
+    )
+
+
+def _read_rows(path: Path, display: str, pending: dict[str, int] | None = None) -> list[_Row]:
+    """The rows of a task file that are items; ``pending`` counts, per file, those that wait."""
+    rows = _read_rows_all(path, display)
+    if pending is not None:
+        waiting = sum(1 for r in rows if str(r.data.get("status") or "").lower() == "pending")
+        if waiting:
+            pending[display] = pending.get(display, 0) + waiting
+    return [row for row in rows if not unreviewed(row.data)]
+
+
+def _read_rows_all(path: Path, display: str) -> list[_Row]:
     suffix = path.suffix.lower()
     readers = {".jsonl": _jsonl_rows, ".json": _json_rows, ".csv": _csv_rows}
     if suffix not in readers:
@@ -487,20 +538,26 @@ def load_taskset(config: TasksConfig, root: Path) -> TaskSet:
             f"[tasks] sets both {layouts[0]} and {layouts[1]}; use one way to give the splits.",
             hint="Keep one of train/val/test, path or skillopt_dir in [tasks].",
         )
+    pending: dict[str, int] = {}
     if config.skillopt_dir:
         splits = _load_skillopt(config, root)
     elif config.path:
-        splits = _load_single(config, root)
+        splits = _load_single(config, root, pending)
     else:
         splits = {
             name: _read_file(
-                _inside(root, rel, name), _display(rel), config.input_template, config.scorer
+                _inside(root, rel, name),
+                _display(rel),
+                config.input_template,
+                config.scorer,
+                pending,
             )
             if (rel := getattr(config, name))
             else []
             for name in SPLITS
         }
     splits = {name: [_attach(item, root) for item in items] for name, items in splits.items()}
+    _say_pending(pending)
     problems = _overlaps(splits)
     if problems and not config.allow_overlap:
         shown = "; ".join(problems[:MAX_NAMED])
@@ -517,6 +574,7 @@ def load_taskset(config: TasksConfig, root: Path) -> TaskSet:
         hash=taskset_hash(splits),
         allow_overlap=config.allow_overlap,
         overlaps=tuple(problems),
+        pending=pending,
     )
 
 
@@ -663,10 +721,12 @@ def _ids_only(path: Path) -> bool:
     )
 
 
-def _load_single(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]:
+def _load_single(
+    config: TasksConfig, root: Path, pending: dict[str, int] | None = None
+) -> dict[str, list[TaskItem]]:
     rel = config.path or ""
     display = _display(rel)
-    rows = _read_rows(_inside(root, rel, "path"), display)
+    rows = _read_rows(_inside(root, rel, "path"), display, pending)
     items = [_make_item(row, display, config.input_template, config.scorer) for row in rows]
     labels = [_split_label(row, config.split_field, display) for row in rows]
     if not any(label is not None for label in labels):

@@ -179,8 +179,16 @@ def prepare_run(
     if not taskset.val or not taskset.train:
         raise TaskSetError(
             "Training needs train and val items "
-            f"(found {len(taskset.train)} train, {len(taskset.val)} val).",
-            hint="Point [tasks] in skillvc.toml at task files with both splits.",
+            f"(found {len(taskset.train)} train, {len(taskset.val)} val"
+            + (
+                f"; {sum(taskset.pending.values())} drafted items await review and never "
+                "train or gate before a person approves them)."
+                if taskset.pending
+                else ")."
+            ),
+            hint="Approve the drafts with 'skillvc review'."
+            if taskset.pending
+            else "Point [tasks] in skillvc.toml at task files with both splits.",
         )
     _check_budget_prices(config)
     check_before_run(config)  # no key, a mistyped backend or scorer: before any run exists

@@ -419,6 +419,40 @@ def judge_calibrated(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     return lines + _fields(p, ("thresholds",))
 
 
+
+def tasks_drafted(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    items = p.get("items") or []
+    dropped = p.get("dropped") or {}
+    drops = ", ".join(f"{n} {why}" for why, n in sorted(dropped.items()) if n) or "none"
+    return [
+        f"  {len(items)} items drafted by {p.get('model', '?')} for {p.get('skill', '?')}, "
+        "pending review",
+        f"  dropped: {drops}",
+    ] + _fields(p, ("prompt", "files"))
+
+
+def tasks_reviewed(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    return [
+        f"  item {p.get('item', '?')} ({p.get('origin', '?')}) {p.get('decision', '?')} "
+        f"by {p.get('by', '?')}"
+    ] + _fields(p, ("file",))
+
+
+def label_recorded(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    verdict = "pass" if p.get("label") else "fail"
+    note = f": {_s(p.get('note') or '', 60)}" if p.get("note") else ""
+    return [f"  item {p.get('item', '?')} output {str(p.get('output', '?'))[:12]} {verdict}{note}"]
+
+
+def skill_worth(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    diff = p.get("diff")
+    shown = "-" if diff is None else f"{diff:+.3f}"
+    return [
+        f"  {p.get('skill_label', 'the skill')} vs {p.get('baseline_label', '?')} on "
+        f"{p.get('split', '?')}: {shown} over {p.get('n', '?')} items; "
+        f"{p.get('stated', 'not tested')}"
+    ]
+
 RENDERERS: dict[str, Renderer] = {
     "run.started": run_started,
     "run.resumed": run_resumed,
@@ -461,6 +495,10 @@ RENDERERS: dict[str, Renderer] = {
     "batch.submitted": batch_submitted,
     "batch.ended": batch_ended,
     "judge.calibrated": judge_calibrated,
+    "tasks.drafted": tasks_drafted,
+    "tasks.reviewed": tasks_reviewed,
+    "label.recorded": label_recorded,
+    "skill.worth": skill_worth,
 }
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from skillvc.core.errors import SkillDocumentError
 from skillvc.models import simpackage, simworld
-from skillvc.models.prompts import edits_in, section
+from skillvc.models.prompts import edits_in, load_section, section
 from skillvc.models.simpackage import Topic
 from skillvc.models.simworld import Rule
 from skillvc.packages.model import SKILL_FILE, skill_file_text
@@ -47,15 +47,6 @@ from skillvc.skill.skilldoc import SkillDocument
 
 Edit = dict[str, Any]
 Group = list[Edit]  # edits proposed together (a new file and its link), kept or dropped together
-
-
-def load_section(prompt: str, tag: str) -> Any:
-    """The JSON in the prompt's ``<tag>`` section ([] when it is absent or not JSON)."""
-    text = section(prompt, tag).strip()
-    try:
-        return json.loads(text) if text else []
-    except json.JSONDecodeError:
-        return []
 
 
 @dataclass(frozen=True)
