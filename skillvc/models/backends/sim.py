@@ -33,8 +33,7 @@ from skillvc.core.suggest import did_you_mean
 from skillvc.models import simpackage, simtasks, simtools, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult, text_of
-from skillvc.models.backends.sim_package import load_section
-from skillvc.models.prompts import edits_in, prompt_kind, section
+from skillvc.models.prompts import edits_in, load_section, prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
 
 WORLDS = ("support", "support-package", "inventory", "tasks")
