@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tasks",),  # task sets and scorers
     ("workspace",),  # an opened repository (settings + log + repo + task sets); patches
     ("training",),  # the loop, its stages, the demo
+    ("routing",),  # which skill loads for a prompt: trigger sets, the gate on descriptions
     ("review", "matrix", "judge", "views", "fsck"),  # reading runs back; matrix; judge; fsck
     ("sleep", "coldstart"),  # harvesting transcripts, nightly runs; drafting and reviewing tasks
     ("integrations",),  # git hooks, CI workflow files, Datasette

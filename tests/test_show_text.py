@@ -85,6 +85,19 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
         {"rev": "HEAD", "sha": "abc", "split": "val", "mean": 0.5, "n": 2, "items": []},
         "HEAD (abc) on val: 0.500",
     ),
+    "routing.started": (
+        {"library": [{"name": "pdf"}, {"name": "docx"}], "models": {"target": "sim:routing"}},
+        "library: pdf, docx",
+    ),
+    "routing.evaluated": (
+        {"label": "baseline", "split": "val", "library": 0.5, "n": 4, "skills": {"pdf": {}}},
+        "baseline on val: library 0.500",
+    ),
+    "routing.body": ({"skill": "pdf", "epoch": 1, "run": "run-1"}, "pdf epoch 1: run run-1"),
+    "routing.finished": (
+        {"before": {"library": 0.5}, "after": {"library": 0.75}, "steps": 2, "accepted": 1},
+        "val library 0.500 -> library 0.750",
+    ),
     "run.projected": ({"calls": {"target": 40}, "tokens": 1000, "cost_usd": 0.5}, "40 target"),
     "harvest.started": ({"source": "claude-code", "dirs": ["/x"]}, "claude-code transcripts"),
     "harvest.session": ({"source": "codex", "session": "s1", "exchanges": [{}]}, "1 task"),

@@ -212,6 +212,27 @@ class HarvestConfig:
 
 
 @dataclass
+class RoutingConfig:
+    """[routing]: the trigger set a library's routing is measured and trained on
+    (skillvc.routing): which skill an agent loads for a prompt, or none."""
+
+    train: str | None = None  # the splits, as in [tasks] (train/val/test, path, ...)
+    val: str | None = None
+    test: str | None = None
+    path: str | None = None
+    split_field: str = "split"
+    split_ratio: list[float] = field(default_factory=lambda: [0.6, 0.2, 0.2])
+    split_seed: int = 0
+    allow_overlap: bool = False
+    model: str | None = None  # the selector; None: [target] model (with [target]'s settings)
+    train_body: bool = False  # train the bodies too, in alternating steps (--routing --body)
+    tools: bool = True  # the pick through a select_skill tool where the provider has tools
+    epochs: int | None = None  # None: [train] epochs
+    batch_size: int | None = None  # None: [train] batch_size
+    edits: int = 2  # description edits gated per step (each gated on its own)
+
+
+@dataclass
 class JudgeConfig:
     """[judge]: how well the ``judge`` scorer must agree with a person before it may gate
     training or ``skillvc check`` (skillvc.judge)."""
@@ -238,6 +259,7 @@ class Config:
     targets: dict[str, ModelConfig] = field(default_factory=dict)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    routing: RoutingConfig | None = None  # None: no [routing] trigger set
     # Many skills: the raw [skills.<name>] tables and the top-level sections (their defaults);
     # skill_name is the table this Config was resolved for (None: a single-[skill] config).
     skills: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -370,6 +392,7 @@ _SECTIONS = {
     "harvest": HarvestConfig,
     "judge": JudgeConfig,
     "tools": ToolsConfig,
+    "routing": RoutingConfig,
 }
 _ATTACHED = ("tools", "environment")  # ModelConfig fields set from other sections, not by users
 

@@ -230,8 +230,9 @@ class ModelClient:
         step: int | None = None,
         files: Sequence[PackageFile] = (),
         params: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
     ) -> Reply:
-        req = self.request(role, messages, sample=sample, files=files, params=params)
+        req = self.request(role, messages, sample=sample, files=files, params=params, tools=tools)
         reply = self.from_log(req)
         if reply is None:
             reply = self._call_backend(req, step)

@@ -44,7 +44,7 @@ from skillvc.inputs import reader as inputs
 SPLITS = ("train", "val", "test")
 DEFAULT_TEMPLATE = "{input}"
 SKILLOPT_TEMPLATE = "{question}\n\nContext: {context}"
-INPUT_FIELDS = ("input", "question", "prompt")
+INPUT_FIELDS = ("input", "question", "prompt", "query")  # query: skill-creator trigger sets
 TARGET_FIELDS = ("target", "answer", "answers", "ideal", "expected")
 SPLIT_ALIASES = {
     "train": "train",

@@ -234,6 +234,7 @@ def start_commit(
     branch: str | None = None,
     significance_trailer: str | None = None,
     writer: Executor | None = None,
+    extra_trailers: Mapping[str, str] | None = None,
 ) -> Pending:
     """Log the intent of one gate decision's commit and write (or find again) the commit;
     ``Pending.finish`` logs ``commit.done`` and returns its sha.
@@ -274,6 +275,7 @@ def start_commit(
     trailers = {"Skillvc-Run": log.run_id, "Skillvc-Event": marker}
     if significance_trailer is not None:
         trailers["Skillvc-Significance"] = significance_trailer
+    trailers.update(extra_trailers or {})  # a routing edit's evidence (skillvc.routing)
     sha = (
         repo.find_trailer("Skillvc-Event", marker, rev=ref or "HEAD", max_count=50)
         if not fresh and (ref is None or ref in repo.refs(ref))

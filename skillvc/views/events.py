@@ -299,6 +299,50 @@ def meta_update(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def routing_started(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    data = p.get("dataset") or {}
+    counts = ", ".join(f"{n} {s}" for s, n in (data.get("counts") or {}).items())
+    models = p.get("models") or {}
+    skills = [str(s.get("name")) for s in p.get("library") or []]
+    return [
+        f"  library: {_ids(skills)}",
+        f"  selector {models.get('target', '?')}, optimizer {models.get('optimizer', '?')}",
+        f"  trigger set {str(data.get('hash', '?'))[:12]} ({counts or '?'})",
+    ] + _fields(p, ("base_commit", "branch"))
+
+
+def _library(p: Payload) -> str:
+    interval = p.get("library_interval") or []
+    band = f" [{_score(interval[0])}, {_score(interval[1])}]" if len(interval) == 2 else ""
+    return f"library {_score(p.get('library'))}{band}"
+
+
+def routing_evaluated(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    lines = [f"  {p.get('label', '?')} on {p.get('split', '?')}: {_library(p)}, n {p.get('n')}"]
+    for name, s in (p.get("skills") or {}).items():
+        lines.append(
+            f"  {name}: precision {_score(s.get('precision'))}, recall "
+            f"{_score(s.get('recall'))}, f1 {_score(s.get('f1'))}"
+        )
+    return lines
+
+
+def routing_body(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    return [
+        f"  {p.get('skill', '?')} epoch {p.get('epoch', '?')}: run {p.get('run', '?')}, val "
+        f"{_score(p.get('baseline_val'))} -> {_score(p.get('best_val'))}"
+    ]
+
+
+def routing_finished(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
+    before, after = p.get("before") or {}, p.get("after") or {}
+    return [
+        f"  val {_library(before)} -> {_library(after)}",
+        f"  {p.get('steps', '?')} steps: {p.get('accepted', '?')} accepted, "
+        f"{p.get('rejected', '?')} rejected",
+    ] + _fields(p, ("head",))
+
+
 def evaluation(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     rev = p.get("rev") or "the working tree"
     items = p.get("items") or []
@@ -481,6 +525,10 @@ RENDERERS: dict[str, Renderer] = {
     "meta_update": meta_update,
     "checkpoint": checkpoint,
     "evaluation": evaluation,
+    "routing.started": routing_started,
+    "routing.evaluated": routing_evaluated,
+    "routing.body": routing_body,
+    "routing.finished": routing_finished,
     "run.projected": run_projected,
     "harvest.started": harvest_started,
     "harvest.session": harvest_session,

@@ -30,13 +30,13 @@ from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError, SkillDocumentError
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.suggest import did_you_mean
-from skillvc.models import simpackage, simtasks, simtools, simworld
+from skillvc.models import simpackage, simrouting, simtasks, simtools, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult, text_of
 from skillvc.models.prompts import edits_in, load_section, prompt_kind, section
 from skillvc.skill.skilldoc import SkillDocument
 
-WORLDS = ("support", "support-package", "inventory", "tasks")
+WORLDS = ("support", "support-package", "inventory", "tasks", "routing")
 
 
 class SimBackend:
@@ -67,7 +67,14 @@ class SimBackend:
         if latency > 0:
             time.sleep(latency / 1000)
         meta: dict[str, Any] = {"simulated": True}
-        if request.role == "target" and self.world == "inventory":
+        if request.role == "target" and self.world == "routing":  # skillvc.models.simrouting
+            turn = simrouting.respond(
+                request.system, request.user, [str(t["name"]) for t in request.tools]
+            )
+            text = turn.get("text", "")
+            if turn.get("tool_calls"):
+                meta |= {"tool_calls": turn["tool_calls"], "finish_reason": "tool_calls"}
+        elif request.role == "target" and self.world == "inventory":
             turn = simtools.respond(
                 request.system, request.messages, [str(t["name"]) for t in request.tools]
             )
@@ -128,6 +135,8 @@ class SimBackend:
         package = self.world == "support-package"
         if self.world == "tasks":
             return simtasks.optimize(kind, prompt, rng)
+        if self.world == "routing":
+            return simrouting.optimize(prompt, rng)
         if kind == "reflect" and self.world == "inventory":
             rejected: dict[str, int] = {}
             for e in edits_in(prompt, "rejected_edits"):
