@@ -63,6 +63,11 @@ class TasksConfig:
     test: str | None = None
     path: str | None = None  # one file with a split field (or split by ratio)
     skillopt_dir: str | None = None  # <dir>/{train,val,test}/items.json
+    # Which of SkillOpt's environments skillopt_dir holds (its env.name: searchqa, docvqa, ...)
+    # and the directory its items' files are under (images, documents, workbooks); see
+    # skillvc.tasks.skillopt. The environment's verifier is then the default scorer.
+    skillopt_env: str | None = None
+    data_root: str | None = None
     split_field: str = "split"
     split_ratio: list[float] = field(default_factory=lambda: [0.6, 0.2, 0.2])
     split_seed: int = 0
@@ -394,6 +399,16 @@ _SECTIONS = {
     "tools": ToolsConfig,
     "routing": RoutingConfig,
 }
+# SkillOpt's environments (``[tasks] skillopt_env``) and the scorer each is verified by.
+SKILLOPT_SCORERS = {
+    "searchqa": "exact",
+    "livemathematicianbench": "livemath",
+    "livemath": "livemath",
+    "docvqa": "anls",
+    "officeqa": "officeqa",
+    "spreadsheetbench": "spreadsheet",
+    "alfworld": "reward",
+}
 _ATTACHED = ("tools", "environment")  # ModelConfig fields set from other sections, not by users
 
 
@@ -485,6 +500,9 @@ def _parse(data: dict[str, Any], root: Path) -> Config:
             )
         if section == "tasks" and values.get("environment") and "scorer" not in values:
             values = {**values, "scorer": "reward"}  # an episode is scored by its reward
+        if section == "tasks" and values.get("skillopt_env") and "scorer" not in values:
+            env = str(values["skillopt_env"]).lower()  # an unknown name is refused on loading
+            values = {**values, "scorer": SKILLOPT_SCORERS.get(env, "exact")}
         setattr(config, section, _build(section, _SECTIONS[section], values))
     attach_tools(config)
     if config.skills:
@@ -637,7 +655,7 @@ def _refuse_control_paths(config: Config) -> None:
         path = table.get("path") if isinstance(table, dict) else None
         if isinstance(path, str):
             refuse_control(path, f"[skills.{name}] path in {CONFIG_FILE}")
-    for key in ("train", "val", "test", "path", "skillopt_dir"):
+    for key in ("train", "val", "test", "path", "skillopt_dir", "data_root"):
         value = getattr(config.tasks, key)
         if isinstance(value, str):
             refuse_control(value, f"[tasks] {key} in {CONFIG_FILE}")

@@ -30,7 +30,7 @@ import io
 import json
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -644,6 +644,9 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
     )
     base = Path(config.skillopt_dir or "")
     refuse_id_manifest(root, base)
+    env = _skillopt_env(config, root, base)
+    if env != "searchqa":
+        return _load_skillopt_env(env, config, root, base)
     return {
         name: _read_file(
             _inside(root, (base / name / "items.json").as_posix(), "skillopt_dir"),
@@ -653,6 +656,69 @@ def _load_skillopt(config: TasksConfig, root: Path) -> dict[str, list[TaskItem]]
         )
         for name in SPLITS
     }
+
+
+@dataclass(frozen=True)
+class SkillOptFormats:
+    """How skillopt_dir's environments other than SearchQA are read: ``env_name`` (the
+    canonical name of skillopt_env, or TaskSetError), ``detect`` (which environment a split
+    directory's items look like) and ``read_split`` ((env, split dir, split, data root, root)
+    -> (file shown, [(row, "item 3")])). skillvc.tasks.skillopt registers them on import."""
+
+    env_name: Callable[[str], str]
+    detect: Callable[[Path], str | None]
+    read_split: Callable[[str, Path, str, Path, Path], tuple[str, list[tuple[dict[str, Any], str]]]]
+
+
+SKILLOPT_FORMATS: list[SkillOptFormats] = []
+
+
+def _skillopt_env(config: TasksConfig, root: Path, base: Path) -> str:
+    """``[tasks] skillopt_env``, or SearchQA (what skillopt_dir always read) when the items
+    look like SearchQA's; items of another environment without it are refused by name."""
+    if not SKILLOPT_FORMATS:  # skillvc.tasks.skillopt not loaded: SearchQA only
+        return "searchqa"
+    if config.skillopt_env:
+        return SKILLOPT_FORMATS[-1].env_name(config.skillopt_env)
+    seen = SKILLOPT_FORMATS[-1].detect(root / base)
+    if seen is not None:
+        raise TaskSetError(
+            f"skillopt_dir {base.as_posix()} holds {seen} items, and [tasks] skillopt_env is "
+            "not set.",
+            hint=f'Set skillopt_env = "{seen}" in [tasks] (SkillOpt\'s env.name); '
+            "docs/skillopt.md says what each environment needs.",
+        )
+    return "searchqa"
+
+
+def _load_skillopt_env(
+    env: str, config: TasksConfig, root: Path, base: Path
+) -> dict[str, list[TaskItem]]:
+    """The splits of one of SkillOpt's other environments (skillvc.tasks.skillopt.splits)."""
+    if env == "alfworld" and not config.environment:
+        raise TaskSetError(
+            "ALFWorld's items are games to play: [tasks] environment is not set.",
+            hint='Set environment = "skillvc.tasks.skillopt.alfworld:ALFWorld" in [tasks].',
+        )
+    data_root = root
+    if config.data_root:
+        data_root = _inside(root, config.data_root, "data_root")
+        if not data_root.is_dir():
+            raise TaskSetError(f"[tasks] data_root {config.data_root} is not a directory.")
+    _inside(root, base.as_posix(), "skillopt_dir")
+    out: dict[str, list[TaskItem]] = {}
+    for name in SPLITS:
+        display, rows = SKILLOPT_FORMATS[-1].read_split(env, root / base, name, data_root, root)
+        out[name] = [
+            _make_item(
+                _Row(data, where, int(where.rsplit(" ", 1)[-1])),
+                display,
+                config.input_template,
+                config.scorer,
+            )
+            for data, where in rows
+        ]
+    return out
 
 
 # SkillOpt releases its paper splits as ID manifests (data/<benchmark>_id_split/ in

@@ -1,6 +1,8 @@
 """Interactive environments: ``[tasks] environment = "envs/world.py:World"``.
 
-The class is the user's own code (trusted like their ``python`` scorers): ``World()`` takes no
+The class is the user's own code (trusted like their ``python`` scorers), or a class skillvc
+ships (``skillvc.tasks.skillopt.alfworld:ALFWorld``: a module name instead of a path; an
+optional classmethod ``check()`` raises when what it needs is missing): ``World()`` takes no
 arguments, ``reset(item) -> str`` starts an episode for one task item (a dict: ``id``,
 ``input``, ``targets``, ``metadata``) and returns the first observation, ``step(action) ->
 (observation, reward, done)`` takes the target's reply. A fresh instance runs each rollout, so
@@ -14,6 +16,7 @@ answers in the wrong shape during a rollout ends that rollout with a one-line fa
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import sys
 from collections.abc import Mapping
@@ -22,6 +25,7 @@ from typing import Any
 
 from skillvc.core.errors import ToolsError
 from skillvc.core.paths import inside_repo
+from skillvc.models.tools.python_tools import module_file
 
 WHERE = "[tasks] environment in skillvc.toml"
 
@@ -41,14 +45,16 @@ class Environment:
                 hint="Name a Python file in the repository and a class in it, "
                 'e.g. environment = "envs/world.py:World".',
             )
-        path = inside_repo(root, path_text, WHERE)
+        installed = module_file(path_text)  # a module name: imported as itself, by name
+        path = installed or inside_repo(root, path_text, WHERE)
         if not path.is_file():
             raise ToolsError(f"{WHERE} names {path_text}, which does not exist.")
         self.spec = spec
         self.digest = hashlib.sha256(path.read_bytes()).hexdigest()
         module_name = f"skillvc_env_{self.digest[:16]}"
         try:
-            module = sys.modules.get(module_name)
+            module = importlib.import_module(path_text) if installed else None
+            module = module or sys.modules.get(module_name)
             if module is None:
                 loader = importlib.util.spec_from_file_location(module_name, path)
                 assert loader is not None and loader.loader is not None
@@ -68,6 +74,16 @@ class Environment:
                 f"{spec} has no {' or '.join(missing)} method: an environment needs "
                 "reset(item) -> str and step(action) -> (observation, reward, done)."
             )
+        check = getattr(cls, "check", None)
+        if callable(check):
+            # What the class needs beyond its code (packages, data): one error before any call.
+            try:
+                check()
+            except Exception as exc:
+                raise ToolsError(
+                    f"{spec} (from {WHERE}) cannot run: {exc}",
+                    hint=getattr(exc, "hint", None),
+                ) from None
         self.cls = cls
 
     def fingerprint(self) -> dict[str, str]:

@@ -1,11 +1,12 @@
 """Tools from a Python module in the repository: each public, typed, documented function.
 
 ``[tools] python = ["tools/inventory.py"]`` imports the file (a path inside the work tree,
-refused outside it) under a module name of its own, so two files both called ``tools.py`` do
-not replace each other in ``sys.modules``. A function is a tool when it is defined in that
-module, its name has no leading underscore and it has a docstring: its name is the tool's
-name, its docstring the description, and the JSON Schema of its arguments comes from its
-signature (``str``, ``int``, ``float``, ``bool``, ``list[...]``, ``dict[str, ...]``,
+refused outside it; or an installed module's dotted name, such as the tool modules skillvc
+ships in ``skillvc.tasks.skillopt.tools``) under a module name of its own, so two files both
+called ``tools.py`` do not replace each other in ``sys.modules``. A function is a tool when it
+is defined in that module, its name has no leading underscore and it has a docstring: its
+name is the tool's name, its docstring the description, and the JSON Schema of its arguments
+comes from its signature (``str``, ``int``, ``float``, ``bool``, ``list[...]``, ``dict[str, ...]``,
 ``X | None``, ``Literal[...]``, ``Any``, ``Annotated[X, "what it means"]``; a parameter with
 a default is optional). Functions without a docstring are helpers, not tools.
 
@@ -46,6 +47,24 @@ WORKDIR = "workdir"  # the parameter the toolbox fills with the rollout's scratc
 MAX_ABANDONED = 32  # hung calls of one module tolerated before its tools refuse new calls
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of an installed module named ``name`` (dotted, e.g. the tools skillvc
+    ships: ``skillvc.tasks.skillopt.tools.officeqa``); None when ``name`` is no such module
+    name, and so a path in the repository ("tools.py" is a path)."""
+    if not _MODULE_NAME.match(name) or name.endswith(".py"):
+        return None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
 
 
 class _Unsupported(Exception):
@@ -169,7 +188,7 @@ class PythonModuleSource:
 
     def __init__(self, path: str, root: Path) -> None:
         self.path = path
-        file = inside_repo(root, path, "[tools] python in skillvc.toml")
+        file = module_file(path) or inside_repo(root, path, "[tools] python in skillvc.toml")
         try:
             data = file.read_bytes()
         except FileNotFoundError:
