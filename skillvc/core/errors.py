@@ -242,6 +242,12 @@ class ToolsError(BadData):
     hint = "Fix the named tool source in [tools] of skillvc.toml; docs/tools.md shows the forms."
 
 
+class SkillOptError(BadData):
+    """A SkillOpt config or run directory cannot be read, translated or imported."""
+
+    hint = "docs/skillopt.md says what skillvc reads of SkillOpt's configs and run directories."
+
+
 # -- 6: model backends ------------------------------------------------------------------------
 
 
