@@ -710,3 +710,44 @@ def brief(score: RoutingScore) -> dict[str, Any]:
 
 def _f(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def summary_lines(s: RoutingSummary) -> list[str]:
+    """The end of ``train --routing``: routing before -> after beside the bodies' task scores."""
+    if s.status == UP_TO_DATE:
+        return [
+            f"Nothing to do: routing run {s.run_id} already finished at HEAD with these "
+            "settings and trigger set; pass --new to train again."
+        ]
+    lines = [
+        f"routing run {s.run_id}: {s.steps} steps, {s.accepted} description edits accepted, "
+        f"{s.rejected} rejected",
+        f"library score on val {_f(s.before.get('library'))} -> {_f(s.after.get('library'))}"
+        + (
+            f"; on test {_f(s.test_before.get('library'))} -> {_f(s.test_after.get('library'))}"
+            if s.test_before and s.test_after
+            else ""
+        ),
+        f"  {'skill':<16} {'f1 before':>10} {'f1 after':>10} {'recall':>15}  task val",
+    ]
+    tasks: dict[str, str] = {}
+    for run in s.body:
+        tasks[str(run.get("skill"))] = f"{_f(run.get('baseline_val'))} -> {_f(run.get('best_val'))}"
+    names = list((s.after.get("skills") or {}).keys())
+    for name in names:
+        b = (s.before.get("skills") or {}).get(name, {})
+        a = (s.after.get("skills") or {}).get(name, {})
+        lines.append(
+            f"  {name[:16]:<16} {_f(b.get('f1')):>10} {_f(a.get('f1')):>10} "
+            f"{_f(b.get('recall')) + ' -> ' + _f(a.get('recall')):>15}  {tasks.get(name, '-')}"
+        )
+    lines.append(
+        f"model calls {s.calls} ({s.fresh_calls} made; "
+        + ", ".join(f"{r} {n}" for r, n in s.calls_by_role.items())
+        + f"), tokens {s.tokens:,}"
+    )
+    lines.append(
+        "Review it: git log -p (accepted descriptions), skillvc log --rejected -p (refused "
+        "ones), skillvc eval --routing (the confusion matrix)."
+    )
+    return lines

@@ -1,0 +1,185 @@
+"""Routing (issue 41): trigger sets, measuring a library's routing, training descriptions.
+
+Driven through the CLI on the bundled example library (``skillvc.routing.example``): with
+``sim:routing``, where the selector loads the skill whose description shares the most words
+with the prompt, and over the real OpenAI SDK against the loopback server, with the pick as a
+``select_skill`` tool call and as plain text.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import git
+from loopback import Behaviour, LoopbackServer
+
+from skillvc.cli import cli as main
+from skillvc.models import simrouting
+from skillvc.routing.example import write_example
+
+
+def _library(repo: Path, **kw: str) -> Path:
+    write_example(repo, **kw)
+    (repo / ".gitignore").write_text(".skillvc/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "library")
+    return repo
+
+
+def _run(repo: Path, *args: str) -> Any:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False, env={"PWD": str(repo)})
+    return result
+
+
+@pytest.fixture
+def library(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(git_repo)
+    return _library(git_repo)
+
+
+def test_train_routing_raises_the_library_score_one_description_line_per_commit(
+    library: Path,
+) -> None:
+    before = json.loads(_run(library, "eval", "--routing", "--json", "-q").output)
+    assert set(before["skills"]) == {"pdf", "docx", "xlsx", "pptx", "csv", "markdown"}
+    assert {"precision", "recall", "f1"} <= set(before["skills"]["pdf"])
+    assert before["library"] == pytest.approx(before["correct"] / before["n"], abs=1e-4)
+
+    result = _run(library, "train", "--routing", "-q")
+    assert result.exit_code == 0, result.output
+    assert "library score on val" in result.output
+    after = json.loads(_run(library, "eval", "--routing", "--json", "-q").output)
+    assert after["library"] > before["library"]
+    # No skill's recall fell on val (the gate refuses an edit that steals).
+    for name, s in after["skills"].items():
+        assert s["recall"] >= before["skills"][name]["recall"]
+
+    shas = git(library, "log", "--format=%H", "--grep=routing step").split()
+    assert shas
+    for sha in shas:
+        diff = git(library, "show", "--format=", "-U0", sha)
+        changed = [
+            line
+            for line in diff.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        assert len(changed) == 2 and all(c[1:].startswith("description: ") for c in changed)
+        body = git(library, "show", "-s", "--format=%B", sha)
+        assert "Skillvc-Routing: library " in body and "Skillvc-Significance: p=" in body
+    rejected = git(library, "for-each-ref", "--format=%(refname)", "refs/skillvc/rejected/")
+    assert "/routing-" in rejected
+    log = _run(library, "log", "--rejected", "--json")
+    entries = json.loads(log.output)
+    assert entries and all(e["kind"] == "routing" for e in entries)
+
+    # The same run again: nothing to do, no call.
+    again = _run(library, "train", "--routing", "-q")
+    assert again.output.startswith("Nothing to do: routing run")
+    csv = _run(library, "eval", "--routing", "--csv", "-q").output.splitlines()
+    assert csv[0] == "expected,pdf,docx,xlsx,pptx,csv,markdown,none"
+
+
+def test_an_edit_that_steals_from_a_neighbour_is_refused(
+    library: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # First xlsx gets a description that routes its prompts; then csv asks for words that
+    # win its own prompts and take one of xlsx's and one of markdown's.
+    fix = "Excel spreadsheets and workbooks: formulas, cells, sheets."
+    greedy = "CSV files: rows, columns, excel sheets, cells, formula, spreadsheet, workbook."
+
+    def optimize(prompt: str, rng: random.Random) -> str:
+        if fix not in prompt:
+            return json.dumps({"edits": [{"skill": "xlsx", "description": fix}]})
+        return json.dumps({"edits": [{"skill": "csv", "description": greedy}]})
+
+    monkeypatch.setattr(simrouting, "optimize", optimize)
+    toml = library / "skillvc.toml"
+    toml.write_text(toml.read_text().replace("epochs = 2", "epochs = 1"))
+    git(library, "commit", "-qam", "one epoch")
+    result = _run(library, "train", "--routing", "--json", "-q")
+    summary = json.loads(result.output)
+    assert summary["accepted"] == 1 and summary["rejected"] >= 1
+    gates = json.loads(_run(library, "log", "--rejected", "--json").output)
+    from skillvc.core.store import open_store
+
+    with open_store(library / ".skillvc" / "events.db") as store:
+        gate = store.get(gates[0]["id"])
+    assert gate.payload["reason"].startswith("steals from")
+    assert gate.payload["after"]["mean"] > gate.payload["before"]["mean"]  # a gain, refused
+
+
+def test_skill_creator_trigger_files(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(git_repo)
+    _library(git_repo)
+    folder = git_repo / "skills" / "pdf" / "evals"
+    folder.mkdir()
+    rows = [
+        {"query": "Merge the PDF files", "should_trigger": True},
+        {"query": "Tell me a joke", "should_trigger": False},
+    ]
+    (folder / "triggers.json").write_text(json.dumps(rows))
+    toml = git_repo / "skillvc.toml"
+    text = toml.read_text().replace(
+        'test = "evals/routing/test.jsonl"', 'test = "skills/pdf/evals/triggers.json"'
+    )
+    toml.write_text(text)
+    out = json.loads(_run(git_repo, "eval", "--routing", "--split", "test", "--json", "-q").output)
+    assert out["n"] == 2
+    assert "not pdf" in out["confusion"]
+    rows.append({"query": "x", "skill": "nosuch"})
+    (folder / "triggers.json").write_text(json.dumps(rows[2:]))
+    bad = CliRunner().invoke(main, ["eval", "--routing", "--split", "test"])
+    assert bad.exit_code == 5
+    assert "names skill 'nosuch', which is not in the library" in bad.output
+
+
+@pytest.mark.parametrize("tools", [True, False])
+def test_routing_over_the_openai_sdk_tool_call_and_text_picks(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer, tools: bool
+) -> None:
+    monkeypatch.chdir(git_repo)
+    write_example(git_repo, selector="openai:selector", optimizer="openai:optimizer")
+    toml = git_repo / "skillvc.toml"
+    text = toml.read_text().replace(
+        '[target]\nmodel = "openai:selector"',
+        f'[target]\nmodel = "openai:selector"\nbase_url = "{loopback.url}/v1"',
+    )
+    text = text.replace(
+        '[optimizer]\nmodel = "openai:optimizer"',
+        f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
+    )
+    text = text.replace("epochs = 2", "epochs = 1").replace("batch_size = 20", "batch_size = 40")
+    if not tools:
+        text = text.replace("[routing]\n", "[routing]\ntools = false\n")
+    toml.write_text(text)
+    (git_repo / ".gitignore").write_text(".skillvc/\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "library")
+
+    def respond(body: dict[str, Any]) -> str | Behaviour:
+        system = body["messages"][0]["content"]
+        user = body["messages"][-1]["content"]
+        if body["model"] == "optimizer":
+            return simrouting.optimize(user, random.Random(0))
+        picked = simrouting.select(system, user) or "none"
+        if body.get("tools"):
+            args = json.dumps({"skill": picked})
+            call = {"id": "c1", "name": "select_skill", "arguments": args}
+            return Behaviour(tool_calls=[call])
+        return f"{picked}"
+
+    loopback.responder = respond
+    before = json.loads(_run(git_repo, "eval", "--routing", "--json", "-q").output)
+    result = _run(git_repo, "train", "--routing", "--json", "-q")
+    summary = json.loads(result.output)
+    selector = [r.json for r in loopback.requests if r.json.get("model") == "selector"]
+    assert selector and all(bool(r.get("tools")) is tools for r in selector)
+    if tools:
+        assert selector[0]["tools"][0]["function"]["name"] == "select_skill"
+    assert summary["after"]["library"] > before["library"]
+    assert summary["accepted"] >= 1
