@@ -84,11 +84,18 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
     help="Score on [target] and every [targets.<name>] model (val and test; with --compare, "
     "the --split only). See docs/matrix.md.",
 )
+@click.option(
+    "--routing",
+    is_flag=True,
+    help="Measure the library's routing on the [routing] trigger set instead: per-skill "
+    "precision, recall, F1 and the confusion matrix (--csv: the matrix). See docs/routing.md.",
+)
 @skill_option
 @json_option
 @table_options
 @fits_terminal
 def command(
+    routing: bool,
     skill: str | None,
     rev: str | None,
     split: str,
@@ -108,6 +115,9 @@ def command(
     from skillvc.review.evaluation import compare, evaluate
     from skillvc.workspace.workspace import open_workspace
 
+    if routing:
+        eval_routing(rev, split, workers, quiet, as_json, table_format)
+        return
     ws = open_workspace(skill=skill)
     if matrix:
         from skillvc.matrix.cli import eval_matrix
@@ -139,6 +149,40 @@ def command(
         echo_json(comparison.to_dict())
     else:
         click.echo("\n".join(comparison_lines(comparison)))
+
+
+def eval_routing(
+    rev: str | None,
+    split: str,
+    workers: int | None,
+    quiet: bool,
+    as_json: bool,
+    table_format: str | None,
+) -> None:
+    """``eval --routing``: the whole library's routing (every skill, so no --skill)."""
+    from skillvc.core.progress import Progress
+    from skillvc.routing.evaluate import evaluate_routing
+    from skillvc.routing.render import csv_rows, score_lines
+    from skillvc.workspace.workspace import open_workspace
+
+    ws = open_workspace(any_skill=True)
+    result, facts = evaluate_routing(
+        ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet)
+    )
+    data = result.to_dict()
+    if table_format:
+        echo_rows(csv_rows(data["confusion"]), table_format)
+    elif as_json:
+        echo_json({**facts, **data, "picks": [p.to_dict() for p in result.picks]})
+    else:
+        where = "the working tree" if rev is None else f"{rev} ({facts['sha'][:10]})"
+        how = "select_skill tool" if facts["tools"] else "text"
+        click.echo(f"routing of {where} on {split}, selector {facts['model']} (picks by {how})")
+        click.echo("\n".join(score_lines(data)))
+        click.echo(
+            f"model calls {facts['calls']} ({facts['fresh_calls']} made, "
+            f"{facts['calls'] - facts['fresh_calls']} answered from the log)"
+        )
 
 
 def echo_notes(results: Sequence[EvalResult]) -> None:

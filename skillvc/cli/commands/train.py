@@ -107,6 +107,18 @@ POSITIVE = click.IntRange(min=1)
     type=click.FloatRange(0, min_open=True),
     help="Stop cleanly at a step boundary past this cost.",
 )
+@click.option(
+    "--routing",
+    is_flag=True,
+    help="Train the library's descriptions for routing on the [routing] trigger set "
+    "(docs/routing.md).",
+)
+@click.option(
+    "--body",
+    is_flag=True,
+    default=None,
+    help="With --routing: train the bodies too, a body epoch after each routing epoch.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--trust-judge", is_flag=True, help="Let an uncalibrated or disagreeing judge gate.")
 @skill_option
@@ -120,6 +132,8 @@ def train(
     as_json: bool,
     skill: str | None,
     trust_judge: bool,
+    routing: bool,
+    body: bool | None,
     **train_options: Any,
 ) -> None:
     """Train the skill: accepted edits become commits; resumes an unfinished run.
@@ -140,6 +154,11 @@ def train(
 
     if new and resume:
         raise click.UsageError("--new and --resume exclude each other; pick one.")
+    if body and not routing:
+        raise click.UsageError("--body goes with --routing (bodies alone: plain 'skillvc train').")
+    if routing:
+        train_routing_command(new, body, quiet, as_json)
+        return
     ws = open_workspace(skill=skill)
     require_trusted_judge_here(ws.config, trust_judge)
     summary = run_training(
@@ -172,6 +191,21 @@ def train(
         f"Review it: git log -p (accepted edits), skillvc log --rejected -p{named} (refused "
         f"ones), skillvc report{named} (a pull-request description)."
     )
+
+
+def train_routing_command(new: bool, body: bool | None, quiet: bool, as_json: bool) -> None:
+    import dataclasses
+
+    from skillvc.routing.train import summary_lines, train_routing
+    from skillvc.workspace.workspace import open_workspace
+
+    ws = open_workspace(any_skill=True)
+    summary = train_routing(ws, new=new, body=body, progress=progress_for(quiet))
+    if as_json:
+        data = dataclasses.asdict(summary)
+        echo_json({"run": data.pop("run_id"), **data})
+        return
+    click.echo("\n".join(summary_lines(summary)))
 
 
 command = train
