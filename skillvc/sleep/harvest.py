@@ -162,6 +162,10 @@ class State:
     rubrics: dict[str, str]
     reviewed: set[str]
     harvests: int
+    # ``skillvc review``'s decisions on harvested items (``tasks.reviewed``, origin harvest):
+    # rejected ones leave the task set, edited ones keep the person's input and target.
+    rejected: set[str] = field(default_factory=set)
+    edited: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def exchanges(self) -> list[dict[str, Any]]:
         return [x for s in self.sessions.values() for x in s["exchanges"]]
@@ -173,11 +177,28 @@ def load_state(store: EventStore) -> State:
     rubrics: dict[str, str] = {}
     reviewed: set[str] = set()
     harvests = 0
+    rejected: set[str] = set()
+    edited: dict[str, dict[str, Any]] = {}
     for ev in store.events(
-        types=["harvest.started", "harvest.session", "harvest.rubric", "harvest.reviewed"]
+        types=[
+            "harvest.started",
+            "harvest.session",
+            "harvest.rubric",
+            "harvest.reviewed",
+            "tasks.reviewed",
+        ]
     ):
         p = ev.payload
-        if ev.type == "harvest.started":
+        if ev.type == "tasks.reviewed":
+            if p.get("origin") == "harvest":
+                item = str(p.get("item"))
+                if p.get("decision") == "rejected":
+                    rejected.add(item)
+                else:
+                    rejected.discard(item)
+                if p.get("decision") == "edited":
+                    edited[item] = dict(p.get("after") or {})
+        elif ev.type == "harvest.started":
             harvests += 1
         elif ev.type == "harvest.session":
             seen.add(str(ev.key))
@@ -187,7 +208,7 @@ def load_state(store: EventStore) -> State:
             rubrics[p["kind"]] = p["rubric"]
         else:
             reviewed.update(p.get("items", []))
-    return State(sessions, seen, rubrics, reviewed, harvests)
+    return State(sessions, seen, rubrics, reviewed, harvests, rejected, edited)
 
 
 def item_id(exchange: Mapping[str, Any]) -> str:
@@ -234,10 +255,34 @@ def views(mined: mining.Mined, state: State) -> list[KindView]:
             k.name,
             k.support,
             state.rubrics.get(k.id),
-            [r | {"reviewed": r["id"] in state.reviewed} for r in rows[k.id]],
+            [
+                _edited(r, state.edited.get(r["id"])) | {"reviewed": r["id"] in state.reviewed}
+                for r in rows[k.id]
+                if r["id"] not in state.rejected
+            ],
         )
         for k in mined.kinds
     ]
+
+
+def _edited(row: dict[str, Any], edit: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A harvested row with a person's edit (``skillvc review``) applied."""
+    if not edit:
+        return row
+    targets = edit.get("targets") or []
+    return (
+        row
+        | {"input": edit.get("input") or row["input"]}
+        | ({"target": targets[0]} if targets else {})
+    )
+
+
+def rewrite_task_file(ws: Workspace) -> int:
+    """Write [harvest] tasks again from the events (after ``skillvc review`` rejected one)."""
+    config = dataclasses.replace(ws.config.harvest or HarvestConfig())
+    with ws.store(create=True) as store:
+        state = load_state(store)
+    return write_task_file(ws, config, views(mine_state(state, config), state))
 
 
 def mine_state(state: State, config: HarvestConfig) -> mining.Mined:
