@@ -23,8 +23,10 @@ from skillvc.models import simrouting
 from skillvc.routing.example import write_example
 
 
-def _library(repo: Path, **kw: str) -> Path:
+def _library(repo: Path, epochs: int = 2, **kw: str) -> Path:
     write_example(repo, **kw)
+    toml = repo / "skillvc.toml"
+    toml.write_text(toml.read_text().replace("epochs = 2", f"epochs = {epochs}"))
     (repo / ".gitignore").write_text(".skillvc/\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "library")
@@ -76,6 +78,18 @@ def test_train_routing_raises_the_library_score_one_description_line_per_commit(
     log = _run(library, "log", "--rejected", "--json")
     entries = json.loads(log.output)
     assert entries and all(e["kind"] == "routing" for e in entries)
+
+    # The report's routing section (Markdown and HTML), read from the log.
+    from skillvc.core.store import open_store
+    from skillvc.review.htmlreport import _routing
+    from skillvc.routing.train import latest_routing, routing_markdown
+
+    with open_store(library / ".skillvc" / "events.db") as store:
+        routing = latest_routing(store)
+    assert routing is not None
+    assert routing["after"]["library"] == after["library"]
+    assert any(line.startswith("| pdf | ") for line in routing_markdown(routing))
+    assert '<table class="confusion">' in _routing(routing)
 
     # The same run again: nothing to do, no call.
     again = _run(library, "train", "--routing", "-q")
@@ -183,3 +197,46 @@ def test_routing_over_the_openai_sdk_tool_call_and_text_picks(
         assert selector[0]["tools"][0]["function"]["name"] == "select_skill"
     assert summary["after"]["library"] > before["library"]
     assert summary["accepted"] >= 1
+
+
+def test_an_interrupted_routing_run_resumes_to_the_same_descriptions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skillvc.routing.train import RoutingTrainer
+
+    def descriptions(repo: Path) -> list[str]:
+        return [
+            (repo / "skills" / n / "SKILL.md").read_text().splitlines()[2]
+            for n in ("pdf", "docx", "xlsx", "pptx", "csv", "markdown")
+        ]
+
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    git(whole, "init", "-q", "-b", "main")
+    monkeypatch.chdir(whole)
+    _library(whole, epochs=1)
+    assert _run(whole, "train", "--routing", "-q").exit_code == 0
+
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    git(cut, "init", "-q", "-b", "main")
+    monkeypatch.chdir(cut)
+    _library(cut, epochs=1)
+    real, seen = RoutingTrainer.gate, []
+
+    def gate(self: RoutingTrainer, epoch: int, edit: Any) -> bool:
+        seen.append(edit)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return real(self, epoch, edit)
+
+    monkeypatch.setattr(RoutingTrainer, "gate", gate)
+    assert _run(cut, "train", "--routing", "-q").exit_code != 0  # killed at its 3rd gate
+    assert len(seen) == 3
+    monkeypatch.setattr(RoutingTrainer, "gate", real)
+    resumed = json.loads(_run(cut, "train", "--routing", "--json", "-q").output)
+    assert resumed["resumed"] is True
+    assert descriptions(cut) == descriptions(whole)
+    subjects = ["log", "--format=%s", "--grep=routing step"]
+    assert git(cut, *subjects) == git(whole, *subjects)
+    assert resumed["fresh_calls"] < resumed["calls"]  # the replay was answered from the log

@@ -74,6 +74,7 @@ $stopped
 <tr><td>val (n=$n_val)</td><td class="num">$baseline_val</td><td class="num">$best_val</td></tr>
 <tr><td>test (n=$n_test)</td><td class="num">$baseline_test</td><td class="num">$test</td></tr>
 </table></div>
+$worth
 <p>$counts</p>
 <p>$usage</p>
 <h2>Score per step</h2>
@@ -99,6 +100,7 @@ $phases
 $accepted
 <h2>Rejected candidates</h2>
 $rejected
+$routing
 </body>
 </html>
 """)
@@ -251,6 +253,7 @@ def render_html(report: dict[str, Any]) -> str:
         f'<p class="warn">Stopped: {e(report["stopped"])}</p>' if report.get("stopped") else ""
     )
     return PAGE.substitute(
+        routing=_routing(report.get("routing")),
         run=e(report["run"]),
         status=e(report["status"]),
         target=e(str(report["models"].get("target"))),
@@ -265,6 +268,7 @@ def render_html(report: dict[str, Any]) -> str:
         best_val=_score(sc["best_val"]),
         baseline_test=_score(sc["baseline_test"]),
         test=_score(sc["test"]),
+        worth=_worth(report.get("worth")),
         counts=e(count_line),
         usage=e(usage_line),
         curve=_both(
@@ -288,4 +292,43 @@ def render_html(report: dict[str, Any]) -> str:
         phases="\n".join(phase_rows),
         accepted="\n".join(accepted) or "<p>None.</p>",
         rejected="\n".join(rejected) or "<p>None.</p>",
+    )
+
+
+def _worth(worth: dict[str, Any] | None) -> str:
+    """The skill against no skill (``eval --baseline``, skillvc.review.worth), in the words
+    every surface uses; nothing when it was never measured."""
+    if not worth:
+        return ""
+    diff = worth.get("diff")
+    shown = "–" if diff is None else f"{diff:+.3f}"
+    return (
+        f'<p id="worth"><strong>Worth:</strong> {e(str(worth.get("sentence", "")))} '
+        f"({_score(worth.get('baseline_mean'))} &rarr; {_score(worth.get('skill_mean'))}, "
+        f"{e(shown)} over {e(str(worth.get('n')))} items)</p>"
+    )
+
+
+def _routing(routing: dict[str, Any] | None) -> str:
+    """The library's routing (skillvc.routing): scores before and after and the trained
+    library's confusion matrix on val."""
+    if not routing:
+        return ""
+    from skillvc.routing.render import matrix_html
+
+    before, after = routing.get("before") or {}, routing.get("after") or {}
+    was = before.get("skills") or {}
+    rows = "".join(
+        f'<tr><td>{e(name)}</td><td class="num">{_score(was.get(name, {}).get("f1"))}</td>'
+        f'<td class="num">{_score(s.get("f1"))}</td></tr>'
+        for name, s in (after.get("skills") or {}).items()
+    )
+    return (
+        f"<h2>Routing (run <code>{e(str(routing.get('run')))}</code>)</h2>"
+        f"<p>library score on val {_score(before.get('library'))} &rarr; "
+        f"{_score(after.get('library'))}; {routing.get('accepted', 0)} description edits "
+        f"accepted, {routing.get('rejected', 0)} rejected</p>"
+        f'<div class="scroll"><table><tr><th>skill</th><th>F1 before</th><th>F1 after</th></tr>'
+        f"{rows}</table></div>"
+        f'<div class="scroll">{matrix_html(after.get("confusion") or {})}</div>'
     )

@@ -70,6 +70,13 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
     return {**clean, "withheld": withheld}
 
 
+def latest_worth(store: EventStore) -> dict[str, Any] | None:
+    """The newest ``skill.worth`` event (``eval --baseline``), or None."""
+    from skillvc.review.worth import latest_worth as newest
+
+    return newest(store)
+
+
 def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     run_id = run_id or latest_run(store)
     runs = {r["run"]: r for r in list_runs(store, abandoned=True)}
@@ -151,7 +158,16 @@ def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[
         "curve": run_curve(store, run_id).to_dict(),
         "steps": steps,
         "activation": _activation(store, run_id),
+        "routing": _routing(store),
+        "worth": latest_worth(store),
     }
+
+
+def _routing(store: EventStore) -> dict[str, Any] | None:
+    """The library's latest routing run, shown beside the body's scores (skillvc.routing)."""
+    from skillvc.routing.train import latest_routing
+
+    return latest_routing(store)
 
 
 def p_text(step: Mapping[str, Any]) -> str:
@@ -385,6 +401,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---|---|---|",
         f"| val (n={counts.get('val', '?')}) | {_s(sc['baseline_val'])} | {_s(sc['best_val'])} |",
         f"| test (n={counts.get('test', '?')}) | {_s(sc['baseline_test'])} | {_s(sc['test'])} |",
+        *(
+            [
+                "",
+                f"**Worth:** {w['sentence']} ({_s(w.get('baseline_mean'))} -> "
+                f"{_s(w.get('skill_mean'))} over {w.get('n')} items)",
+            ]
+            if (w := report.get("worth"))
+            else []
+        ),
         *chart,
         "",
         f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "
@@ -468,6 +493,10 @@ def render_markdown(report: dict[str, Any]) -> str:
             if s.get("patch"):
                 out += ["", *_files_line(s), *_fenced("diff", s["patch"].rstrip("\n"))]
             out += ["", "</details>"]
+    if report.get("routing"):  # the library's routing beside the body's task score
+        from skillvc.routing.train import routing_markdown
+
+        out += ["", *routing_markdown(report["routing"])]
     return "\n".join(out) + "\n"
 
 

@@ -705,7 +705,44 @@ def brief(score: RoutingScore) -> dict[str, Any]:
         "skills": {
             n: {k: s[k] for k in ("precision", "recall", "f1")} for n, s in d["skills"].items()
         },
+        "confusion": d["confusion"],
     }
+
+
+def latest_routing(store: EventStore) -> dict[str, Any] | None:
+    """The newest finished routing run's end (``routing.finished``), with its run id; None
+    when the log has none. What the report shows beside the body scores."""
+    found = store.events(types=[FINISHED], newest_first=True, limit=1)
+    if not found:
+        return None
+    return {"run": found[0].run_id, **found[0].payload}
+
+
+def routing_markdown(r: dict[str, Any]) -> list[str]:
+    """The report's routing section: library score and per-skill F1 and recall."""
+    before, after = r.get("before") or {}, r.get("after") or {}
+    lines = [
+        f"### Routing (run `{r['run']}`)",
+        "",
+        f"Library score on val {_f(before.get('library'))} -> {_f(after.get('library'))}"
+        + (
+            f", on test {_f((r.get('test_before') or {}).get('library'))} -> "
+            f"{_f((r.get('test_after') or {}).get('library'))}"
+            if r.get("test_after")
+            else ""
+        )
+        + f"; {r.get('accepted', 0)} description edits accepted, {r.get('rejected', 0)} rejected.",
+        "",
+        "| skill | F1 before | F1 after | recall before | recall after |",
+        "|---|---|---|---|---|",
+    ]
+    for name, a in (after.get("skills") or {}).items():
+        b = (before.get("skills") or {}).get(name, {})
+        lines.append(
+            f"| {name} | {_f(b.get('f1'))} | {_f(a.get('f1'))} | {_f(b.get('recall'))} | "
+            f"{_f(a.get('recall'))} |"
+        )
+    return lines
 
 
 def _f(value: float | None) -> str:
