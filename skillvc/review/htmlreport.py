@@ -74,6 +74,7 @@ $stopped
 <tr><td>val (n=$n_val)</td><td class="num">$baseline_val</td><td class="num">$best_val</td></tr>
 <tr><td>test (n=$n_test)</td><td class="num">$baseline_test</td><td class="num">$test</td></tr>
 </table></div>
+$worth
 <p>$counts</p>
 <p>$usage</p>
 <h2>Score per step</h2>
@@ -267,6 +268,7 @@ def render_html(report: dict[str, Any]) -> str:
         best_val=_score(sc["best_val"]),
         baseline_test=_score(sc["baseline_test"]),
         test=_score(sc["test"]),
+        worth=_worth(report.get("worth")),
         counts=e(count_line),
         usage=e(usage_line),
         curve=_both(
@@ -290,6 +292,20 @@ def render_html(report: dict[str, Any]) -> str:
         phases="\n".join(phase_rows),
         accepted="\n".join(accepted) or "<p>None.</p>",
         rejected="\n".join(rejected) or "<p>None.</p>",
+    )
+
+
+def _worth(worth: dict[str, Any] | None) -> str:
+    """The skill against no skill (``eval --baseline``, skillvc.review.worth), in the words
+    every surface uses; nothing when it was never measured."""
+    if not worth:
+        return ""
+    diff = worth.get("diff")
+    shown = "–" if diff is None else f"{diff:+.3f}"
+    return (
+        f'<p id="worth"><strong>Worth:</strong> {e(str(worth.get("sentence", "")))} '
+        f"({_score(worth.get('baseline_mean'))} &rarr; {_score(worth.get('skill_mean'))}, "
+        f"{e(shown)} over {e(str(worth.get('n')))} items)</p>"
     )
 
 

@@ -70,6 +70,13 @@ def run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[s
     return {**clean, "withheld": withheld}
 
 
+def latest_worth(store: EventStore) -> dict[str, Any] | None:
+    """The newest ``skill.worth`` event (``eval --baseline``), or None."""
+    from skillvc.review.worth import latest_worth as newest
+
+    return newest(store)
+
+
 def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[str, Any]:
     run_id = run_id or latest_run(store)
     runs = {r["run"]: r for r in list_runs(store, abandoned=True)}
@@ -152,6 +159,7 @@ def _run_report(store: EventStore, run_id: str | None, skill_path: str) -> dict[
         "steps": steps,
         "activation": _activation(store, run_id),
         "routing": _routing(store),
+        "worth": latest_worth(store),
     }
 
 
@@ -393,6 +401,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---|---|---|",
         f"| val (n={counts.get('val', '?')}) | {_s(sc['baseline_val'])} | {_s(sc['best_val'])} |",
         f"| test (n={counts.get('test', '?')}) | {_s(sc['baseline_test'])} | {_s(sc['test'])} |",
+        *(
+            [
+                "",
+                f"**Worth:** {w['sentence']} ({_s(w.get('baseline_mean'))} -> "
+                f"{_s(w.get('skill_mean'))} over {w.get('n')} items)",
+            ]
+            if (w := report.get("worth"))
+            else []
+        ),
         *chart,
         "",
         f"{n['steps']} steps: {n['accepted']} accepted, {n['rejected']} rejected, {empty} "

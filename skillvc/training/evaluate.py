@@ -234,6 +234,8 @@ def rollout_request(
         {"role": "system", "content": target.system},
         {"role": "user", "content": user},
     ]
+    if not target.system:  # no skill at all (eval --baseline none): no system prompt either
+        messages = messages[1:]
     return messages, package_files([*target.files, *target.carried])
 
 

@@ -43,6 +43,12 @@ With --compare, ``{"a": <evaluation of BASE>, "b": <evaluation of REV>, "metric"
 (items scored in both), "a_mean", "b_mean" (means over those items), "diff" (b - a), "stderr"
 (of diff), "flipped": {"up": [ids], "down": [ids]}}``; up = hard 0 in a and 1 in b.
 
+With --baseline BASE (``none``: the target with no skill at all), the --compare object with
+BASE as ``a`` plus ``"worth": {split, baseline, baseline_label, rev, skill, skill_label,
+metric, n, baseline_mean, skill_mean, diff, stderr, up, down, p_value, alpha, verdict, stated,
+beats, sentence}``: the exact sign test on the flipped items at the gate's alpha, recorded as a
+``skill.worth`` event that ``report`` shows.
+
 Exit codes: 0 done, 3 unknown revision or missing skill file, 5 bad task set or split, or a
 skill that fails validation or is over [skill] max_tokens, 6 model backend failure or every
 item errored (when only some errored, stderr says how many).
@@ -76,6 +82,12 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
 @click.argument("rev", required=False)
 @split_option("score on")
 @click.option("--compare", "base", metavar="BASE", help="Also evaluate BASE and pair the two.")
+@click.option(
+    "--baseline",
+    metavar="BASE",
+    help="The skill's worth: pair it with BASE ('none': no skill at all, or a revision) "
+    "and say whether it beats it (sign test).",
+)
 @click.option("--workers", type=click.IntRange(min=1), help="Model calls in flight at once.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option(
@@ -100,6 +112,7 @@ def command(
     rev: str | None,
     split: str,
     base: str | None,
+    baseline: str | None,
     workers: int | None,
     quiet: bool,
     matrix: bool,
@@ -109,7 +122,8 @@ def command(
     """Score the skill at REV (default: the working-tree file) on a split.
 
     Model calls made before are answered from the event log, so re-running is free.
-    Examples: skillvc eval HEAD~1 --split test; skillvc eval --compare main
+    Examples: skillvc eval HEAD~1 --split test; skillvc eval --compare main;
+    skillvc eval --baseline none (the skill against no skill)
     """
     from skillvc.core.progress import Progress
     from skillvc.review.evaluation import compare, evaluate
@@ -119,6 +133,16 @@ def command(
         eval_routing(rev, split, workers, quiet, as_json, table_format)
         return
     ws = open_workspace(skill=skill)
+    if baseline is not None:
+        from skillvc.review.worth import worth
+
+        found = worth(ws, rev, baseline, split, workers=workers, progress=Progress.to_stderr(quiet))
+        echo_notes([found.comparison.a, found.comparison.b])
+        if as_json:
+            echo_json(found.to_dict())
+        else:
+            click.echo("\n".join([*comparison_lines(found.comparison), found.sentence()]))
+        return
     if matrix:
         from skillvc.matrix.cli import eval_matrix
 
