@@ -852,6 +852,22 @@ class SkillRepo:
             lambda sha: self._move_ref(ref, sha, None, "skillvc: store candidate", None, ref),
         )
 
+    def move_branch(self, name: str, new: str, old: str | None) -> None:
+        """Point the branch ``name`` at ``new``, only if it is still at ``old`` (None: it must
+        not exist yet). Never the checked-out branch: its files would not follow."""
+        if name == self.current_branch():
+            raise StateConflict(
+                f"Branch '{name}' is checked out; skillvc moves only other branches.",
+                hint="Switch to another branch, or name another one.",
+            )
+        ref = f"refs/heads/{name}"
+        try:
+            self._git.check_ref_format(ref)
+        except git.GitCommandError:
+            raise ValueError(f"{name!r} is not a valid branch name") from None
+        zero = "0" * len(new)
+        self._move_ref(ref, new, old or zero, f"skillvc: {name}", None, ref)
+
     def _move_ref(
         self, ref: str, new: str, old: str | None, reflog: str, head: str | None, what: str
     ) -> None:

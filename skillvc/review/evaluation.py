@@ -243,10 +243,14 @@ def evaluate(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
+    skill_file: str | None = None,
 ) -> EvalResult:
-    """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once."""
+    """Score the skill at ``rev`` (None: the working-tree file) on ``split``; record it once.
+    ``skill_file``: score that file of the work tree instead (a skill from elsewhere, say
+    SkillOpt's ``ckpt/<env>/gpt5.5_skill.md`` copied in), as if it were the configured skill."""
     check_split(split)
-    result = _evaluate(ws, read_skill(ws, rev), split, workers, progress or Progress.off())
+    version = read_skill(ws, rev) if skill_file is None else read_skill_file(ws, skill_file)
+    result = _evaluate(ws, version, split, workers, progress or Progress.off())
     if result.n == 0 and result.errors:
         # Recorded first (the failures are evidence); then no score is not a success.
         first = next(i.error for i in result.items if not i.ok)
@@ -398,6 +402,35 @@ def read_skill(ws: Workspace, rev: str | None) -> SkillVersion:
     if package is not None:  # a skill package: its bundle is the version's identity
         return SkillVersion.of_package(rev, sha, package)
     return SkillVersion(rev, sha, text)
+
+
+def read_skill_file(ws: Workspace, path: str) -> SkillVersion:
+    """The text of the file at ``path`` (inside the work tree), checked as a skill file."""
+    from skillvc.core.errors import PathOutsideRepo, SkillFileMissing
+
+    full = Path(path).resolve()
+    if not full.is_relative_to(ws.root.resolve()):
+        raise PathOutsideRepo(
+            f"--skill-file {path} is outside the repository; skillvc reads nothing outside it.",
+            hint="Copy the file into the repository (it need not be committed), then name it.",
+        )
+    if ws.config.package_dir is not None:
+        raise SkillDocumentError(
+            "--skill-file scores one file; this skill is a package (a directory).",
+            hint="Commit the other version on a branch and name it: skillvc eval BRANCH.",
+        )
+    rel = full.relative_to(ws.root.resolve()).as_posix()
+    if not full.is_file():
+        raise SkillFileMissing(f"No file {rel} in the work tree (--skill-file).")
+    raw = full.read_bytes()
+    check_skill(rel, raw, max_tokens=ws.config.skill.max_tokens, where="(--skill-file)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillDocumentError(
+            f"{rel} is not UTF-8 text (bad byte at offset {exc.start})."
+        ) from None
+    return SkillVersion(rel, WORKTREE, text)
 
 
 def make_client(store: EventStore, config: Config) -> ModelClient:

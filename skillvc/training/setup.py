@@ -86,6 +86,7 @@ def find_unfinished(store: EventStore, skill_path: str | None = None) -> Event |
     """The newest run, when it has not finished (stopped and killed runs count);
     ``skill_path``: the newest run of that skill (many skills in one repository).
 
+    A run imported from SkillOpt (``imported`` in its ``run.started``) is never resumed here.
     Only the newest run is a candidate: a run left unfinished and then superseded by
     ``--new`` is abandoned. Resuming it after the newer run finished would replay it on a
     branch that has moved on, and fail at its first commit after paying for the replay.
@@ -93,7 +94,7 @@ def find_unfinished(store: EventStore, skill_path: str | None = None) -> Event |
     rows = store.query(  # an abandoned run (a stopped sleep run) is never resumed here
         "SELECT s.id, EXISTS (SELECT 1 FROM events f WHERE f.type IN ('run.finished', "
         "'run.abandoned') AND f.run_id = s.run_id) AS finished FROM events s "
-        "WHERE s.type = 'run.started' "
+        "WHERE s.type = 'run.started' AND json_extract(s.payload, '$.imported') IS NULL "
         + ("AND json_extract(s.payload, '$.config.skill.path') = ? " if skill_path else "")
         + "ORDER BY s.id DESC LIMIT 1",
         [skill_path] if skill_path else [],

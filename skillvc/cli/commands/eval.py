@@ -102,11 +102,18 @@ MAX_SHOWN = 20  # failing items listed in text output; --json has them all
     help="Measure the library's routing on the [routing] trigger set instead: per-skill "
     "precision, recall, F1 and the confusion matrix (--csv: the matrix). See docs/routing.md.",
 )
+@click.option(
+    "--skill-file",
+    metavar="PATH",
+    help="Score this file of the work tree as the skill (e.g. a paper's trained skill "
+    "copied in) instead of a revision.",
+)
 @skill_option
 @json_option
 @table_options
 @fits_terminal
 def command(
+    skill_file: str | None,
     routing: bool,
     skill: str | None,
     rev: str | None,
@@ -123,7 +130,8 @@ def command(
 
     Model calls made before are answered from the event log, so re-running is free.
     Examples: skillvc eval HEAD~1 --split test; skillvc eval --compare main;
-    skillvc eval --baseline none (the skill against no skill)
+    skillvc eval --baseline none (the skill against no skill);
+    skillvc eval --skill-file baselines/gpt5.5_skill.md --split test
     """
     from skillvc.core.progress import Progress
     from skillvc.review.evaluation import compare, evaluate
@@ -133,6 +141,9 @@ def command(
         eval_routing(rev, split, workers, quiet, as_json, table_format)
         return
     ws = open_workspace(skill=skill)
+    if skill_file is not None and (rev or base or baseline or matrix):
+        raise click.UsageError("--skill-file scores one file: give no REV, --compare, "
+                               "--baseline or --matrix with it.")  # fmt: skip
     if baseline is not None:
         from skillvc.review.worth import worth
 
@@ -149,7 +160,10 @@ def command(
         eval_matrix(ws, rev, base, split, workers, Progress.to_stderr(quiet), as_json)
         return
     if base is None:
-        result = evaluate(ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet))
+        result = evaluate(
+            ws, rev, split, workers=workers, progress=Progress.to_stderr(quiet),
+            skill_file=skill_file,
+        )  # fmt: skip
         echo_notes([result])
         if result.errors:
             total = result.n + result.errors
@@ -241,6 +255,8 @@ def paired_rows(c: Comparison) -> list[dict[str, Any]]:
 def version_name(result: EvalResult) -> str:
     if result.rev is None:
         return "the working tree"
+    if result.sha == "worktree":  # --skill-file: a file of the work tree, not a revision
+        return f"--skill-file {result.rev}"
     return f"{result.rev} ({result.sha[:10]})"
 
 
