@@ -116,7 +116,7 @@ def make_repo(
         f"[target]\n{lines}\ntemperature = 0.0\n{target_extra}\n\n"
         f"[optimizer]\n{lines}\ntemperature = 0.7\n\n"
         "[train]\nepochs = 1\nbatch_size = 20\nminibatch_size = 5\n"
-        f"workers = {WORKERS}\nseed = 7\n\n{setup.prices_toml}",
+        f"workers = {WORKERS}\nseed = 2\n\n{setup.prices_toml}",
         encoding="utf-8",
     )
     git(repo, "commit", "-qam", f"Train against {setup.model}")
