@@ -23,8 +23,15 @@ from typing import Any
 
 import pytest
 from conftest import git
-from loopback import LoopbackServer, chat_messages, is_optimizer_prompt, loopback  # noqa: F401
+from loopback import (  # noqa: F401
+    Behaviour,
+    LoopbackServer,
+    chat_messages,
+    is_optimizer_prompt,
+    loopback,
+)
 
+from skillvc.core.errors import SkillvcError
 from skillvc.core.store import open_store
 from skillvc.models import prompts
 from skillvc.models.prompts import prompt_kind, section
@@ -207,6 +214,60 @@ def test_a_second_proposal_takes_the_slot_of_a_stubborn_first(
     proposed = [p for kind, _, p in events if kind == "edit.proposed"]
     assert {p.get("sample", 0) for p in proposed} == {0, 1}
     assert (repo / "skills/dates/SKILL.md").read_text().count("YYYY-MM-DD") == 1
+
+
+DECISIONS = (
+    "edit.proposed",
+    "edits.merged",
+    "edits.selected",
+    "reflection.retried",
+    "step.empty",
+    "gate",
+    "edits.held",
+    "edits.released",
+)
+
+
+def decisions(repo: Path) -> list[tuple[str, int | None, Any]]:
+    with open_store(repo / ".skillvc/events.db") as store:
+        return [(e.type, e.step, e.payload) for e in store.events(types=list(DECISIONS))]
+
+
+def test_a_run_stopped_inside_a_step_of_several_proposals_resumes_to_the_same_events(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two answers per minibatch, a held repeat and a retried reflection, interrupted where
+    step 2's second answer is due (the optimizer fails it: the run stops), then resumed: the
+    same decisions as a run that was never stopped, and no answer asked twice."""
+    optimizer = Optimizer(second=RIGHT)
+    loopback.responder = optimizer
+    reference = dates_repo(tmp_path / "a", loopback, monkeypatch, "proposals = 2\n")
+    run_events(reference)
+    expected = decisions(reference)
+    assert any(kind == "gate" for kind, _, _ in expected)
+
+    failing = Optimizer(second=RIGHT)
+    stop = threading.Event()
+
+    def respond(body: dict[str, Any]) -> Any:
+        messages = chat_messages(body)
+        if is_optimizer_prompt(messages) and len(failing.prompts) >= 3 and not stop.is_set():
+            return Behaviour(kind="status", status=500, headers={"Retry-After": "0"})
+        return failing(body)
+
+    loopback.responder = respond
+    repo = dates_repo(tmp_path / "b", loopback, monkeypatch, "proposals = 2\n")
+    (repo / "skillvc.toml").write_text(
+        (repo / "skillvc.toml").read_text().replace("[train]", "max_retries = 0\n\n[train]", 1)
+    )
+    git(repo, "commit", "-qam", "no retries")
+    with pytest.raises(SkillvcError):
+        run_events(repo)
+    assert len(failing.prompts) == 3  # step 2's first answer came; its second failed
+    stop.set()
+    run_events(repo)
+    assert decisions(repo) == expected
+    assert len(failing.prompts) == len(optimizer.prompts)  # none answered twice
 
 
 def test_edit_key_ignores_case_whitespace_and_punctuation() -> None:

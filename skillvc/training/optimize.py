@@ -374,8 +374,14 @@ class Answer:
 def _combined(answers: Sequence[Answer]) -> Answer:
     """A minibatch's several answers as one: their edits deduplicated by normalised text and
     interleaved (each answer's first edit, then each one's second...), their refusals and
-    calls summed; it failed only when every answer did (the first failure's reason)."""
+    calls summed; unusable only when every answer is (the first one's reason). A failed call
+    (infrastructure) fails the whole minibatch: going on with the other answers alone would
+    make a transient error a decision, and a stopped run retries them all on resume."""
     out = Answer(calls=sum(a.calls for a in answers))
+    failed = next((a for a in answers if a.call_failed), None)
+    if failed is not None:
+        out.error, out.call_failed = failed.error, True
+        return out
     seen: set[str] = set()
     depth = max((len(a.edits) for a in answers), default=0)
     for i in range(depth):
@@ -386,10 +392,8 @@ def _combined(answers: Sequence[Answer]) -> Answer:
                 out.samples.append(k)
     for answer in answers:
         out.refused.extend(answer.refused)
-    usable = [a for a in answers if a.error is None and not a.call_failed]
-    if not usable:
-        first = answers[0]
-        out.error, out.call_failed = first.error, all(a.call_failed for a in answers)
+    if all(a.error is not None for a in answers):
+        out.error = answers[0].error
     return out
 
 
