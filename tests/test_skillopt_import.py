@@ -7,6 +7,7 @@ license) and a run directory SkillOpt 0.2.0 itself wrote in bench_vs_skillopt's 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -159,7 +160,9 @@ def repo(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return git_repo
 
 
-def test_import_a_real_skillopt_run(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_a_real_skillopt_run(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = _digest(RUN)
     result = run(repo, monkeypatch, "import-skillopt", str(RUN))
     assert (result.exit_code, result.stderr) == (0, "")
@@ -196,6 +199,17 @@ def test_import_a_real_skillopt_run(repo: Path, monkeypatch: pytest.MonkeyPatch)
     assert again.stdout == (f"Run skillopt-1be786f3 was imported already; nothing new in {RUN}.\n")
     with open_store(repo / ".skillvc" / "events.db") as store:
         assert store.count() == count
+    # A directory that changed what was imported is refused.
+    changed = shutil.copytree(RUN, tmp_path / "changed")
+    history = changed / "history.json"
+    history.write_text(history.read_text().replace('"edit_budget": 2', '"edit_budget": 3'))
+    refused = run(repo, monkeypatch, "import-skillopt", str(changed))
+    assert (refused.exit_code, refused.stderr) == (
+        5,
+        f"Error: {changed} has changed since run skillopt-1be786f3 was imported from it "
+        "(event 36, step.started, differs); the log keeps what was imported.\n"
+        "Hint: Import the changed directory into another repository, or restore it.\n",
+    )
 
 
 def test_a_damaged_run_imports_what_is_whole(
@@ -247,3 +261,22 @@ def test_eval_a_skill_file(
         "nothing outside it.\n"
         "Hint: Copy the file into the repository (it need not be committed), then name it.\n",
     )
+
+
+def test_an_interrupted_run_then_finished_adds_what_is_new(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What SkillOpt had written when it was stopped after step 3 (before epoch 2 ended).
+    part = shutil.copytree(RUN, tmp_path / "part")
+    history = json.loads((part / "history.json").read_text())
+    (part / "history.json").write_text(json.dumps(history[:3]))
+    for name in ("steps/step_0004", "slow_update/epoch_02", "meta_skill/epoch_02"):
+        shutil.rmtree(part / name)
+    for name in ("skills/skill_v0004.md", "summary.json", "best_skill.md"):
+        (part / name).unlink()
+    first = run(repo, monkeypatch, "import-skillopt", str(part))
+    assert "(unfinished in SkillOpt): 3 steps, 2 accepted" in first.stdout
+    then = run(repo, monkeypatch, "import-skillopt", str(RUN))
+    assert "(finished): 4 steps, 3 accepted" in then.stdout
+    log = git(repo, "log", "--format=%s", "main..skillvc/skillopt-1be786f3").splitlines()
+    assert len(log) == 5 and log[1].endswith("[step 4]")

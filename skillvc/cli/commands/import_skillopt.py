@@ -39,7 +39,8 @@ def import_skillopt(run_dir: str, branch: str | None, skill: str | None) -> None
     click.echo(
         f"Imported {run_dir} as run {result.run_id} ({state}): {result.steps} steps, "
         f"{result.accepted} accepted (commits on branch {result.branch}), {result.rejected} "
-        f"rejected (refs/skillvc/rejected/{result.run_id}/), {result.slow_updates} slow updates."
+        f"rejected (refs/skillvc/rejected/{result.run_id}/), {result.slow_updates} slow "
+        f"update{'' if result.slow_updates == 1 else 's'}."
     )
     click.echo(f"See it with: skillvc runs; skillvc report --run {result.run_id}")
 

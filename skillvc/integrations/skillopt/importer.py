@@ -236,7 +236,11 @@ class _Importer:
         if before is not None:
             self.emit("baseline", {"val": before, "n": len(baseline.hard) if baseline else 0})
         head, skill, current = base, seed, before
-        total = len(run.steps)
+        # The run's planned steps (an interrupted run's later import must log the same).
+        planned = int(run.config.get("num_epochs") or 0) * int(
+            run.config.get("steps_per_epoch") or 0
+        )
+        total = planned or len(run.steps)
         ends = {e.epoch: e for e in run.epochs}
         for i, step in enumerate(run.steps):
             self.log.step, self.log.epoch = step.number, step.epoch
@@ -247,8 +251,9 @@ class _Importer:
                 self.log.step = None
                 head, skill = self.epoch_end(end, head, skill, current)
         self.log.step = self.log.epoch = None
-        final = run.root / "final_selection_eval" / "results.jsonl"
-        self.rollouts(scores_of(final), skill, "val")
+        if run.finished:  # the final skill's val, which SkillOpt scores after the last epoch
+            final = run.root / "final_selection_eval" / "results.jsonl"
+            self.rollouts(scores_of(final), skill, "val")
         tip = head
         if tip != base or not self.repo.refs(f"refs/heads/{self.branch}"):
             self.move_branch(tip)
