@@ -142,7 +142,14 @@ def test_a_request_the_batch_failed_is_a_model_error_of_that_item(
         # then stops for the failure rate (which the prompts' text decides, not this test).
         overrides={
             "target": section,
-            "train": {"epochs": 1, "attribution": False, "slow_update": False},
+            # A chunk of a gate may meet several (3 of 8 at one stop of the prompts' text):
+            # the failure rate is not what this test is about.
+            "train": {
+                "epochs": 1,
+                "attribution": False,
+                "slow_update": False,
+                "max_failure_rate": 0.5,
+            },
         },
     )
     with open_store(repo / ".skillvc/events.db") as store:

@@ -231,8 +231,8 @@ def test_a_single_file_reflection_prompt_is_rendered_as_it_always_was() -> None:
     assert "</skill>\n\n<rejected_edits>" in text and "package" not in text
     assert '"file"' not in text
     assert (
-        '{"edits": [{"op": "add|replace|delete", "target": "...", "content": "...", '
-        '"anchor": "...", "rationale": "why, citing the tasks"}]}\n\n<cases>'
+        '{"analysis": "...", "edits": [{"op": "add|replace|delete", "target": "...", '
+        '"content": "...", "anchor": "...", "rationale": "the pattern it fixes"}]}\n\n<cases>'
     ) in text
 
 
