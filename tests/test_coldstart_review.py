@@ -208,8 +208,11 @@ def test_review_in_headless_chromium(drafted: Path, tmp_path: Path) -> None:
             browser.key("n")
             browser.type("too terse" if verdict == "f" else "right")
             browser.key("Escape")
+            browser.evaluate("document.getElementById('status').textContent = ''")
             browser.key(verdict)
-            browser.wait("document.getElementById('status').textContent.startsWith('Output')")
+            word = "pass" if verdict == "p" else "fail"
+            said = "document.getElementById('status').textContent"
+            browser.wait(f"{said}.startsWith('Output labelled {word}')")
         labels = events(drafted, "label.recorded")
         assert [(x["item"], x["label"], x["note"]) for x in labels] == [
             (plain, 0, "too terse"),

@@ -148,10 +148,8 @@
     const note = $("note") ? $("note").value : "";
     try {
       const result = await api("/api/label", { id: it.id, output: o.output, label: passed ? "pass" : "fail", note });
-      o.label = passed ? 1 : 0;
-      o.note = note;
+      await load();  // the item again: its labels, and an answer the label may have added
       say(`Output labelled ${passed ? "pass" : "fail"}` + (result.target_added ? "; it is now an acceptable answer." : "."));
-      await load();
     } catch (e) {
       say(e.message, true);
     }
