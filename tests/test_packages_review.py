@@ -21,6 +21,7 @@ from skillvc.core.store import open_store
 from skillvc.review.history import LOG_KEYS
 from skillvc.training.loop import train as train_run
 from skillvc.workspace.workspace import open_workspace
+from skillvc.training.significance import stated
 
 DIR = "skills/acme-returns"
 SKILL = f"{DIR}/SKILL.md"
@@ -260,9 +261,11 @@ def test_blame_a_reference_file_gives_the_training_commits_evidence(trained: Pat
     # Each line shows the gain and significance of the edit that wrote it (issue 21).
     first = lines[0]
     assert first["edit_gain"] is not None
-    sure = "" if first["p_value"] is None else f" p={first['p_value']:.2g} {first['verdict']}"
+    sure = "" if first["p_value"] is None else " " + stated(first["p_value"], first["alpha"])
     who = f"{gate['run']} step {gate['step']} {first['edit_gain']:+.3f}{sure}"
-    assert text.startswith(f"{gate['commit'][:8]} {who:<50.50}    1| {first['text']}\n")
+    head = text.splitlines(keepends=True)[0]
+    assert head.startswith(f"{gate['commit'][:8]} {who} ")  # the one verdict, with its alpha
+    assert head.endswith(f"    1| {first['text']}\n")
 
 
 def test_diff_covers_every_file_with_scores_by_bundle(trained: Path) -> None:

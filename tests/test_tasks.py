@@ -411,7 +411,7 @@ def test_same_input_within_one_split_is_not_an_overlap(tmp_path: Path) -> None:
             "train.jsonl",
             jsonl({"context": "c", "target": "x"}),
             "evals/train.jsonl line 1 has no input "
-            "(expected one of input, question, prompt, or set input_template in [tasks]).",
+            "(expected one of input, question, prompt, query, or set input_template in [tasks]).",
         ),
         (
             "train.json",
