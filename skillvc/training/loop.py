@@ -241,15 +241,17 @@ class Trainer(Updates):
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
         merged = self.aggregate(reflection.proposals)
         chosen, refuted = self.select(merged, lr)
+        proposed = len(reflection.proposals)
         if not chosen and refuted:
             # Every proposal repeats an edit refuted against this skill: other evidence.
             reflection = self.reflect_again(batch, rollouts, lr)
             merged = self.aggregate(reflection.proposals)
             chosen, again = self.select(merged, lr)
             refuted += again
+            proposed += len(reflection.proposals)
         result = self.apply(chosen)
         counts = (
-            f"edits {len(reflection.proposals)} proposed, {len(chosen)} selected, "
+            f"edits {proposed} proposed, {len(chosen)} selected, "
             f"{len(result.unmatched)} unmatched"
             + (f", {refuted} refuted against this skill already" if refuted else "")
         )

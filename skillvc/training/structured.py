@@ -14,8 +14,9 @@ new text in ``target`` and left ``content`` empty, inside a ```json fence). So:
   otherwise "replaced" sentences of the task, which are not in the skill. A delete is offered
   only when the skill has two lines or more (deleting a one-line skill's only line is never an
   improvement, and a small model reaches for it). The answer starts with a short ``analysis``
-  (what the target should do differently), which a small model writes better than it
-  jumps to an edit; it is not stored anywhere but in the answer.
+  (the failures classified and counted, and what the target should do differently), which a
+  small model writes better than it jumps to an edit; it is not stored anywhere but in the
+  answer.
 - ``salvage``: each proposed edit is read leniently (an add whose text is in ``target``, an
   op in capitals, a stray target on an add) and then checked strictly (``Edit``'s own rules
   and the length bounds). Valid edits are kept; each refused one comes back with its reason,
