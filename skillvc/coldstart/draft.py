@@ -4,7 +4,8 @@ Invariants:
 - Nothing drafted trains or gates before a person approves it: every row is written with
   ``"status": "pending"``, which the task loader skips (``skillvc.tasks.taskset.unreviewed``).
 - Every row carries its provenance: the draft (a run id of its own), the model, the hash of the
-  prompt it was drafted from, the model call's key in the event log, and the date.
+  prompt it was drafted from, the model call's key in the event log (its first 16
+  characters), and the date.
 - A draft holding a secret (skillvc's detectors, or a redaction mark left by the log's
   scrubber) or a run of the skill's own text (``VERBATIM_WORDS`` words in a row) is dropped and
   counted, never written. So is a near-duplicate, of a kept draft or of an item already in the
@@ -390,7 +391,9 @@ def draft(
             "draft": run_id,
             "model": ws.config.optimizer.model,
             "prompt": prompt_hash,
-            "call": reply.key,
+            # A prefix ('skillvc show' takes one; the event holds the whole key): a quoted
+            # 32-hex key on every row reads as a credential to the task files' secret scan.
+            "call": reply.key[:16],
             "date": date,
         }
         rows = _rows(kept, provenance, ws.config.tasks.scorer, offset=len(existing))

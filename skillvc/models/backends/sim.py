@@ -30,7 +30,7 @@ from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError, SkillDocumentError
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.suggest import did_you_mean
-from skillvc.models import simpackage, simrouting, simtasks, simtools, simworld
+from skillvc.models import simdraft, simpackage, simrouting, simtasks, simtools, simworld
 from skillvc.models.backends import sim_package
 from skillvc.models.backends.base import CallRequest, CallResult, text_of
 from skillvc.models.prompts import edits_in, load_section, prompt_kind, section
@@ -133,6 +133,8 @@ class SimBackend:
         kind = prompt_kind(prompt)
         rng = random.Random(int(sha256_hex(f"{request.key}")[:12], 16))
         package = self.world == "support-package"
+        if kind == "draft_tasks":  # skillvc tasks draft, in every world (simdraft)
+            return simdraft.draft(prompt)
         if self.world == "tasks":
             return simtasks.optimize(kind, prompt, rng)
         if self.world == "routing":
