@@ -62,6 +62,7 @@ class Request:
     model: str
     prompt_tokens: int
     completion_tokens: int
+    opens: bool = False  # a target request that starts a conversation (a rollout's first turn)
 
 
 class _Server(ThreadingHTTPServer):
@@ -73,9 +74,10 @@ class _Server(ThreadingHTTPServer):
 
 @dataclass
 class FakeWorld:
-    """The loopback Chat Completions server; ``respond(model, messages, body)`` answers."""
+    """The loopback Chat Completions server; ``respond(model, messages, body)`` answers: a
+    text, or a tool world's turn (``{"text": ...}`` or ``{"tool_calls": [...]}``)."""
 
-    respond: Callable[[str, list[dict[str, str]], dict[str, Any]], str]
+    respond: Callable[[str, list[dict[str, Any]], dict[str, Any]], str | dict[str, Any]]
     latency_s: float = 0.2
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -98,18 +100,26 @@ class FakeWorld:
             def do_POST(self) -> None:
                 start = time.perf_counter()
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                messages = [
-                    {"role": m["role"], "content": _text(m.get("content"))}
-                    for m in body.get("messages", [])
-                ]
-                text = world.respond(body.get("model", ""), messages, body)
+                messages = [_message(m) for m in body.get("messages", [])]
+                reply = world.respond(body.get("model", ""), messages, body)
+                text, calls = (reply, []) if isinstance(reply, str) else _turn(reply)
                 time.sleep(max(0.0, world.latency_s - (time.perf_counter() - start)))
-                prompt = max(1, len(" ".join(m["content"] for m in messages)) // 4)
-                completion = max(1, len(text) // 4)
+                # A tool world's prompt also holds the tool schemas and the calls made so far,
+                # as a provider counts them (none of them in SearchQA's world).
+                sent = " ".join(m["content"] for m in messages) + _tool_text(body, messages)
+                prompt = max(1, len(sent) // 4)
+                completion = max(
+                    1, len(text + "".join(c["function"]["arguments"] for c in calls)) // 4
+                )
                 with world.lock:
                     world.requests.append(
                         Request(
-                            start, time.perf_counter(), body.get("model", ""), prompt, completion
+                            start,
+                            time.perf_counter(),
+                            body.get("model", ""),
+                            prompt,
+                            completion,
+                            not any(m["role"] in ("assistant", "tool") for m in messages),
                         )
                     )
                 payload = {
@@ -120,8 +130,12 @@ class FakeWorld:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": text},
-                            "finish_reason": "stop",
+                            "message": {
+                                "role": "assistant",
+                                "content": text if text or not calls else None,
+                            }
+                            | ({"tool_calls": calls} if calls else {}),
+                            "finish_reason": "tool_calls" if calls else "stop",
                         }
                     ],
                     "usage": {
@@ -180,6 +194,8 @@ class FakeWorld:
             else 0.0,
             "by_model": by_model,
             "tokens_by_model": tokens_by_model,
+            # Target requests that open a conversation: one a rollout in a tool world.
+            "rollouts": sum(1 for r in self.requests if r.opens and r.model == "target"),
             # The trainer's own time before its first request and after its last one.
             "head": min(r.start for r in self.requests) - started
             if started is not None and self.requests
@@ -194,6 +210,39 @@ def _text(content: Any) -> str:
     if isinstance(content, list):  # content parts
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return content or ""
+
+
+def _message(m: dict[str, Any]) -> dict[str, Any]:
+    """A request's message as the world reads it: role and text, and a tool world's calls."""
+    out = {"role": m["role"], "content": _text(m.get("content"))}
+    for key in ("tool_calls", "tool_call_id"):
+        if m.get(key):
+            out[key] = m[key]
+    return out
+
+
+def _turn(reply: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A tool world's turn (``{"text"}`` or ``{"tool_calls": [{id, name, arguments}]}``) in
+    Chat Completions' words."""
+    calls = [
+        {
+            "id": c["id"],
+            "type": "function",
+            "function": {"name": c["name"], "arguments": c["arguments"]},
+        }
+        for c in reply.get("tool_calls") or ()
+    ]
+    return str(reply.get("text") or ""), calls
+
+
+def _tool_text(body: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    tools = json.dumps(body["tools"]) if body.get("tools") else ""
+    calls = "".join(
+        c.get("function", {}).get("name", "") + c.get("function", {}).get("arguments", "")
+        for m in messages
+        for c in m.get("tool_calls") or ()
+    )
+    return tools + calls
 
 
 def sim_respond(model: str, messages: list[dict[str, str]], body: dict[str, Any]) -> str:
@@ -322,6 +371,9 @@ runpy.run_module("scripts.train", run_name="__main__")
 class SkillOptWorld:
     """Answers SkillOpt's requests (see above); ``stages`` counts them by prompt."""
 
+    guidance = "Apply the policies above to the ticket's issue, days and tier."
+    meta = "Prefer general rules."
+
     def __init__(self, src: Path) -> None:
         self.prompts: dict[str, str] = {}
         for path in sorted((src / "skillopt").glob("**/prompts/*.md")):
@@ -337,14 +389,16 @@ class SkillOptWorld:
                 return name
         return "other"
 
-    def __call__(self, model: str, messages: list[dict[str, str]], body: dict[str, Any]) -> str:
+    def __call__(
+        self, model: str, messages: list[dict[str, Any]], body: dict[str, Any]
+    ) -> str | dict[str, Any]:
         system = next((m["content"] for m in messages if m["role"] == "system"), "")
         user = next((m["content"] for m in messages if m["role"] == "user"), "")
         name = "target" if model == "target" else self.stage(system)
         with self.lock:
             self.stages[name] = self.stages.get(name, 0) + 1
         if model == "target":
-            return sim_respond("target", messages, body)
+            return self.target(messages, body)
         base = name.rsplit("/", 1)[-1]
         if base.startswith("analyst_"):
             return json.dumps(self.analyst(user, failures=base == "analyst_error"))
@@ -357,11 +411,13 @@ class SkillOptWorld:
             )
             return json.dumps({"reasoning": "by support", "selected_indices": order})
         if base == "slow_update":
-            text = "Apply the policies above to the ticket's issue, days and tier."
-            return json.dumps({"reasoning": "", "slow_update_content": text})
+            return json.dumps({"reasoning": "", "slow_update_content": self.guidance})
         if base == "meta_skill":
-            return json.dumps({"reasoning": "", "meta_skill_content": "Prefer general rules."})
+            return json.dumps({"reasoning": "", "meta_skill_content": self.meta})
         return "{}"
+
+    def target(self, messages: list[dict[str, Any]], body: dict[str, Any]) -> str | dict[str, Any]:
+        return sim_respond("target", messages, body)
 
     def analyst(self, user: str, *, failures: bool) -> dict[str, Any]:
         from skillvc.models import prompts
@@ -442,7 +498,7 @@ def _merged(user: str) -> list[dict[str, Any]]:
 
 
 def skillopt_figures(
-    sizes: dict[str, int], seed: int, latency_s: float, src: Path
+    sizes: dict[str, int], seed: int, latency_s: float, src: Path, python: str = sys.executable
 ) -> dict[str, Any]:
     world = SkillOptWorld(src)
     server = FakeWorld(world, latency_s).start()
@@ -472,7 +528,7 @@ def skillopt_figures(
             )  # fmt: skip
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-c", BOOTSTRAP, str(src), "--config", str(config)],
+                [python, "-c", BOOTSTRAP, str(src), "--config", str(config)],
                 capture_output=True,
                 text=True,
                 timeout=1800,
@@ -488,6 +544,208 @@ def skillopt_figures(
     out = server.figures(wall, start)
     out["by_model"] = {**out["by_model"], "stages": dict(sorted(world.stages.items()))}
     out["result"] = "; ".join(line.strip() for line in lines[-2:])
+    return out
+
+
+# -- a tool-using environment: OfficeQA -----------------------------------------------------------
+#
+# officeqa_world.py's fake world (documents only the document tools reach, a target that calls
+# them and converts units only as the skill says, an optimizer that proposes the missing rules
+# from failed trajectories) behind the same loopback server. SkillOpt runs its own OfficeQA
+# environment (its rollout loop sends its glob/read/grep schemas and runs the calls the fake
+# target makes in ``message.tool_calls``, its offline search mode) from OFFICEQA_YAML; skillvc
+# runs what ``skillvc init --from-skillopt`` makes of the same YAML: the officeqa task set and
+# scorer, ``[tools] python`` = the shipped skillvc.tasks.skillopt.tools.officeqa, the same
+# models, schedule, gate and sizes. Both see the same split and documents.
+
+OFFICEQA_YAML = (
+    SKILLOPT_YAML.split("env:\n", 1)[0]
+    + """\
+env:
+  name: officeqa
+  skill_init: "{skill}"
+  split_mode: split_dir
+  split_dir: "{split}"
+  data_dirs:
+    - "{docs}"
+  out_root: "{out}"
+  workers: 16
+  max_tool_turns: 8
+  max_completion_tokens: 1024
+  search_mode: offline
+  limit: 0
+"""
+)
+
+
+def officeqa_repo(repo: Path, sizes: dict[str, int], seed: int) -> None:
+    """A git repository with the generated split, its documents and the seed skill."""
+    from git import Repo
+    from officeqa_world import make_split
+
+    repo.mkdir(parents=True)
+    make_split(repo, sizes, seed)
+    git = Repo.init(repo).git
+    git.add("-A")
+    git.commit("-q", "-m", "the fake OfficeQA world")
+
+
+def officeqa_yaml(at: Path, url: str, sizes: dict[str, int], seed: int, out: Path) -> str:
+    """OFFICEQA_YAML with paths under ``at`` (the repository's root, or '' for relative)."""
+
+    def path(rel: str) -> str:
+        return str(at / rel) if str(at) else rel
+
+    return OFFICEQA_YAML.format(
+        url=url, train=0, batch=sizes["batch"], seed=seed, skill=path("skills/officeqa/SKILL.md"),
+        split=path("data/officeqa_split"), docs=path("data/officeqa_docs"), out=out,
+    )  # fmt: skip
+
+
+def officeqa_respond(
+    model: str, messages: list[dict[str, Any]], body: dict[str, Any]
+) -> str | dict[str, Any]:
+    """skillvc's requests in the OfficeQA world: the target's turns, the optimizer's prompts."""
+    from officeqa_world import respond, skillvc_optimizer
+
+    if model == "target":
+        return respond(messages)
+    return skillvc_optimizer("\n".join(m["content"] for m in messages if m["role"] == "user"))
+
+
+def skillvc_officeqa(sizes: dict[str, int], seed: int, latency_s: float) -> dict[str, Any]:
+    """skillvc on the OfficeQA world: ``init --from-skillopt`` of SkillOpt's YAML, then
+    ``train``, each in a process of its own."""
+    from git import Repo
+
+    world = FakeWorld(officeqa_respond, latency_s).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "repo"
+            officeqa_repo(repo, sizes, seed)
+            config = Path(tmp) / "skillopt.yaml"
+            config.write_text(
+                officeqa_yaml(Path(""), world.url, sizes, seed, Path(tmp) / "out"),
+                encoding="utf-8",
+            )
+            _run([sys.executable, "-m", "skillvc", "init", "--from-skillopt", str(config)], repo)
+            git = Repo(repo).git
+            git.add("skillvc.toml", ".gitignore")
+            git.commit("-q", "-m", "skillvc.toml from SkillOpt's config")
+            start = time.perf_counter()
+            _run([sys.executable, "-m", "skillvc", "train", "-q"], repo)
+            wall = time.perf_counter() - start
+            runs = json.loads(
+                _run([sys.executable, "-m", "skillvc", "runs", "--json"], repo).stdout
+            )
+            report = json.loads(
+                _run([sys.executable, "-m", "skillvc", "report", "--json"], repo).stdout
+            )
+    finally:
+        world.stop()
+    out = world.figures(wall, start)
+    out["scores"] = skillvc_scores(runs, report)
+    return out
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv[:4])} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+    return done
+
+
+def skillvc_scores(runs: list[dict[str, Any]], report: dict[str, Any]) -> dict[str, Any]:
+    """Seed and final val and test, and the steps, from skillvc's own report of the run."""
+    run = runs[0]
+    return {
+        "baseline_val": run["baseline_val"], "best_val": run["best_val"],
+        "baseline_test": run["baseline_test"], "test": run["test"], "steps": run["steps"],
+        "accepted": run["accepted"], "rejected": run["rejected"],
+        "val_curve": run["val_curve"], "rollouts": report["usage"]["calls"],
+    }  # fmt: skip
+
+
+def show_scores(f: dict[str, Any]) -> None:
+    rollouts = f["rollouts"]
+    turns = f["by_model"].get("target", 0) / rollouts if rollouts else 0.0
+    print(f"  rollouts          {rollouts:>8}   ({turns:.2f} target requests a rollout)")
+    s = f["scores"]
+    if "best_val" in s:  # skillvc
+        print(
+            f"  val {s['baseline_val']:.3f} -> {s['best_val']:.3f}, test {s['baseline_test']:.3f}"
+            f" -> {s['test']:.3f}; steps {s['steps']}: {s['accepted']} accepted, "
+            f"{s['rejected']} rejected; val curve {s['val_curve']}"
+        )
+        return
+    print(
+        f"  val {_f(s['baseline_selection_hard'])} -> {_f(s['best_selection_hard'])} (final "
+        f"skill {_f(s['final_selection_hard'])}), test {_f(s['baseline_test_hard'])} -> "
+        f"{_f(s['test_hard'])} (final skill {_f(s['final_test_hard'])}); steps "
+        f"{s['total_accepts'] + s['total_rejects'] + s['total_skips']}: {s['total_accepts']} "
+        f"accepted, {s['total_rejects']} rejected, {s['total_skips']} without a patch"
+    )
+
+
+def _f(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def skillopt_officeqa(
+    sizes: dict[str, int], seed: int, latency_s: float, src: Path, python: str
+) -> dict[str, Any]:
+    """SkillOpt 0.2.0's own trainer and OfficeQA environment on the same world and split."""
+    from officeqa_world import GUIDANCE, respond, skillopt_analyst
+
+    class World(SkillOptWorld):
+        guidance = GUIDANCE
+        meta = "Prefer rules about how to use the document tools."
+
+        def target(self, messages: list[dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+            return respond(messages)
+
+        def analyst(self, user: str, *, failures: bool) -> dict[str, Any]:
+            return skillopt_analyst(user, failures=failures)
+
+    world = World(src)
+    server = FakeWorld(world, latency_s).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp) / "repo"
+            officeqa_repo(repo, sizes, seed)
+            config = Path(tmp) / "skillopt.yaml"
+            out_root = Path(tmp) / "out"
+            config.write_text(
+                officeqa_yaml(repo, server.url, sizes, seed, out_root), encoding="utf-8"
+            )
+            start = time.perf_counter()
+            done = subprocess.run(
+                [python, "-c", BOOTSTRAP, str(src), "--config", str(config)],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                cwd=tmp,
+            )
+            wall = time.perf_counter() - start
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"SkillOpt failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+                )
+            summary = json.loads((out_root / "summary.json").read_text(encoding="utf-8"))
+    finally:
+        server.stop()
+    out = server.figures(wall, start)
+    out["by_model"] = {**out["by_model"], "stages": dict(sorted(world.stages.items()))}
+    out["scores"] = {
+        k: summary.get(k)
+        for k in (
+            "baseline_selection_hard", "best_selection_hard", "final_selection_hard",
+            "baseline_test_hard", "test_hard", "final_test_hard", "total_accepts",
+            "total_rejects", "total_skips",
+        )
+    }  # fmt: skip
     return out
 
 
@@ -509,12 +767,43 @@ def show(name: str, f: dict[str, Any]) -> None:
         print(f"  {f['result']}")
 
 
+def officeqa_main(args: argparse.Namespace, sizes: dict[str, int], latency: float) -> None:
+    ours = skillvc_officeqa(sizes, args.seed, latency)
+    show(f"skillvc, OfficeQA ({args.config}, {args.latency_ms} ms a request)", ours)
+    show_scores(ours)
+    if not args.skillopt:
+        print("SkillOpt not run (--skillopt)")
+        return
+    if not (Path(args.skillopt_src) / "skillopt" / "prompts").is_dir():
+        raise SystemExit("--skillopt needs --skillopt-src: a checkout of microsoft/SkillOpt")
+    theirs = skillopt_officeqa(
+        sizes, args.seed, latency, Path(args.skillopt_src), args.skillopt_python
+    )
+    show(f"SkillOpt, OfficeQA ({args.config}, {args.latency_ms} ms a request)", theirs)
+    show_scores(theirs)
+    print("== skillvc / SkillOpt ==")
+    for key in ("requests", "rounds", "tokens", "wall", "span"):
+        ratio = ours[key] / theirs[key] if theirs[key] else float("nan")
+        print(f"  {key:<9} {ratio:>6.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--config", default="small", choices=sorted(CONFIGS))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--skillopt", action="store_true", help="also run SkillOpt (installed)")
+    parser.add_argument(
+        "--env",
+        default="searchqa",
+        choices=("searchqa", "officeqa"),
+        help="the world: SearchQA-style (no tools) or OfficeQA (the document tools)",
+    )
+    parser.add_argument(
+        "--skillopt-python",
+        default=os.environ.get("SKILLOPT_PYTHON", sys.executable),
+        help="the interpreter SkillOpt 0.2.0 is installed in (default: this one)",
+    )
     parser.add_argument(
         "--skillopt-src",
         default=os.environ.get("SKILLOPT_SRC", ""),
@@ -526,6 +815,8 @@ def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "fake-world")
     sizes = CONFIGS[args.config]
     latency = args.latency_ms / 1000
+    if args.env == "officeqa":
+        return officeqa_main(args, sizes, latency)
     ours = skillvc_figures(sizes, args.seed, latency)
     show(f"skillvc ({args.config}, {args.latency_ms} ms a request)", ours)
     if args.skillopt and not (Path(args.skillopt_src) / "skillopt" / "prompts").is_dir():
@@ -537,7 +828,9 @@ def main() -> None:
             print(f"  {key:<9} {lo:.2f}-{hi:.2f}x")
         print(f"  {'wall':<9} {ISSUE_WALL[0]:.2f}-{ISSUE_WALL[1]:.2f}x")
         return
-    theirs = skillopt_figures(sizes, args.seed, latency, Path(args.skillopt_src))
+    theirs = skillopt_figures(
+        sizes, args.seed, latency, Path(args.skillopt_src), args.skillopt_python
+    )
     show(f"SkillOpt ({args.config}, {args.latency_ms} ms a request)", theirs)
     print("== skillvc / SkillOpt ==")
     for key in ("requests", "rounds", "tokens", "wall", "span"):
