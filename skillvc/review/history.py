@@ -168,7 +168,9 @@ def log_entries(
         clauses.append("json_extract(payload, '$.decision') = 'rejected'")
     if run_id is not None:
         known = store.query(
-            "SELECT 1 FROM events WHERE type = 'run.started' AND run_id = ? LIMIT 1", [run_id]
+            "SELECT 1 FROM events WHERE type IN ('run.started', 'routing.started') "
+            "AND run_id = ? LIMIT 1",
+            [run_id],
         )
         if not known:
             raise UnknownEventId(f"No run {run_id} in the event log.")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from skillvc.core.events import read_payload
 from skillvc.core.store import EventStore
 from skillvc.models.usage import RunUsage, sum_usage, usage_by_run
 from skillvc.review.curves import OF_SKILL, run_curve
@@ -92,6 +93,13 @@ def list_runs(
     rows = store.query(sql, params)
     usage = usage_by_run(store)
     gone = {r["run_id"] for r in store.query(_ABANDONED)} if abandoned else set()
+    if skill_path is None:  # a routing run trains the whole library, no one skill
+        rows = sorted(
+            [*rows, *_routing_rows(store, abandoned)],
+            key=lambda r: (r["started_at"], r["run_id"]),
+            reverse=True,
+        )[:limit]
+        gone |= {r["run_id"] for r in rows if r.get("abandoned")}
     out = []
     for r in rows:
         u = usage.get(r["run_id"], RunUsage())
@@ -120,10 +128,97 @@ def list_runs(
                 "cached_tokens": u.cached_tokens,
                 "cache_hit_ratio": u.cache_hit_ratio,
                 "best_commit": r["best_commit"],
-                "val_curve": [p.val for p in run_curve(store, r["run_id"]).points],
+                "val_curve": r["val_curve"]
+                if "val_curve" in r
+                else [p.val for p in run_curve(store, r["run_id"]).points],
             }
         )
     return out
+
+
+# Routing runs (skillvc.routing.train) log routing.started/routing.finished, not run.*: a body
+# run's resume looks for an unfinished run.started, which a routing run must never be. Their
+# scores are the library's (share of trigger prompts routed right), not a task score.
+_ROUTING_RUNS = """
+    SELECT s.run_id, s.created_at AS started_at,
+           json_extract(s.payload, '$.models.target') AS target_model,
+           json_extract(s.payload, '$.models.optimizer') AS optimizer_model,
+           f.payload AS finished,
+           (SELECT x.type FROM events x WHERE x.run_id = s.run_id
+             AND x.type IN ('run.stopped', 'run.resumed') ORDER BY x.id DESC LIMIT 1) AS last,
+           EXISTS (SELECT 1 FROM events a WHERE a.run_id = s.run_id
+             AND a.type = 'run.abandoned') AS abandoned
+    FROM events s LEFT JOIN events f ON f.run_id = s.run_id AND f.type = 'routing.finished'
+    WHERE s.type = 'routing.started'
+      AND s.id = (SELECT MIN(m.id) FROM events m WHERE m.type = 'routing.started'
+                  AND m.run_id = s.run_id)
+"""
+
+
+def _routing_rows(store: EventStore, abandoned: bool) -> list[dict[str, Any]]:
+    """Routing runs as rows of the runs table: steps and description gates counted, the
+    library score on val at the start and the end (the curve: after each step), on test."""
+    out = []
+    for r in store.query(_ROUTING_RUNS):
+        if r["abandoned"] and (r["finished"] or not abandoned):
+            continue
+        done = read_payload(r["finished"]) if r["finished"] else None
+        curve, steps, accepted, rejected = _routing_curve(store, r["run_id"])
+        status = "finished" if done else ("stopped" if r["last"] == "run.stopped" else "unfinished")
+        test_before = ((done or {}).get("test_before") or {}).get("library")
+        out.append(
+            {
+                "run_id": r["run_id"],
+                "started_at": r["started_at"],
+                "status": status,
+                "abandoned": bool(r["abandoned"]),
+                "target_model": r["target_model"],
+                "optimizer_model": r["optimizer_model"],
+                "steps": steps,
+                "accepted": accepted,
+                "rejected": rejected,
+                "slow_updates": 0,
+                "slow_updates_accepted": 0,
+                "slow_updates_rejected": 0,
+                "baseline_val": curve[0] if curve else None,
+                "best_val": ((done or {}).get("after") or {}).get("library"),
+                "baseline_test": test_before,
+                "test": ((done or {}).get("test_after") or {}).get("library"),
+                "best_commit": (done or {}).get("head"),
+                "val_curve": curve,
+            }
+        )
+    return out
+
+
+def _routing_curve(store: EventStore, run_id: str) -> tuple[list[float], int, int, int]:
+    """(the library score on val at the start and after each step, steps, accepted gates,
+    rejected gates) of a routing run."""
+    rows = store.query(
+        "SELECT type, step, payload FROM events WHERE run_id = ? AND (type = 'step.started' "
+        "OR (type = 'gate' AND json_extract(payload, '$.kind') = 'routing') OR (type = "
+        "'routing.evaluated' AND json_extract(payload, '$.label') = 'baseline' "
+        "AND json_extract(payload, '$.split') = 'val')) ORDER BY id",
+        [run_id],
+    )
+    curve: list[float] = []
+    steps = accepted = rejected = 0
+    for r in rows:
+        p = read_payload(r["payload"])
+        if r["type"] == "routing.evaluated":
+            curve = [p["library"]] if p.get("library") is not None else []
+        elif r["type"] == "step.started":
+            steps += 1
+            if curve:
+                curve.append(curve[-1])
+        elif p.get("decision") == "accepted":
+            accepted += 1
+            after = (p.get("after") or {}).get("mean")
+            if curve and after is not None:
+                curve[-1] = after
+        else:
+            rejected += 1
+    return curve, steps, accepted, rejected
 
 
 @dataclass(frozen=True)

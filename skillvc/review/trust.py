@@ -337,6 +337,12 @@ def check_change(
         config = parse_config(base_text, root)
         if skill is not None:
             config = config.for_skill(skill)
+        if config.routing is not None and not task_files(config.tasks):
+            # A library trained for routing only: its bodies have no task set to score them
+            # (the routing check, skillvc.review.routingcheck, measures the descriptions).
+            name = f"skill {config.skill_name}" if config.skill_name else "the skill"
+            message = f"OK: {name} has no task set at {base}; its body is not scored."
+            return _replace(result, message=message)
         skill_rel = _skill_file_at(
             repo, posixpath.normpath(Path(config.skill.path).as_posix()), base
         )

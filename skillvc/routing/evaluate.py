@@ -31,12 +31,16 @@ def evaluate_routing(
     progress: Progress | None = None,
     config: Config | None = None,
     tasks_root: Path | None = None,
+    library: Library | None = None,
 ) -> tuple[RoutingScore, dict[str, Any]]:
-    """(the score, facts for output: rev, sha, split, model, library key, calls)."""
+    """(the score, facts for output: rev, sha, split, model, library key, calls);
+    ``library``: that library (read by the caller, e.g. a pull request's) instead of the one
+    at ``rev``, which then only labels it."""
     progress = progress or Progress.off()
     config = config or library_config(ws)
     check_routing(config)
-    library = load_library(config, ws.repo if rev else None, rev)
+    if library is None:
+        library = load_library(config, ws.repo if rev else None, rev)
     triggers = load_triggers(
         config.routing, tasks_root or ws.root, spellings([(s.name, s.table) for s in library])
     )

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from skillvc.core.config import Config
@@ -96,13 +96,23 @@ def _name(config: Config, text: str, fallback: str) -> str:
     return given.strip() if isinstance(given, str) and given.strip() else fallback
 
 
-def load_library(config: Config, repo: SkillRepo | None = None, rev: str | None = None) -> Library:
-    """Every skill of the config, read from the working tree (``rev`` None) or ``rev``."""
+def load_library(
+    config: Config,
+    repo: SkillRepo | None = None,
+    rev: str | None = None,
+    *,
+    read: Callable[[Config], bytes | None] | None = None,
+) -> Library:
+    """Every skill of the config, read from the working tree (``rev`` None) or ``rev``;
+    ``read``: each skill's file as that function gives it (``skillvc check`` reads a pull
+    request's files its own way, ``rev`` then only names where)."""
     configs: Sequence[Config] = config.all_skills() if config.many else [config]
     skills: list[LibrarySkill] = []
     for c in configs:
         rel = c.skill_relpath
-        if rev is None or repo is None:
+        if read is not None:
+            raw = read(c)
+        elif rev is None or repo is None:
             raw = c.skill_path.read_bytes() if c.skill_path.is_file() else None
         else:
             raw = repo.read_file(rel, rev) if repo.has_file(rel, rev) else None

@@ -52,6 +52,7 @@ import click
 from skillvc.review.output import echo_json, json_option, skill_option, split_option
 
 if TYPE_CHECKING:
+    from skillvc.review.routingcheck import RoutingCheck
     from skillvc.review.trust import CheckResult
 
 MAX_ITEMS = 20  # ids named per line of the text report; --json lists them all
@@ -141,6 +142,18 @@ def command(
         workers=workers,
         progress=Progress.to_stderr(quiet),
     )
+    from skillvc.review.routingcheck import check_routing_change
+
+    # Descriptions decide which skill loads: a change of one is measured on BASE's trigger set.
+    routing = check_routing_change(
+        find_root(),
+        base,
+        head,
+        split,
+        allow_config_change=allow_config_change,
+        workers=workers,
+        progress=Progress.to_stderr(quiet),
+    )
     from skillvc.cli.commands.eval import echo_notes
 
     # A skill package's notes (linked files cut, symbolic links left out), each side's.
@@ -151,7 +164,7 @@ def command(
                 "--matrix checks a config with one skill; [skills.<name>] configs are not "
                 "supported yet (use skillvc eval --matrix --compare BASE --skill NAME)."
             )
-        _many(results, as_json)
+        _many(results, as_json, routing)
         return
     result = results[0][1]
     changes = None
@@ -161,12 +174,14 @@ def command(
         changes = matrix_check(find_root(), base, head, split, skill, workers, quiet)
     if as_json:
         extra = {} if changes is None else {"matrix": [c.to_dict() for c in changes]}
-        echo_json(result.to_dict() | extra)
+        data = result.to_dict() | {"routing": None if routing is None else routing.to_dict()}
+        data["verdict"] = _with_routing(data["verdict"], routing)
+        echo_json(data | extra)
     else:
         from skillvc.secrets import scrub
 
         # Posted as a pull-request comment: through the redaction pipeline first.
-        lines = result_lines(result)
+        lines = result_lines(result) + routing_lines(routing, verdict=result.regression)
         if changes:
             from skillvc.matrix.render import change_lines as matrix_lines
 
@@ -177,8 +192,11 @@ def command(
             f"The change edits {result.changes.summary()}, which the check takes from "
             f"{result.base} only."
         )
+    _fail_on_routing_changes(routing)
     if result.regression:
         raise RegressionFound(result.message)
+    if routing is not None and routing.regression:
+        raise RegressionFound(routing.message())
     if changes:
         from skillvc.matrix.cli import fail_on_regressions
 
@@ -251,8 +269,11 @@ def change_lines(result: CheckResult) -> list[str]:
     return lines
 
 
-def _many(results: list[tuple[str | None, CheckResult]], as_json: bool) -> None:
-    """Report a verdict per skill; fail as the worst one does (config changes, then regressions)."""
+def _many(
+    results: list[tuple[str | None, CheckResult]], as_json: bool, routing: RoutingCheck | None
+) -> None:
+    """Report a verdict per skill, then the library's routing; fail as the worst one does
+    (config changes, then regressions)."""
     from skillvc.core.config import listing
     from skillvc.core.errors import ConfigChanged, RegressionFound
 
@@ -260,7 +281,13 @@ def _many(results: list[tuple[str | None, CheckResult]], as_json: bool) -> None:
     regressed = [str(name) for name, r in results if r.regression and not r.refused_changes]
     worst = "config_changed" if refused else ("regression" if regressed else "pass")
     if as_json:
-        echo_json({"verdict": worst, "skills": {name: r.to_dict() for name, r in results}})
+        echo_json(
+            {
+                "verdict": _with_routing(worst, routing),
+                "skills": {name: r.to_dict() for name, r in results},
+                "routing": None if routing is None else routing.to_dict(),
+            }
+        )
     else:
         for name, result in results:
             click.echo(f"== skill {name} ==")
@@ -270,9 +297,89 @@ def _many(results: list[tuple[str | None, CheckResult]], as_json: bool) -> None:
             from skillvc.secrets import scrub
 
             click.echo(scrub("\n".join(lines)))
+        if routing is not None:
+            from skillvc.secrets import scrub
+
+            said = routing_lines(routing, verdict=bool(refused or regressed))
+            click.echo(scrub("\n".join(["== routing ==", *said])))
     if refused:
         raise ConfigChanged(
             f"The change edits what the check takes from BASE only, for skill {listing(refused)}."
         )
+    _fail_on_routing_changes(routing)
     if regressed:
         raise RegressionFound(f"The change regresses skill {listing(regressed)}.")
+    if routing is not None and routing.regression:
+        raise RegressionFound(routing.message())
+
+
+def _with_routing(verdict: str, routing: RoutingCheck | None) -> str:
+    """The check's verdict with the routing's: config changes first, then regressions."""
+    if routing is None or verdict == "config_changed":
+        return verdict
+    if routing.refused_changes:
+        return "config_changed"
+    return "regression" if routing.regression or verdict == "regression" else verdict
+
+
+def _fail_on_routing_changes(routing: RoutingCheck | None) -> None:
+    from skillvc.core.errors import ConfigChanged
+
+    if routing is not None and routing.refused_changes:
+        from skillvc.core.config import listing
+
+        raise ConfigChanged(
+            f"The change edits {listing([*routing.config_changes, *routing.trigger_files])}, "
+            f"which the routing check takes from {routing.base} only."
+        )
+
+
+def routing_lines(routing: RoutingCheck | None, *, verdict: bool = False) -> list[str]:
+    """The routing section: the library score and each skill's F1 before and after, the
+    significance, what HEAD changed of [routing], and the verdict (unless it fails, which is
+    the error sentence; ``verdict``: even then, where another failure is the error)."""
+    if routing is None:
+        return []
+    from skillvc.review.trust import named
+    from skillvc.training.significance import stated
+
+    at = routing.head_label
+    lines = []
+    if routing.measured:
+        assert routing.before is not None and routing.after is not None
+        up, down = routing.flips()
+        lines += [
+            f"routing on {routing.split} (selector {routing.model}; description changed: "
+            f"{named(routing.changed, MAX_ITEMS)}):",
+            f"  library score {_f(routing.before.library)} at {routing.base} -> "
+            f"{_f(routing.after.library)} at {at} (n={routing.after.n}; flipped {len(up)} "
+            f"up, {len(down)} down)",
+            f"  {'skill':<16} {'f1 before':>10} {'f1 after':>10} {'recall':>16}",
+        ]
+        for name, row in routing.skill_changes().items():
+            recall = f"{_f(row['recall_before'])} -> {_f(row['recall_after'])}"
+            mark = "  *" if name in routing.changed else ""
+            lines.append(
+                f"  {name[:16]:<16} {_f(row['f1_before']):>10} {_f(row['f1_after']):>10} "
+                f"{recall:>16}{mark}"
+            )
+        if routing.direction == "unchanged":
+            lines.append("routing significance: no prompt is routed differently")
+        else:
+            lines.append(
+                f"routing significance: {at} routes {routing.direction} (exact sign test on "
+                f"the flipped prompts): {stated(routing.p_value, routing.alpha)}"
+            )
+    if routing.config_changes:
+        lines.append(f"[routing] differs at {at}: {named(routing.config_changes, MAX_ITEMS)}.")
+    if routing.trigger_files:
+        lines.append(f"Trigger files that differ at {at}: {named(routing.trigger_files)}.")
+    if routing.config_changes or routing.trigger_files:
+        lines.append(f"The routing verdict uses [routing] and the trigger files of {routing.base}.")
+    if routing.measured and (verdict or not routing.regression):
+        lines.append(routing.message())
+    return lines
+
+
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
