@@ -34,13 +34,20 @@ JSON (``--json``), stable keys: ``{"verdict": "pass" | "regression" | "config_ch
 "split", "message", "comparison": <the object of ``skillvc eval --compare``: a is BASE, b is
 HEAD; null when there is nothing to compare>, "changes_allowed", "config_changes" (dotted keys
 of skillvc.toml), "config_error", "task_files_changed", "task_changes": {"train" | "val" |
-"test": {"added", "removed", "edited"}}, "task_error", "skill": {"base", "head"}}``. The JSON
-is printed before a failing exit 7, so CI can keep it.
+"test": {"added", "removed", "edited"}}, "task_error", "skill": {"base", "head"}, "routing"}``.
+The JSON is printed before a failing exit 7, so CI can keep it.
+
+Routing (``[routing]`` at BASE, ``skillvc.review.routingcheck``): a change of any skill's
+``description`` (or listed name) has the library's routing measured at BASE and at REV on
+BASE's trigger set with BASE's selector; the text report gains a routing section and the JSON a
+``"routing"`` object (null when no description changed: then no call is made). Routing that
+gets significantly worse fails with exit 7 (``RegressionFound``); a change of ``[routing]`` or
+a trigger file fails as a config change.
 
 Many skills (``[skills.<name>]``): every skill of BASE's config is checked (``--skill NAME``: one),
 each under its own settings; the text report has a ``== skill NAME ==`` section per skill, the
-JSON is ``{"verdict", "skills": {NAME: <the object above>}}``, and the check fails when any
-skill fails (config changes first, then regressions).
+JSON is ``{"verdict", "skills": {NAME: <the object above>}, "routing"}``, and the check fails
+when any skill fails (config changes first, then regressions).
 """
 
 from __future__ import annotations
