@@ -12,30 +12,36 @@ format.
 The world
     Each item is a question about one bulletin (its own text file): "What were the budget
     receipts from <source> in fiscal year <year>, in <millions|billions> of dollars?". The
-    bulletin's table (in millions) lists four sources, each with a calendar and a fiscal line
-    for the year, below ~100 lines of prose that hold no figure. The gold answer is the fiscal
-    figure, divided by 1,000 when the question asks for billions.
+    bulletin's table (in millions) lists four sources below ~100 lines of prose that hold no
+    figure; in 60 % of the bulletins a row is one line (``Customs duties, fiscal 1987: 15,020``),
+    in the others it is split: the label on a line of its own, then a calendar and a fiscal
+    line. The gold answer is the fiscal figure, divided by 1,000 when the question asks for
+    billions (40 % of the questions).
 
     The target knows a rule when the skill holds its key phrase (lower case, spaces folded):
 
-    - ``GREP`` (grep the candidate file): without it the target answers without a tool, a
-      guess (0) that is never right;
-    - ``READ`` (read the lines below the row label): with it the target greps the source's row
-      label and reads the lines below it; without it, it greps the period ("fiscal 1987") and
-      takes the first hit, which is the right row only when the asked source is listed first;
+    - ``GREP`` (grep the candidate file): with it the target greps the source's row label and
+      answers the figure on the first hit's line (none on a split row); without it, it
+      answers without a tool, a guess (0) that is never right;
+    - ``READ`` (read the lines below the row label): it also reads the 3 lines from the hit
+      and takes the asked period's line (a split row's fiscal figure);
     - ``SCALE`` (divide by 1,000 for billions): without it a billions question is answered in
       the table's millions;
     - ``MEMORY`` (harmful): the target answers from memory, whatever else the skill says;
     - ``CITE`` (redundant): changes nothing.
 
+    So the seed skill scores 0, ``GREP`` about 0.36, ``GREP`` with ``READ`` or ``SCALE``
+    about 0.6, all three every item.
+
 The optimizer reads each failure's trajectory: no ``grep`` call -> ``GREP`` (one case in ten
 ``MEMORY``, one in ten ``CITE`` instead; a skill that holds ``MEMORY`` gets its line deleted),
-a grep without a ``read`` -> ``READ`` (one in five ``CITE``), a billions answer 1,000 times too
-large -> ``SCALE``; a reflection proposes the one rule its minibatch's failures ask for most.
-Its rolls are keyed by the case's id and the rules the skill holds, so both trainers get the
-same proposal for the same failure under the same skill. Successes propose nothing. Neither
-trainer's rejected-edit memory is read (each trainer renders it its own way); both are treated
-alike.
+a billions answer 1,000 times too large -> ``SCALE``, else a grep without a ``read`` ->
+``READ`` (one in five ``CITE``); a reflection proposes the one rule its minibatch's failures
+ask for most. Its rolls are keyed by the case's id, the minibatch's failed ids and the rules
+the skill holds: both trainers get the same proposal for the same failures under the same
+skill, and a trainer that meets a failure again in another minibatch gets a fresh roll.
+Successes propose nothing. Neither trainer's rejected-edit memory is read (each renders it its
+own way): both are treated alike.
 """
 
 from __future__ import annotations
@@ -81,9 +87,8 @@ GREP = Rule(
 )
 READ = Rule(
     "read the lines below the row label",
-    "Grep for the row label the question names (its source), then read the lines below the "
-    "row label and take the line for the asked period; the first hit for a year is often "
-    "another row.",
+    "After grepping the row label the question names, read the lines below the row label: a "
+    "row split over several lines gives each period's figure on a line of its own.",
 )
 SCALE = Rule(
     "divide by 1,000 for billions",
@@ -131,12 +136,14 @@ def make_split(root: Path, sizes: Mapping[str, int], seed: int) -> None:
             order = list(SOURCES)
             rng.shuffle(order)
             source = rng.choice(SOURCES)
-            unit = rng.choice(("millions", "billions"))
+            unit = "billions" if rng.random() < 0.4 else "millions"
             figures = {
                 s: (rng.randrange(100, 9900) * 10, rng.randrange(100, 9900) * 10) for s in order
             }
+            split_rows = rng.random() < 0.4
             name = f"treasury_bulletin_{uid}.txt"
-            (docs / name).write_text(_bulletin(rng, year, order, figures), encoding="utf-8")
+            text = _bulletin(rng, year, order, figures, split_rows)
+            (docs / name).write_text(text, encoding="utf-8")
             fiscal = figures[source][1]
             items.append(
                 {
@@ -146,7 +153,7 @@ def make_split(root: Path, sizes: Mapping[str, int], seed: int) -> None:
                     "ground_truth": str(fiscal) if unit == "millions" else billions(fiscal),
                     "source_files": [name],
                     "source_docs": [f"Treasury Bulletin, fiscal year {year}"],
-                    "category": "hard" if unit == "billions" else "easy",
+                    "category": "split rows" if split_rows else "one-line rows",
                 }
             )
         out = root / "data" / "officeqa_split" / split
@@ -168,7 +175,11 @@ PROSE = (
 
 
 def _bulletin(
-    rng: random.Random, year: int, order: Sequence[str], figures: Mapping[str, tuple[int, int]]
+    rng: random.Random,
+    year: int,
+    order: Sequence[str],
+    figures: Mapping[str, tuple[int, int]],
+    split_rows: bool,
 ) -> str:
     lines = [f"TREASURY BULLETIN - fiscal year {year}", ""]
     lines += [rng.choice(PROSE) for _ in range(rng.randrange(90, 120))]
@@ -178,7 +189,10 @@ def _bulletin(
     ]
     for source in order:
         calendar, fiscal = figures[source]
-        lines += [source, f"  calendar {year}: {calendar:,}", f"  fiscal {year}: {fiscal:,}"]
+        if split_rows:
+            lines += [source, f"  calendar {year}: {calendar:,}", f"  fiscal {year}: {fiscal:,}"]
+        else:
+            lines += [f"{source}, fiscal {year}: {fiscal:,}"]
     lines += ["", rng.choice(PROSE), ""]
     return "\n".join(lines)
 
@@ -226,21 +240,18 @@ def respond(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     done = _results(messages)
     greps = [r for name, r in done if name == "grep"]
     reads = [r for name, r in done if name == "read"]
-    value: str | None = None
+    if not greps:
+        return _call("grep", len(done) + 1, pattern=q.group("source"), path=file)
+    hit = re.match(r"(\d+): (.*)", greps[0].splitlines()[0])
+    if hit is None:
+        return {"text": "The row is not in the document: <answer>not found</answer>"}
+    value = _figure(hit.group(2))  # a one-line row holds its figure
     if READ.key in rules:
-        if not greps:
-            return _call("grep", len(done) + 1, pattern=q.group("source"), path=file)
-        hit = re.match(r"(\d+):", greps[0])
-        if hit is None:
-            return {"text": "The row is not in the document: <answer>not found</answer>"}
         if not reads:
             return _call("read", len(done) + 1, path=file, start=int(hit.group(1)), limit=3)
-        line = next((ln for ln in reads[0].splitlines() if f"fiscal {year}:" in ln), "")
-        value = _figure(line)
-    else:
-        if not greps:
-            return _call("grep", len(done) + 1, pattern=f"fiscal {year}", path=file)
-        value = _figure(greps[0].splitlines()[0])
+        if value is None:  # a split row: its fiscal line is below the label
+            lines = reads[0].splitlines()
+            value = next((_figure(ln) for ln in lines[1:] if f"fiscal {year}:" in ln), None)
     if value is None:
         return {"text": "<answer>not found</answer>"}
     if q.group("unit") == "billions" and SCALE.key in rules:
@@ -268,21 +279,21 @@ def _number(text: str) -> float | None:
 
 
 def diagnose(
-    skill: str, case_id: str, trajectory: str, predicted: str, expected: str
+    skill: str, case_id: str, trajectory: str, predicted: str, expected: str, salt: str = ""
 ) -> Rule | None:
     """What a failed case asks of the skill (``Rule(MEMORY.key, "")`` is "delete MEMORY")."""
     rules = known(skill)
-    salt = f"{case_id}|{sorted(rules)}"
+    salt = f"{case_id}|{sorted(rules)}|{salt}"
     roll = random.Random(int(hashlib.sha256(salt.encode()).hexdigest()[:12], 16)).random()
     if not _called(trajectory, "grep"):
         if MEMORY.key in rules:
             return Rule(MEMORY.key, "")
         return GREP if roll < 0.8 else MEMORY if roll < 0.9 else CITE
-    if not _called(trajectory, "read"):
-        return READ if roll < 0.8 else CITE
     got, want = _number(predicted), _number(expected)
     if got is not None and want and abs(got - want * 1000) < 1e-6:
         return SCALE
+    if not _called(trajectory, "read"):
+        return READ if roll < 0.8 else CITE
     return None
 
 
@@ -291,8 +302,10 @@ def propose(skill: str, failures: Sequence[Mapping[str, str]], budget: int) -> l
     only: one edit per reflection, as a cautious optimizer proposes; a step's candidate is
     what its minibatches' proposals merge into."""
     rules = known(skill)
+    batch = ",".join(sorted(f["id"] for f in failures))
     found = [
-        diagnose(skill, f["id"], f["trajectory"], f["predicted"], f["expected"]) for f in failures
+        diagnose(skill, f["id"], f["trajectory"], f["predicted"], f["expected"], batch)
+        for f in failures
     ]
     wanted = [r for r in found if r is not None and (not r.text or r.key not in rules)]
     support = {r.key: sum(1 for w in wanted if w.key == r.key) for r in wanted}
