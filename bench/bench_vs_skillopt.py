@@ -20,7 +20,14 @@ when it is installed and ``--skillopt`` is given; see ``skillopt_figures``. With
 figures are printed with the ratios issue 27 states (skillvc before it / SkillOpt).
 
     python bench/bench_vs_skillopt.py [--latency-ms 200] [--config small] [--seed 1]
-        [--skillopt --skillopt-src PATH-TO-A-CHECKOUT-OF-microsoft/SkillOpt]
+        [--env searchqa|officeqa]
+        [--skillopt --skillopt-src PATH-TO-A-CHECKOUT-OF-microsoft/SkillOpt
+        --skillopt-python PYTHON-WITH-SKILLOPT-0.2.0]
+
+``--env officeqa`` is a tool-using world instead (``officeqa_world.py``): SkillOpt runs its own
+OfficeQA environment (its glob/read/grep tool loop) and skillvc what ``skillvc init
+--from-skillopt`` makes of the same config (``[tools] python`` = the shipped OfficeQA tools);
+it prints both sides' seed and final val and test, rollouts, requests, tokens and wall time.
 """
 
 from __future__ import annotations
