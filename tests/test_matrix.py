@@ -134,10 +134,10 @@ def test_training_with_gate_targets_all_refuses_the_edit(
     import shutil
 
     free = Path(shutil.copytree(demo, tmp_path / "free"))
-    # Seed 2: the simulated optimizer proposes the late rule (it does at 8 of seeds 1-9; its
-    # path follows the prompts' text, and at 7 it no longer does since edits are one line).
-    matrix_repo(free, seed=2)
-    matrix_repo(demo, gate=True, seed=2)
+    # Seed 3: the simulated optimizer proposes the late rule (it does at 6 of seeds 1-9; its
+    # path follows the prompts' text, which the reflection's analysis changed again).
+    matrix_repo(free, seed=3)
+    matrix_repo(demo, gate=True, seed=3)
     # The paper's bundle gate, so the edit passes the primary gate and only the matrix decides.
     ungated = run_cli(free, monkeypatch, "train", "-q", "--no-attribution")
     assert ungated.exit_code == 0, ungated.output

@@ -283,7 +283,9 @@ def run_check(repo: Path, tmp_path: Path, *, head_repo: str) -> tuple[dict[str, 
         # GitHub hands a missing secret over as an empty string.
         "OPENAI_API_KEY": "",
         "ANTHROPIC_API_KEY": "",
-        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        # Not loopback: there a missing key is replaced by a placeholder (issue 45), and this
+        # test is about the missing key. Nothing is sent: the key is checked before any call.
+        "OPENAI_BASE_URL": "https://api.example.invalid/v1",
         "GITHUB_OUTPUT": str(outputs),
         "GITHUB_STEP_SUMMARY": str(summary),
         "RUNNER_TEMP": str(tmp_path),
