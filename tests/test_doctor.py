@@ -367,8 +367,8 @@ def test_unknown_backend(repo: Path) -> None:
     result = doctor()
     assert result.exit_code == 6
     assert line(result, "target backend").startswith(
-        "FAIL  target backend: Unknown model backend 'mistral' in 'mistral:large' ([target] model on "
-        "line 9 of skillvc.toml). Fix: Use one of: anthropic, openai, sim."
+        "FAIL  target backend: Unknown model backend 'mistral' in 'mistral:large' "
+        "([target] model on line 9 of skillvc.toml). Fix: Use one of: anthropic, openai, sim."
     )
 
 

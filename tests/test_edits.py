@@ -344,7 +344,9 @@ def test_hand_written_diff(doc: SkillDocument) -> None:
 """
     edits = edits_from_diff(diff, doc)
     # A pure addition is an add after the line before it, not a replace of that line.
-    assert edits == [Edit("add", content="- Confirm the shipping address.\n", anchor="- Be polite.")]
+    assert edits == [
+        Edit("add", content="- Confirm the shipping address.\n", anchor="- Be polite.")
+    ]
     result = apply_edits(doc, edits)
     assert result.unmatched == ()
     assert "- Be polite.\n- Confirm the shipping address.\n- Quote" in result.document.text

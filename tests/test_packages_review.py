@@ -20,8 +20,8 @@ from skillvc.cli import cli
 from skillvc.core.store import open_store
 from skillvc.review.history import LOG_KEYS
 from skillvc.training.loop import train as train_run
-from skillvc.workspace.workspace import open_workspace
 from skillvc.training.significance import stated
+from skillvc.workspace.workspace import open_workspace
 
 DIR = "skills/acme-returns"
 SKILL = f"{DIR}/SKILL.md"

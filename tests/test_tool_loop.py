@@ -4,12 +4,13 @@ The simulator's ``sim:inventory`` world runs through the real loop and the demo'
 tool; the loopback server speaks each provider's tool-calling wire format to the real SDKs.
 """
 
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path

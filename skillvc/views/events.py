@@ -463,7 +463,6 @@ def judge_calibrated(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     return lines + _fields(p, ("thresholds",))
 
 
-
 def tasks_drafted(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
     items = p.get("items") or []
     dropped = p.get("dropped") or {}
@@ -496,6 +495,7 @@ def skill_worth(p: Payload, ctx: Mapping[str, Any]) -> list[str]:
         f"{p.get('split', '?')}: {shown} over {p.get('n', '?')} items; "
         f"{p.get('stated', 'not tested')}"
     ]
+
 
 RENDERERS: dict[str, Renderer] = {
     "run.started": run_started,
