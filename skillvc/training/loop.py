@@ -282,26 +282,7 @@ class Trainer(Updates):
         n = len(minibatches(batch, rollouts, self.t.gate_metric, self.t.minibatch_size))
         name = f"step {s.step}/{self.total_steps} reflection"
         with self.progress.stage(name, n, unit="minibatches"):
-            reflection = reflect(
-                self.client,
-                self.pool,
-                # SKILL.md's text: a package's other files go in their own section.
-                skill=skill_file_text(s.skill),
-                items=batch,
-                rollouts=rollouts,
-                metric=self.t.gate_metric,
-                minibatch_size=self.t.minibatch_size,
-                budget=lr,
-                rejected=s.buffer if self.t.buffer else [],
-                meta=s.meta if self.t.meta_skill else "",
-                step=s.step,
-                describe=self.t.train_description,
-                done=self.progress.advance,
-                package=s.package,
-                package_chars=self.config.skill.optimizer_chars,
-                carried=self.ctx.carried,
-                samples=self.t.proposals,
-            )
+            reflection = self._reflect(batch, rollouts, self.t.minibatch_size, lr)
         for it, r in zip(batch, rollouts, strict=True):
             if r.ok and r.value(self.t.gate_metric) < 1:  # shown in a failures minibatch
                 s.shown[it.id] = s.shown.get(it.id, 0) + 1
@@ -310,6 +291,33 @@ class Trainer(Updates):
         with self.store.transaction():  # the stage's events in one write
             self.record_reflection(reflection)
         return reflection
+
+    def _reflect(
+        self, items: Sequence[TaskItem], rollouts: Sequence[Rollout], minibatch_size: int, lr: int
+    ) -> Reflection:
+        """The optimizer's reflection on ``items`` with the current state (buffer, meta
+        skill, package), in minibatches of ``minibatch_size``, proposing at most ``lr`` edits."""
+        s = self.state
+        return reflect(
+            self.client,
+            self.pool,
+            # SKILL.md's text: a package's other files go in their own section.
+            skill=skill_file_text(s.skill),
+            items=items,
+            rollouts=rollouts,
+            metric=self.t.gate_metric,
+            minibatch_size=minibatch_size,
+            budget=lr,
+            rejected=s.buffer if self.t.buffer else [],
+            meta=s.meta if self.t.meta_skill else "",
+            step=s.step,
+            describe=self.t.train_description,
+            done=self.progress.advance,
+            package=s.package,
+            package_chars=self.config.skill.optimizer_chars,
+            carried=self.ctx.carried,
+            samples=self.t.proposals,
+        )
 
     def reflect_again(
         self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout], lr: int
@@ -345,25 +353,7 @@ class Trainer(Updates):
         runs = [r for _, r in chosen]
         name = f"step {s.step}/{self.total_steps} reflection on other failures"
         with self.progress.stage(name, 1, unit="minibatches"):
-            reflection = reflect(
-                self.client,
-                self.pool,
-                skill=skill_file_text(s.skill),
-                items=items,
-                rollouts=runs,
-                metric=metric,
-                minibatch_size=size,
-                budget=lr,
-                rejected=s.buffer if self.t.buffer else [],
-                meta=s.meta if self.t.meta_skill else "",
-                step=s.step,
-                describe=self.t.train_description,
-                done=self.progress.advance,
-                package=s.package,
-                package_chars=self.config.skill.optimizer_chars,
-                carried=self.ctx.carried,
-                samples=self.t.proposals,
-            )
+            reflection = self._reflect(items, runs, size, lr)
         self.check_failures(reflection.call_failures, reflection.minibatches, "optimizer")
         for it in items:
             s.shown[it.id] = s.shown.get(it.id, 0) + 1
