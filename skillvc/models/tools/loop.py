@@ -85,7 +85,11 @@ def run_loop(
     last_calls: list[tuple[str, str]] = []
     while True:
         if out.turns >= max_turns:
-            out.failure = f"reached max_turns ({max_turns}) without an answer"
+            out.failure = (
+                f"the episode did not end within max_turns ({max_turns})"
+                if episode is not None
+                else f"reached max_turns ({max_turns}) without an answer"
+            )
             break
         turn = dataclasses.replace(request, messages=tuple(messages), tools=offered)
         result = complete(turn)
