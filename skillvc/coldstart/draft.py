@@ -277,18 +277,9 @@ def configure_tasks(root: Path, missing: Mapping[str, str]) -> list[str]:
 
 
 def _client(ws: Workspace, store: EventStore, run_id: str) -> Any:
-    from skillvc.models.calls import ModelClient, secret_values
-    from skillvc.models.harness import get_backend
+    from skillvc.models.clients import optimizer_client
 
-    config = ws.config.optimizer
-    return ModelClient(
-        store,
-        {"optimizer": get_backend(config)},
-        {"optimizer": config},
-        prices=ws.config.prices,
-        run_id=run_id,
-        secrets=secret_values(ws.config),
-    )
+    return optimizer_client(ws.config, store, run_id)
 
 
 def material(ws: Workspace, sources: Sequence[str]) -> str:

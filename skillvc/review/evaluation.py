@@ -695,20 +695,12 @@ class ApplyGate:
     def evidence(self) -> dict[str, Any] | None:
         """The gate as a ``gate`` event's payload (kind "apply"), for the commit's trailers,
         ``show``, ``log`` and ``blame``; None before it ran or without a paired score."""
-        from skillvc.training.evaluate import one_sided_p_value
         from skillvc.training.significance import REVIEW_ALPHA, verdict
 
         c = self.comparison
         if c is None or c.diff is None:
             return None
-        in_b = {i.id: i for i in c.b.items}
-        diffs = [
-            in_b[x.id].value(c.metric) - x.value(c.metric)
-            for x in c.a.items
-            if x.ok and x.id in in_b and in_b[x.id].ok
-        ]
-        sign = -1.0 if c.diff < 0 else 1.0
-        p, test = one_sided_p_value([sign * d for d in diffs])
+        p, test = paired_p_value(c)
         return {
             "kind": "apply",
             "decision": "forced" if self.regressed else "accepted",
@@ -723,23 +715,29 @@ class ApplyGate:
         }
 
 
-def gate_text(c: Comparison) -> str:
-    """``0.967 -> 0.900 (-0.067 ± 0.046 s.e.; 2 worse, 0 better of 30; p=0.25 sign)``: the
-    p-value is the chance of a change at least this large, up or down as it went, if the
-    patch made no difference (the training gate's test, one-sided in the observed way)."""
-    if c.a_mean is None or c.b_mean is None or c.diff is None:
-        return f"no paired score ({c.n} items scored in both)"
+def paired_p_value(c: Comparison) -> tuple[float | None, str | None]:
+    """The training gate's one-sided test of ``c``'s paired differences, in the direction the
+    change went: the chance of a change at least this large if it made no difference."""
     from skillvc.training.evaluate import one_sided_p_value
 
-    spread = f" ± {c.stderr:.3f} s.e." if c.stderr is not None else ""
     in_b = {i.id: i for i in c.b.items}
     diffs = [
         in_b[x.id].value(c.metric) - x.value(c.metric)
         for x in c.a.items
         if x.ok and x.id in in_b and in_b[x.id].ok
     ]
-    sign = -1.0 if c.diff < 0 else 1.0
-    p, test = one_sided_p_value([sign * d for d in diffs])
+    sign = -1.0 if c.diff is not None and c.diff < 0 else 1.0
+    return one_sided_p_value([sign * d for d in diffs])
+
+
+def gate_text(c: Comparison) -> str:
+    """``0.967 -> 0.900 (-0.067 ± 0.046 s.e.; 2 worse, 0 better of 30; p=0.25 sign)``: the
+    p-value is the chance of a change at least this large, up or down as it went, if the
+    patch made no difference (the training gate's test, one-sided in the observed way)."""
+    if c.a_mean is None or c.b_mean is None or c.diff is None:
+        return f"no paired score ({c.n} items scored in both)"
+    spread = f" ± {c.stderr:.3f} s.e." if c.stderr is not None else ""
+    p, test = paired_p_value(c)
     significance = f"; p={p:.2g} {test}" if p is not None else ""
     return (
         f"{c.a_mean:.3f} -> {c.b_mean:.3f} ({c.diff:+.3f}{spread}; {len(c.down)} worse, "

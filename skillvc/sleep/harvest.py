@@ -349,18 +349,9 @@ def draft_rubric(client: Any, kind: mining.Kind) -> tuple[str, str]:
 
 
 def _client(ws: Workspace, store: EventStore, run_id: str) -> Any:
-    from skillvc.models.calls import ModelClient, secret_values
-    from skillvc.models.harness import get_backend
+    from skillvc.models.clients import optimizer_client
 
-    config = ws.config.optimizer
-    return ModelClient(
-        store,
-        {"optimizer": get_backend(config)},
-        {"optimizer": config},
-        prices=ws.config.prices,
-        run_id=run_id,
-        secrets=secret_values(ws.config),
-    )
+    return optimizer_client(ws.config, store, run_id)
 
 
 # -- the library calls ------------------------------------------------------------------------
