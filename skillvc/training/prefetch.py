@@ -43,7 +43,7 @@ from skillvc.models.calls import ModelClient
 from skillvc.packages.packagefile import PackageFile
 from skillvc.packages.render import TargetView
 from skillvc.tasks.taskset import TaskItem
-from skillvc.training.evaluate import rollout_request
+from skillvc.training.evaluate import rollout_params, rollout_request
 
 # Ranks of the calls sent ahead, most urgent first (see the module docstring).
 NOW = -1  # a call the loop is waiting for
@@ -180,6 +180,8 @@ class Prefetcher:
         # Set by the first failed call: an outage must not be met by every call sent ahead
         # too, so from then on only the loop sends (what is queued here is skipped).
         self.failed = threading.Event()
+        target = client.configs.get("target")
+        self.environment = bool(target is not None and target.environment)
 
     def __enter__(self) -> Prefetcher:
         return self
@@ -217,8 +219,9 @@ class Prefetcher:
         jobs: list[_Job] = []
         for it in todo:
             messages, files = rollout_request(skill, it, self.render)
+            params = rollout_params(it, self.environment)
             mine = [
-                self.pool.submit(rank, self._warm_job(fork, messages, files, k))
+                self.pool.submit(rank, self._warm_job(fork, messages, files, k, params))
                 for k in range(self.samples)
             ]
             self.sent[(tag, split, it.id)] = mine
@@ -306,12 +309,18 @@ class Prefetcher:
     def _warm_job(
         self,
         client: ModelClient,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         files: tuple[PackageFile, ...],
         sample: int,
+        params: dict[str, Any] | None,
     ) -> Callable[[], None]:
         def warm() -> None:
-            self._quietly(lambda c: c.call("target", messages, sample=sample, files=files), client)
+            # The Evaluator's request exactly (its item files, an environment's item), or the
+            # call sent ahead answers a key the loop never asks for.
+            self._quietly(
+                lambda c: c.call("target", messages, sample=sample, files=files, params=params),
+                client,
+            )
 
         return warm
 
