@@ -35,6 +35,7 @@ from skillvc.core.config import ModelConfig, ToolsConfig
 from skillvc.core.errors import BackendError, ToolsError
 from skillvc.core.hashing import canonical_json
 from skillvc.core.paths import inside_repo
+from skillvc.models.agents.trajectory import Step, Trajectory
 from skillvc.models.backends.base import Backend, CallRequest, CallResult, TransientError
 from skillvc.models.backends.retry import RetryPolicy, call_with_retries
 from skillvc.models.tools.environment import Environment, EnvironmentFailed
@@ -167,8 +168,6 @@ class ToolLoopBackend:
         return copied
 
     def _failed(self, reason: str, started: float) -> CallResult:
-        from skillvc.models.agents.trajectory import Step, Trajectory
-
         trajectory = Trajectory("tools", steps=(Step("error", reason),), error=reason)
         return CallResult(
             text="",
@@ -195,7 +194,7 @@ def _files_out(workdir: Path, copied: Mapping[str, str]) -> dict[str, Any]:
     total = 0
     for path in sorted(p for p in workdir.rglob("*") if p.is_file() and not p.is_symlink()):
         rel = path.relative_to(workdir).as_posix()
-        if rel.split("/", 1)[0] in (".home", "__pycache__"):
+        if "__pycache__" in rel.split("/"):  # bytecode of the code the rollout ran
             continue
         size = path.stat().st_size
         data = path.read_bytes() if size <= FILES_OUT_BYTES else b""
