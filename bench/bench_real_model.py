@@ -1,6 +1,6 @@
-"""Train skills for a real local model: the same model as target and optimizer, three task sets.
+"""Train skills for a real local model: the same model as target and optimizer, five task sets.
 
-Not part of CI (it needs a model server and takes tens of minutes on a laptop CPU). Three task
+Not part of CI (it needs a model server and takes tens of minutes on a laptop CPU). Five task
 sets where a skill matters, generated here with a fixed seed (24 train, 20 val, 20 test items):
 
 - ``arithmetic``: two-step word problems (multiply, then add or subtract); numeric scorer.
@@ -8,11 +8,30 @@ sets where a skill matters, generated here with a fixed seed (24 train, 20 val, 
   rounded to a whole number), which no item states; numeric scorer.
 - ``routing``: support tickets routed by a written house policy with exceptions (a chargeback
   or a lawyer goes to escalate, a login blocked by an unpaid invoice to billing, ...); exact.
+- ``names`` and ``orders``: house conventions the model does not follow by default, learnable
+  only from the expected answers (the seed does not state them); exact scorer. ``names``: the
+  person a message names, written "SURNAME, Given" ("KOWALSKI, Anna" for Anna Kowalski);
+  ``orders``: the order a message is about, written "ORD-" and six digits ("ORD-004211").
 
-Each starts from a weak seed skill (the answer format only). For each set a git repository is
-made under ``--out``, ``skillvc train`` runs against the server, and the bench prints val and
-test before -> after, accepted edits, calls, tokens and wall time, and writes the trained skill
-(``<out>/<task>/skills/<task>/SKILL.md``, committed; also copied to ``<out>/<task>.trained.md``).
+Each starts from a weak seed skill (the answer format only). For each set and run a git
+repository is made under ``--out`` (``<out>/<task>/skillvc-<run>``), ``skillvc train`` runs
+against the server, and the bench prints val and test before -> after, accepted edits, calls,
+tokens and wall time, and writes the trained skill (committed in that repository; also copied
+to ``<out>/<task>.trained.md``).
+
+``--side-by-side`` also runs SkillOpt 0.2.0 (a measuring aid, never a dependency of skillvc;
+see ``skillopt_runner.py``) on the same server, split and schedule (epochs, batch, minibatch,
+learning rate; no slow update or meta skill; the target at temperature 0, the optimizer at
+``--optimizer-temperature``; as many workers as the server has slots), in
+``<out>/<task>/skillopt-<run>``. Both sides' calls go through one counting proxy each, so calls
+and tokens are the server's own counts for both. SkillOpt's val and test are scored again with
+the set's skillvc scorer (SkillOpt's exact match would fail "88 C" for 88 where skillvc's
+numeric scorer passes it); its own figures are kept beside them. Every finished run appends one
+JSON line to ``<out>/results.jsonl`` at once; ``--skip-done`` skips the runs already there.
+
+    python bench/bench_real_model.py --base-url http://127.0.0.1:8080/v1 --side-by-side \\
+        --skillopt-python /path/to/venv-with-skillopt-0.2.0/bin/python \\
+        --skillopt-src /path/to/SkillOpt-checkout --sets names,orders --runs 2
 
     # a server already running (llama.cpp's llama-server, Ollama, vLLM, ...):
     python bench/bench_real_model.py --base-url http://127.0.0.1:8080/v1 --model qwen
@@ -41,7 +60,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TASKS = ("arithmetic", "units", "routing")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+TASKS = ("arithmetic", "units", "routing", "names", "orders")
 SPLITS = (("train", 24), ("val", 20), ("test", 20))
 # The weak seed: no working, the answer only. The answer's format (what the scorer reads) is
 # a protected region, as a user would keep an output contract: a small optimizer that
@@ -148,6 +169,51 @@ def routing_item(rng: random.Random, i: int) -> dict[str, Any]:
     }
 
 
+# House conventions (issue 46): every expected answer follows one the model does not use by
+# default, and the seed skill does not state it; the optimizer sees it only in the expected
+# answers of the failures. Two people in each message, so an answer is a choice too.
+GIVEN = ("Anna", "Omar", "Lena", "Ravi", "Sofia", "Jonas", "Aiko", "Bruno", "Chloe", "Dev")
+SURNAMES = (
+    "Kowalski", "Haddad", "Berger", "Iyer", "Romano", "Lindqvist", "Tanaka", "Costa",
+    "Dubois", "Mehta", "Novak", "Okafor",
+)  # fmt: skip
+ACTS = (
+    ("The refund for order {order} was approved by {a} and sent to the customer by {b}.",
+     "Who approved the refund?"),
+    ("{a} signed the delivery note for order {order}; {b} unloaded the truck.",
+     "Who signed the delivery note?"),
+    ("The complaint about order {order} was answered by {b} after {a} had escalated it.",
+     "Who escalated the complaint?"),
+    ("{b} packed order {order} and {a} checked it before it left the warehouse.",
+     "Who checked the order?"),
+)  # fmt: skip
+
+
+def names_item(rng: random.Random, i: int) -> dict[str, Any]:
+    (g1, g2), (s1, s2) = rng.sample(GIVEN, 2), rng.sample(SURNAMES, 2)
+    text, question = ACTS[i % len(ACTS)]
+    line = text.format(order=rng.randint(10000, 99999), a=f"{g1} {s1}", b=f"{g2} {s2}")
+    return {"id": f"names-{i:03d}", "input": f"{line}\n{question}", "target": f"{s1.upper()}, {g1}"}
+
+
+GOODS = ("mugs", "lamps", "chairs", "cables", "books", "plates", "jackets", "kettles")
+REASONS = (
+    "the lids were cracked", "they arrived late", "the colour was wrong",
+    "two were missing", "the box was wet", "the customer changed their mind",
+)  # fmt: skip
+
+
+def orders_item(rng: random.Random, i: int) -> dict[str, Any]:
+    order = rng.choice((rng.randint(10, 99), rng.randint(100, 999), rng.randint(1000, 99999)))
+    other = rng.randint(100, 99999)
+    text = (
+        f"{rng.choice(NAMES)} returned {rng.randint(2, 9)} {rng.choice(GOODS)} from order "
+        f"{order} because {rng.choice(REASONS)}; the replacement ships with order {other}. "
+        "Which order is the return for?"
+    )
+    return {"id": f"orders-{i:03d}", "input": text, "target": f"ORD-{order:06d}"}
+
+
 TASK_SETS = {
     "arithmetic": TaskSet("arithmetic", ANSWER, "numeric", 200, arithmetic_item),
     "units": TaskSet("units", ANSWER, "numeric", 200, units_item),
@@ -157,6 +223,20 @@ TASK_SETS = {
         "exact",
         192,
         routing_item,
+    ),
+    "names": TaskSet(
+        "names",
+        f"Answer with the name of the person the question asks about.\n{ANSWER}",
+        "exact",
+        192,
+        names_item,
+    ),
+    "orders": TaskSet(
+        "orders",
+        f"Answer with the order the question asks about.\n{ANSWER}",
+        "exact",
+        192,
+        orders_item,
     ),
 }
 
@@ -186,7 +266,11 @@ def write_tasks(task: TaskSet, root: Path, seed: int, sizes: tuple[int, ...]) ->
 # -- one training run ---------------------------------------------------------------------------
 
 
-def make_repo(task: TaskSet, root: Path, base_url: str, model: str, args: Any) -> None:
+def make_repo(
+    task: TaskSet, root: Path, base_url: str, model: str, args: Any, seed: int | None = None
+) -> None:
+    """The task's git repository: seed skill, tasks (split by ``args.seed``) and a config whose
+    [train] seed is ``seed`` (a run's own; ``args.seed`` by default)."""
     if root.exists():
         shutil.rmtree(root)
     (root / "skills" / task.name).mkdir(parents=True)
@@ -202,7 +286,7 @@ def make_repo(task: TaskSet, root: Path, base_url: str, model: str, args: Any) -
         f"[optimizer]\n{server}\ntemperature = {args.optimizer_temperature}\n\n"
         f"[train]\nepochs = {args.epochs}\nbatch_size = {args.batch_size}\n"
         f"minibatch_size = {args.minibatch_size}\nlearning_rate = {args.lr}\n"
-        f"min_learning_rate = 1\nworkers = 4\nseed = {args.seed}\n"
+        f"min_learning_rate = 1\nworkers = 4\nseed = {args.seed if seed is None else seed}\n"
         "slow_update = false\nmeta_skill = false\n",
         encoding="utf-8",
     )
@@ -252,6 +336,144 @@ def _progress(name: str) -> Callable[[str], None]:
         print(f"[{name} {time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
     return note
+
+
+# -- SkillOpt beside it (--side-by-side) ------------------------------------------------------
+
+
+def skillopt_one(
+    task: TaskSet, root: Path, proxy_url: str, args: Any, seed: int, slots: int
+) -> dict[str, Any]:
+    """SkillOpt 0.2.0's own trainer and SearchQA environment (one target call per item, the
+    answer inside <answer></answer>) on the task's split and seed skill, with the bench's
+    schedule, its models served through ``proxy_url`` (``target`` and ``optimizer``)."""
+    from skillopt_runner import run_skillopt, skillopt_config, write_split
+
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    write_tasks(task, root, args.seed, tuple(int(n) for n in args.sizes.split(",")))
+    seed_skill = root / "SKILL.md"
+    seed_skill.write_text(task.seed_skill + "\n", encoding="utf-8")
+    write_split(root / "evals", root / "split")
+    n_train = len((root / "evals" / "train.jsonl").read_text().splitlines())
+    config = root / "skillopt.yaml"
+    config.write_text(
+        skillopt_config(
+            {
+                "train": {"num_epochs": args.epochs},
+                "gradient": {"minibatch_size": args.minibatch_size, "analyst_workers": slots},
+                "optimizer": {
+                    "learning_rate": args.lr,
+                    "min_learning_rate": 1,
+                    "use_slow_update": False,
+                    "use_meta_skill": False,
+                },
+                "env": {
+                    "max_completion_tokens": task.max_tokens,
+                    "workers": slots,
+                    "exec_timeout": 3600,
+                },
+            },
+            url=proxy_url, train=n_train, batch=args.batch_size, seed=seed, skill=seed_skill,
+            split=root / "split", out=root / "out",
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    os.environ["SKILLOPT_CLIENT_TIMEOUT"] = "3600"
+    out: dict[str, Any] = {}
+    started = time.monotonic()
+    try:
+        run_skillopt(
+            args.skillopt_python,
+            Path(args.skillopt_src),
+            config,
+            cwd=root,
+            timeout=6 * 3600,
+            log=root / "skillopt.log",
+        )
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        out["error"] = str(exc)[-1500:]
+    out["wall_s"] = round(time.monotonic() - started, 1)
+    summary_path = root / "out" / "summary.json"
+    if not summary_path.exists():
+        return out
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    best = root / "out" / "best_skill.md"
+    out["skill"] = best.read_text(encoding="utf-8") if best.exists() else task.seed_skill
+    own = {
+        k: summary.get(k)
+        for k in (
+            "baseline_selection_hard", "best_selection_hard", "baseline_test_hard", "test_hard",
+            "total_accepts", "total_rejects", "total_skips", "total_steps",
+        )
+    }  # fmt: skip
+    scored = skillopt_rescored(task, root / "out", task.seed_skill + "\n", out["skill"])
+    out |= {
+        "val": [scored.get("val_before"), scored.get("val_after")],
+        "test": [scored.get("test_before"), scored.get("test_after")],
+        "accepted": own["total_accepts"],
+        "rejected": own["total_rejects"],
+        "steps": own["total_steps"],
+        "skillopt_own": own,  # its exact match (SQuAD-normalised), as it gated with
+    }
+    return out
+
+
+def skillopt_rescored(task: TaskSet, out_root: Path, seed_skill: str, best: str) -> dict[str, Any]:
+    """SkillOpt's val and test answers (its rollouts' ``results.jsonl``) scored by the set's
+    skillvc scorer: the seed's val and test, the best skill's val (the selection eval whose
+    candidate was the best skill) and test."""
+    val_after = None
+    if best.strip() == seed_skill.strip():
+        val_after = out_root / "selection_eval_baseline"
+    else:
+        for step in sorted((out_root / "steps").glob("step_*")):
+            candidate = step / "candidate_skill.md"
+            if (
+                candidate.exists()
+                and candidate.read_text(encoding="utf-8").strip() == best.strip()
+                and (step / "selection_eval" / "results.jsonl").exists()
+            ):
+                val_after = step / "selection_eval"
+        if val_after is None and (out_root / "final_selection_eval").exists():
+            val_after = out_root / "final_selection_eval"
+    dirs = {
+        "val_before": out_root / "selection_eval_baseline",
+        "val_after": val_after,
+        "test_before": out_root / "test_eval_baseline",
+        "test_after": out_root / "test_eval",
+    }
+    return {k: _scored(task, d / "results.jsonl") for k, d in dirs.items() if d is not None}
+
+
+def _scored(task: TaskSet, results: Path) -> float | None:
+    from skillvc.tasks.scorers import get_scorer
+    from skillvc.tasks.taskset import TaskItem
+
+    if not results.exists():
+        return None
+    scorer = get_scorer(task.scorer)
+    rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    hard = [
+        scorer.score(
+            TaskItem(str(r["id"]), "", tuple(r.get("gold_answers") or r.get("gold_answer") or ())),
+            r.get("response") or "",
+        ).hard
+        for r in rows
+    ]
+    return sum(hard) / len(hard) if hard else None
+
+
+def server_slots(base_url: str) -> int:
+    """A llama.cpp server's slots (``GET /props``), 1 for a server that does not say."""
+    try:
+        with urllib.request.urlopen(
+            f"{base_url.rstrip('/').removesuffix('/v1')}/props", timeout=30
+        ) as r:  # noqa: S310
+            return max(1, int(json.load(r).get("total_slots") or 1))
+    except (OSError, ValueError):
+        return 1
 
 
 # -- the server ---------------------------------------------------------------------------------
@@ -317,7 +539,7 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--tasks", "--sets", dest="tasks", default=",".join(TASKS))
     parser.add_argument("--epochs", type=int, default=2)
     # The gate filters what the optimizer proposes: sampled proposals differ from minibatch to
     # minibatch (at 0 the 1.5B model proposed the same edit for every minibatch).
@@ -325,12 +547,39 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=12)
     parser.add_argument("--minibatch-size", type=int, default=4)
     parser.add_argument("--lr", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the split's seed and run 1's")
     parser.add_argument(
         "--sizes", default="24,20,20", help="train,val,test items (at most 24,20,20) [24,20,20]"
     )
     parser.add_argument("--out", default="bench-real-model")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs per set and side (run k trains with seed+k-1)"
+    )
+    parser.add_argument(
+        "--side-by-side", action="store_true", help="also run SkillOpt 0.2.0 (see the docstring)"
+    )
+    parser.add_argument(
+        "--sides", default="", help="skillvc, skillopt or both [both with --side-by-side]"
+    )
+    parser.add_argument(
+        "--skillopt-python",
+        default=os.environ.get("SKILLOPT_PYTHON", sys.executable),
+        help="the interpreter SkillOpt 0.2.0 is installed in (default: this one)",
+    )
+    parser.add_argument(
+        "--skillopt-src",
+        default=os.environ.get("SKILLOPT_SRC", ""),
+        help="a checkout of github.com/microsoft/SkillOpt (its prompt files)",
+    )
+    parser.add_argument(
+        "--skip-done", action="store_true", help="skip runs already in <out>/results.jsonl"
+    )
     args = parser.parse_args()
+    sides = [x for x in args.sides.split(",") if x] or (
+        ["skillvc", "skillopt"] if args.side_by_side else ["skillvc"]
+    )
+    if "skillopt" in sides and not (Path(args.skillopt_src) / "skillopt" / "prompts").is_dir():
+        parser.error("SkillOpt needs --skillopt-src: a checkout of microsoft/SkillOpt")
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     args.out = str(out)
@@ -341,30 +590,91 @@ def main() -> int:
         if not (args.gguf and args.llama_server):
             parser.error("give --base-url, or --gguf and --llama-server")
         proc, args.base_url = start_server(args)
+    log = out / "results.jsonl"
+    done = _done(log) if args.skip_done else set()
     try:
         model = args.model or model_name(args.base_url)
+        slots = server_slots(args.base_url)
         results = []
-        for name in args.tasks.split(","):
-            task = TASK_SETS[name]
-            root = out / name
-            make_repo(task, root, args.base_url, model, args)
-            result = train_one(task, root, args)
-            results.append(result)
-            (out / f"{name}.trained.md").write_text(result["skill"], encoding="utf-8")
-            (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-            print(
-                f"{name:<10} val {fmt(result.get('val'))} | test {fmt(result.get('test'))} | "
-                f"accepted {result.get('accepted', 0)} | calls {result.get('calls', 0)} | "
-                f"tokens {result.get('tokens', 0):,} | {result['wall_s']:.0f} s"
-                + (f" | ERROR {result['error']}" if "error" in result else ""),
-                flush=True,
-            )
+        for run in range(1, args.runs + 1):
+            for name in args.tasks.split(","):
+                task = TASK_SETS[name]
+                for side in sides:
+                    if (name, side, run) in done:
+                        continue
+                    result = run_one(task, side, run, out, model, slots, args)
+                    results.append(result)
+                    with log.open("a", encoding="utf-8") as f:  # at once: partial runs survive
+                        f.write(json.dumps(result) + "\n")
+                    if result.get("skill"):
+                        (out / f"{name}.{side}-{run}.trained.md").write_text(
+                            result["skill"], encoding="utf-8"
+                        )
+                    print(row(result), flush=True)
+        if len(sides) > 1:
+            print("\n== side by side (this invocation) ==")
+            for r in sorted(results, key=lambda r: (r["task"], r["side"], r["run"])):
+                print(row(r))
         for r in results:
-            print(f"\n== {r['task']}: trained skill ==\n{r['skill']}")
+            print(f"\n== {r['task']} ({r['side']}, run {r['run']}): trained skill ==")
+            print(r.get("skill", "(none)"))
     finally:
         if proc is not None:
             stop_server(proc)
     return 0
+
+
+def run_one(
+    task: TaskSet, side: str, run: int, out: Path, model: str, slots: int, args: Any
+) -> dict[str, Any]:
+    """One run of one side on one set, its calls counted by a proxy of its own."""
+    from skillopt_runner import CountingProxy
+
+    seed = args.seed + run - 1
+    root = out / task.name / f"{side}-{run}"
+    roles = {"target": 0.0, "optimizer": args.optimizer_temperature}
+    proxy = CountingProxy(args.base_url, model, roles if side == "skillopt" else {}).start()
+    started = time.monotonic()
+    try:
+        if side == "skillopt":
+            result = skillopt_one(task, root, proxy.url, args, seed, slots)
+        else:
+            make_repo(task, root, proxy.url, model, args, seed)
+            result = train_one(task, root, args)
+    finally:
+        proxy.stop()
+    counted = proxy.figures()
+    if side == "skillvc":  # skillvc's own counts, beside the proxy's
+        result["skillvc_own"] = {"calls": result.get("calls"), "tokens": result.get("tokens")}
+    return {
+        **result,
+        "task": task.name,
+        "side": side,
+        "run": run,
+        "seed": seed,
+        "sizes": args.sizes,
+        "dir": str(root),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "wall_s": result.get("wall_s", round(time.monotonic() - started, 1)),
+        **counted,
+    }
+
+
+def _done(log: Path) -> set[tuple[str, str, int]]:
+    if not log.exists():
+        return set()
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
+    return {(r["task"], r["side"], r["run"]) for r in rows if "error" not in r}
+
+
+def row(r: dict[str, Any]) -> str:
+    return (
+        f"{r['task']:<10} {r['side']:<8} run {r['run']} | val {fmt(r.get('val'))} | "
+        f"test {fmt(r.get('test'))} | accepted {r.get('accepted', 0)} of "
+        f"{r.get('steps', 0)} steps | calls {r.get('calls', 0)} | "
+        f"tokens {r.get('tokens', 0):,} | {r['wall_s'] / 60:.1f} min"
+        + (f" | ERROR {r['error'][-300:]}" if "error" in r else "")
+    )
 
 
 if __name__ == "__main__":

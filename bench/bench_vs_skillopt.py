@@ -51,6 +51,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_rounds import CONFIGS, TOML, make_repo  # noqa: E402
+from skillopt_runner import (  # noqa: E402 - shared with bench_real_model.py
+    SKILLOPT_YAML,
+    run_skillopt,
+    write_split,
+)
 
 from skillvc.models.backends import CallRequest  # noqa: E402
 from skillvc.models.backends.sim import SimBackend  # noqa: E402
@@ -316,64 +321,6 @@ def skillvc_figures(sizes: dict[str, int], seed: int, latency_s: float) -> dict[
 # meta skill by a fixed short text. SkillOpt's wheel ships no prompt files (its package data
 # is missing): they are read from a checkout of github.com/microsoft/SkillOpt (--skillopt-src).
 
-SKILLOPT_YAML = """\
-model:
-  backend: azure_openai
-  optimizer: optimizer
-  target: target
-  optimizer_backend: openai_chat
-  target_backend: openai_chat
-  reasoning_effort: ""
-  azure_openai_endpoint: "{url}"
-  azure_openai_auth_mode: openai_compatible
-  azure_openai_api_key: fake-world
-train:
-  num_epochs: 2
-  train_size: {train}
-  batch_size: {batch}
-  accumulation: 1
-  seed: {seed}
-gradient:
-  minibatch_size: 2
-  merge_batch_size: 8
-  analyst_workers: 16
-  failure_only: false
-optimizer:
-  learning_rate: 4
-  min_learning_rate: 2
-  lr_scheduler: cosine
-  lr_control_mode: fixed
-  skill_update_mode: patch
-  use_slow_update: true
-  slow_update_samples: {batch}
-  use_meta_skill: true
-evaluation:
-  use_gate: true
-  sel_env_num: 0
-  test_env_num: 0
-  eval_test: true
-env:
-  name: searchqa
-  skill_init: "{skill}"
-  split_mode: split_dir
-  split_dir: "{split}"
-  out_root: "{out}"
-  max_turns: 1
-  max_completion_tokens: 1024
-  workers: 16
-  limit: 0
-"""
-
-# Runs SkillOpt's own training script with its prompt loader pointed at the checkout.
-BOOTSTRAP = """\
-import sys
-import skillopt.prompts as p
-p._PROMPTS_DIR = sys.argv.pop(1) + "/skillopt/prompts"
-p._REFLACT_DIR = p._PROMPTS_DIR.rsplit("/", 1)[0]
-import runpy
-runpy.run_module("scripts.train", run_name="__main__")
-"""
-
 
 class SkillOptWorld:
     """Answers SkillOpt's requests (see above); ``stages`` counts them by prompt."""
@@ -514,17 +461,7 @@ def skillopt_figures(
             repo = Path(tmp) / "repo"
             make_repo(repo, sizes, seed)
             split = Path(tmp) / "split"
-            for name in ("train", "val", "test"):
-                rows = [
-                    json.loads(line)
-                    for line in (repo / "evals" / f"{name}.jsonl").read_text().splitlines()
-                ]
-                items = [
-                    {"id": r["id"], "question": r["input"], "answers": [r["target"]], "context": ""}
-                    for r in rows
-                ]
-                (split / name).mkdir(parents=True)
-                (split / name / "items.json").write_text(json.dumps(items), encoding="utf-8")
+            write_split(repo / "evals", split)
             config = Path(tmp) / "skillopt.yaml"
             config.write_text(
                 SKILLOPT_YAML.format(
@@ -534,18 +471,8 @@ def skillopt_figures(
                 encoding="utf-8",
             )  # fmt: skip
             start = time.perf_counter()
-            done = subprocess.run(
-                [python, "-c", BOOTSTRAP, str(src), "--config", str(config)],
-                capture_output=True,
-                text=True,
-                timeout=1800,
-            )
-            wall = time.perf_counter() - start
-            if done.returncode != 0:
-                raise RuntimeError(
-                    f"SkillOpt failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-                )
-            lines = [line for line in done.stdout.splitlines() if "test" in line.lower()]
+            stdout, wall = run_skillopt(python, src, config)
+            lines = [line for line in stdout.splitlines() if "test" in line.lower()]
     finally:
         server.stop()
     out = server.figures(wall, start)
@@ -728,18 +655,7 @@ def skillopt_officeqa(
                 officeqa_yaml(repo, server.url, sizes, seed, out_root), encoding="utf-8"
             )
             start = time.perf_counter()
-            done = subprocess.run(
-                [python, "-c", BOOTSTRAP, str(src), "--config", str(config)],
-                capture_output=True,
-                text=True,
-                timeout=1800,
-                cwd=tmp,
-            )
-            wall = time.perf_counter() - start
-            if done.returncode != 0:
-                raise RuntimeError(
-                    f"SkillOpt failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-                )
+            _, wall = run_skillopt(python, src, config, cwd=Path(tmp))
             summary = json.loads((out_root / "summary.json").read_text(encoding="utf-8"))
     finally:
         server.stop()
