@@ -282,8 +282,10 @@ def make_repo(
         f'[skill]\npath = "skills/{task.name}/SKILL.md"\n\n'
         '[tasks]\ntrain = "evals/train.jsonl"\nval = "evals/val.jsonl"\n'
         f'test = "evals/test.jsonl"\nscorer = "{task.scorer}"\n\n'
-        f"[target]\n{server}\ntemperature = 0.0\nmax_tokens = {task.max_tokens}\n\n"
-        f"[optimizer]\n{server}\ntemperature = {args.optimizer_temperature}\n\n"
+        f"[target]\n{server}\ntemperature = 0.0\nmax_tokens = {task.max_tokens}\n"
+        f"timeout_s = {args.timeout_s}\n\n"
+        f"[optimizer]\n{server}\ntemperature = {args.optimizer_temperature}\n"
+        f"timeout_s = {args.timeout_s}\n\n"
         f"[train]\nepochs = {args.epochs}\nbatch_size = {args.batch_size}\n"
         f"minibatch_size = {args.minibatch_size}\nlearning_rate = {args.lr}\n"
         f"min_learning_rate = 1\nworkers = 4\nseed = {args.seed if seed is None else seed}\n"
@@ -372,7 +374,7 @@ def skillopt_one(
                 "env": {
                     "max_completion_tokens": task.max_tokens,
                     "workers": slots,
-                    "exec_timeout": 3600,
+                    "exec_timeout": args.timeout_s,
                 },
             },
             url=proxy_url, train=n_train, batch=args.batch_size, seed=seed, skill=seed_skill,
@@ -380,7 +382,7 @@ def skillopt_one(
         ),
         encoding="utf-8",
     )  # fmt: skip
-    os.environ["SKILLOPT_CLIENT_TIMEOUT"] = "3600"
+    os.environ["SKILLOPT_CLIENT_TIMEOUT"] = str(args.timeout_s)
     out: dict[str, Any] = {}
     started = time.monotonic()
     try:
@@ -571,6 +573,9 @@ def main() -> int:
         default=os.environ.get("SKILLOPT_SRC", ""),
         help="a checkout of github.com/microsoft/SkillOpt (its prompt files)",
     )
+    # A CPU shared with other work answers a reflection in more than skillvc's local default
+    # (900 s); both sides wait this long for one call and resend none.
+    parser.add_argument("--timeout-s", type=int, default=7200, help="a call's timeout [7200]")
     parser.add_argument(
         "--skip-done", action="store_true", help="skip runs already in <out>/results.jsonl"
     )
@@ -655,9 +660,26 @@ def run_one(
         "sizes": args.sizes,
         "dir": str(root),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "skillvc_commit": skillvc_commit(),
         "wall_s": result.get("wall_s", round(time.monotonic() - started, 1)),
         **counted,
     }
+
+
+def skillvc_commit() -> str:
+    """The commit of the skillvc this bench imports, "+dirty" when its package or templates
+    differ from it (other work in the same tree would then be in the figures)."""
+    import skillvc
+
+    top = Path(skillvc.__file__).resolve().parent.parent
+    git = ["git", "-C", str(top)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--", "skillvc", "templates"],
+        capture_output=True,
+        text=True,
+    )
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def _done(log: Path) -> set[tuple[str, str, int]]:
