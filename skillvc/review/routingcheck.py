@@ -20,7 +20,9 @@ Invariants (the trust model of ``skillvc.review.trust``, DESIGN.md section 8):
 * The verdict: the paired exact sign test on the prompts routed right at one side only,
   one-sided in the direction the library moved, stated by ``significance.stated`` at the
   alpha of BASE's routing gate; a significantly worse library fails the check as a body
-  regression does (``RegressionFound``, exit 7).
+  regression does (``RegressionFound``, exit 7), and so does a change under which one
+  skill's recall falls significantly (the routing gate's rule 2, ``skillvc.routing.gate``:
+  the sign test on that skill's own prompts), however the library moved.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from skillvc.core.config import CONFIG_FILE, Config, RoutingConfig, parse_config
 from skillvc.core.progress import Progress
 from skillvc.repo.skillrepo import SkillRepo
 from skillvc.review.trust import HeadFiles, _decode, _head_skill, _read_at, safe_relpath
+from skillvc.routing.gate import RoutingVerdict, judge
 from skillvc.routing.library import Library, load_library
 from skillvc.routing.metrics import RoutingScore
 from skillvc.training import significance as sig
@@ -89,9 +92,27 @@ class RoutingCheck:
             return None
         return sig.sign_test_p(up, down) if up >= down else sig.sign_test_p(down, up)
 
+    def verdict(self) -> RoutingVerdict | None:
+        """The routing gate's rules on the change (``skillvc.routing.gate``): each skill's
+        own prompts lost and gained, with the p of a loss; None when not measured."""
+        if self.before is None or self.after is None:
+            return None
+        return judge(self.before.items, self.before, self.after, self.alpha, self.changed)
+
+    @property
+    def worse(self) -> bool:
+        """The library routes significantly worse."""
+        return self.direction == "worse" and sig.significant(self.p_value, self.alpha)
+
+    @property
+    def losses(self) -> dict[str, float]:
+        """Skills whose recall falls significantly (the gate's rule 2): skill -> p."""
+        verdict = self.verdict()
+        return {} if verdict is None else verdict.losses
+
     @property
     def regression(self) -> bool:
-        return self.direction == "worse" and sig.significant(self.p_value, self.alpha)
+        return self.worse or bool(self.losses)
 
     @property
     def refused_changes(self) -> bool:
@@ -108,8 +129,17 @@ class RoutingCheck:
             f"{_f(self.after.library)} on {self.split} ({len(up)} prompts gained, {len(down)} "
             f"lost; {sig.stated(self.p_value, self.alpha)})"
         )
-        if self.regression:
+        if self.worse:
             return f"The library routes significantly worse at {self.head_label}: {moved}."
+        if self.losses:
+            verdict = self.verdict()
+            assert verdict is not None
+            lost = "; ".join(
+                f"{k} lost {len(verdict.shifts[k].lost)} of its prompts, gained "
+                f"{len(verdict.shifts[k].gained)} ({sig.stated(p, self.alpha)})"
+                for k, p in self.losses.items()
+            )
+            return f"A skill's recall falls significantly at {self.head_label}: {lost}; {moved}."
         how = "the same" if self.direction == "unchanged" else self.direction
         return f"OK: the library routes {how} at {self.head_label}: {moved}."
 
@@ -146,10 +176,29 @@ class RoutingCheck:
             "significance": sig.verdict(self.p_value, self.alpha),
             "alpha": sig.shown_alpha(self.alpha),
             "skills": self.skill_changes(),
+            "recall_losses": self._recall_losses(),
             "config_changes": list(self.config_changes),
             "trigger_files_changed": list(self.trigger_files),
             "calls": self.calls,
             "fresh_calls": self.fresh_calls,
+        }
+
+    def _recall_losses(self) -> dict[str, dict[str, Any]]:
+        """Per skill that lost any of its own prompts: lost, gained, the p of the loss and its
+        verdict at alpha, and which skills (or none) took them."""
+        verdict = self.verdict()
+        if verdict is None:
+            return {}
+        return {
+            k: {
+                "lost": len(s.lost),
+                "gained": len(s.gained),
+                "p_value": s.p_value,
+                "significance": sig.verdict(s.p_value, self.alpha),
+                "taken_by": {t: len(v) for t, v in s.taken.items()},
+            }
+            for k, s in verdict.shifts.items()
+            if s.lost
         }
 
 
@@ -254,10 +303,9 @@ class _Cached(HeadFiles):
 
 
 def _alpha(config: Config) -> float:
-    """The alpha of BASE's routing gate (``[train] gate_confidence``), or the review alpha
-    where that gate tests nothing."""
-    confidence = sig.effective_confidence(config.train)
-    return sig.alpha_of(confidence) if confidence > 0 else sig.REVIEW_ALPHA
+    """The alpha of BASE's routing gate: ``significance.gate_alpha`` for a one-pass gate, the
+    rule ``train --routing`` judges at (``REVIEW_ALPHA`` where the confidence is 0)."""
+    return sig.gate_alpha(config, rounds=False)
 
 
 def _skill_file(repo: SkillRepo, c: Config, rev: str) -> bytes | None:

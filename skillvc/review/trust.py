@@ -406,18 +406,12 @@ def check_change(
 
 
 def gate_alpha(config: Any) -> float:
-    """The alpha the base's training gate judges gains at (``[train] gate_confidence``,
-    unset: by ``attribution`` and the target), or the review alpha where that gate tests
-    nothing."""
-    from skillvc.training.significance import (
-        REVIEW_ALPHA,
-        alpha_of,
-        effective_confidence,
-        tests_in_rounds,
-    )
+    """The alpha the base's training gate judges gains at (``significance.gate_alpha``: ``[train]
+    gate_confidence``, unset: by ``attribution`` and the target, or the review alpha where that
+    gate tests nothing)."""
+    from skillvc.training.significance import gate_alpha as alpha
 
-    confidence = effective_confidence(config.train, rounds=tests_in_rounds(config))
-    return alpha_of(confidence) if confidence > 0 else REVIEW_ALPHA
+    return alpha(config)
 
 
 def _replace(result: CheckResult, **values: Any) -> CheckResult:

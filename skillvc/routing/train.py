@@ -9,10 +9,11 @@ body training pass of every skill with a task set after each routing epoch; fina
 first and last library on test.
 
 Invariants:
-- The gate scores the whole library: an edit is accepted only when the library's score on
-  val rises strictly, significantly at the body gate's alpha (one-sided exact sign test on
-  the items it flips), and no other skill loses more of its own val prompts than it gains (an
-  edit that wins by stealing from a neighbour is refused, whatever the total).
+- The gate scores the whole library (``skillvc.routing.gate``): an edit is accepted only when
+  no other skill whose recall fell lost a prompt to the edited skill (a direct steal), no
+  skill's recall falls significantly (one-sided exact sign test on its own val prompts), and
+  the library's score on val rises significantly (the same test on the prompts it flips), all
+  at ``significance.gate_alpha`` (``check``'s alpha for routing too).
 - Each accepted edit is one commit that changes only that skill's ``description:`` line, with
   its evidence in the message and trailers (``Skillvc-Routing``, ``Skillvc-Significance``);
   a rejected one is a commit under ``refs/skillvc/rejected/<run>/routing-<step>-<skill>``.
@@ -41,6 +42,7 @@ from skillvc.core.store import EventStore
 from skillvc.models.calls import ModelClient, secret_values
 from skillvc.models.harness import lazy_backend
 from skillvc.repo.skillrepo import ensure_ready_to_train
+from skillvc.routing.gate import RoutingVerdict, judge
 from skillvc.routing.library import Library, load_library
 from skillvc.routing.measure import measure, uses_tools
 from skillvc.routing.metrics import RoutingScore
@@ -139,7 +141,8 @@ class RoutingTrainer:
         self.rc = config.routing
         self.train_body, self.new = train_body, new
         self.repo = ws.repo
-        self.alpha = significance.alpha_of(significance.effective_confidence(config.train))
+        # The rule check states routing at (never alpha 1: attribution = false tests at 0.1).
+        self.alpha = significance.gate_alpha(config, rounds=False)
         self.selector = selector_config(config)
         self.tools = uses_tools(self.selector.model, self.rc.tools)
         self.buffer: list[dict[str, Any]] = []
@@ -466,27 +469,14 @@ class RoutingTrainer:
         before = self.client.snapshot()
         candidate = self.library.with_description(edit.skill, edit.after)
         result = self.evaluate(candidate, self.triggers.val, "val", None)
-        now, then = self.current.outcomes(), result.outcomes()
-        shared = [i for i in now if i in then]
-        up = [i for i in shared if then[i] and not now[i]]
-        down = [i for i in shared if now[i] and not then[i]]
-        p_value = significance.sign_test_p(len(up), len(down)) if up or down else None
+        verdict = judge(self.triggers.val, self.current, result, self.alpha, (edit.skill,))
+        up, down, p_value = list(verdict.up), list(verdict.down), verdict.p_value
         recall = {
             name: [self.current.skills[name].recall, result.skills[name].recall]
             for name in self.library.names
         }
-        steals = self.steals(edit.skill, result)
-        gain = len(up) > len(down)
-        significant = p_value is not None and p_value <= self.alpha
-        accepted = gain and significant and not steals
-        if accepted:
-            reason = "the library routes better"
-        elif steals:
-            reason = "steals from " + ", ".join(f"{k} ({v} prompts)" for k, v in steals.items())
-        elif not gain:
-            reason = "no strict improvement of the library"
-        else:
-            reason = f"gain not significant at alpha {self.alpha:g}"
+        steals = verdict.steals
+        accepted, reason = verdict.accepted, verdict.reason
         skill = self.library.get(edit.skill)
         new_text = candidate.get(edit.skill).text
         decision = "accepted" if accepted else "rejected"
@@ -515,6 +505,8 @@ class RoutingTrainer:
                     "library": [lib_before, lib_after],
                     "recall": recall,
                     "steals": steals,
+                    "losses": verdict.losses,
+                    "skills": {k: v.to_dict() for k, v in verdict.shifts.items()},
                     "confusion": result.confusion(),
                 },
                 "files": [skill.path],
@@ -531,9 +523,7 @@ class RoutingTrainer:
                 edit,
                 skill.path,
                 decision,
-                reason,
-                up,
-                down,
+                verdict,
                 recall,
                 (lib_before, lib_after),
                 honesty,
@@ -548,11 +538,13 @@ class RoutingTrainer:
                 "Skillvc-Routing": f"library {_f(lib_before)} -> {_f(lib_after)}; "
                 f"{edit.skill} recall {_f(recall[edit.skill][0])} -> {_f(recall[edit.skill][1])}"
                 + (f"; steals from {', '.join(steals)}" if steals else ""),
+                # Each skill that lost any of its own val prompts, with the p of that loss.
+                "Skillvc-Recall-Loss": verdict.loss_line(),
                 "Skillvc-Skill": edit.skill,
             },
         )
         sha = pending.finish()
-        verdict = significance.stated(p_value, self.alpha)
+        stated = significance.stated(p_value, self.alpha)
         if accepted:
             self.accepted += 1
             self.head = sha
@@ -560,7 +552,7 @@ class RoutingTrainer:
             self.current = result
             self.progress.note(
                 f"routing step {self.step}: {edit.skill} description accepted, library "
-                f"{_f(lib_before)} -> {_f(lib_after)} ({verdict})"
+                f"{_f(lib_before)} -> {_f(lib_after)} ({stated}; {verdict.loss_line()})"
             )
         else:
             self.rejected += 1
@@ -575,30 +567,16 @@ class RoutingTrainer:
             )
             self.progress.note(
                 f"routing step {self.step}: {edit.skill} description rejected ({reason}; "
-                f"library {_f(lib_before)} -> {_f(lib_after)}, {verdict})"
+                f"library {_f(lib_before)} -> {_f(lib_after)}, {stated}; {verdict.loss_line()})"
             )
         return accepted
-
-    def steals(self, skill: str, result: RoutingScore) -> dict[str, int]:
-        """Other skills that lose more of their own val prompts than they gain."""
-        now, then = self.current.outcomes(), result.outcomes()
-        out: dict[str, int] = {}
-        for item in self.triggers.val:
-            if item.expected is None or item.expected == skill or item.id not in then:
-                continue
-            delta = int(now.get(item.id, False)) - int(then[item.id])
-            if delta:
-                out[item.expected] = out.get(item.expected, 0) + delta
-        return {k: v for k, v in sorted(out.items()) if v > 0}
 
     def message(
         self,
         edit: DescriptionEdit,
         path: str,
         decision: str,
-        reason: str,
-        up: Sequence[str],
-        down: Sequence[str],
+        verdict: RoutingVerdict,
         recall: dict[str, list[float | None]],
         library: tuple[float | None, float | None],
         honesty: commits.Honesty,
@@ -614,6 +592,7 @@ class RoutingTrainer:
         ]
         if edit.rationale:
             lines.append(f"  Why: {commits._short(edit.rationale, 300)}")
+        up, down, reason = verdict.up, verdict.down, verdict.reason
         flips = ", ".join([*(f"+{i}" for i in up[:8]), *(f"-{i}" for i in down[:8])])
         lines += [
             "",
@@ -624,6 +603,11 @@ class RoutingTrainer:
         lines.append(
             "Recall per skill on val: "
             + ", ".join(f"{n} {_f(b)} -> {_f(a)}" for n, (b, a) in recall.items())
+            + "."
+        )
+        lines.append(
+            "Own val prompts lost per skill (one-sided exact sign test of a loss): "
+            + verdict.loss_line()
             + "."
         )
         lines.extend(honesty.lines())

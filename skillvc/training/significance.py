@@ -229,3 +229,17 @@ def tests_in_rounds(config: Any) -> bool:
 def alpha_of(confidence: float) -> float:
     """The one-sided alpha of a confidence setting (0.8 -> 0.2)."""
     return max(0.0, 1.0 - confidence)
+
+
+def gate_alpha(config: Any, *, rounds: bool | None = None) -> float:
+    """The alpha a gate judges gains at, and every view states them at: ``[train]
+    gate_confidence`` (unset: by ``attribution`` and ``rounds``), or ``REVIEW_ALPHA`` where
+    that confidence is 0. The one rule of the body gate's shown verdicts (with ``attribution =
+    false`` its decision takes any strict gain, its gains are stated at ``REVIEW_ALPHA``), of
+    ``check`` on a skill and on a library's routing, and of the routing gate (which tests at it
+    whatever ``attribution`` says: a test at alpha 1 would be none). ``rounds``: whether the
+    gate's tests run rounds of fresh draws (None: ``tests_in_rounds(config)``, the body gate's;
+    the routing gate runs one pass)."""
+    in_rounds = tests_in_rounds(config) if rounds is None else rounds
+    confidence = effective_confidence(config.train, rounds=in_rounds)
+    return alpha_of(confidence) if confidence > 0 else REVIEW_ALPHA

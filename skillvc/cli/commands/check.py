@@ -41,8 +41,9 @@ Routing (``[routing]`` at BASE, ``skillvc.review.routingcheck``): a change of an
 ``description`` (or listed name) has the library's routing measured at BASE and at REV on
 BASE's trigger set with BASE's selector; the text report gains a routing section and the JSON a
 ``"routing"`` object (null when no description changed: then no call is made). Routing that
-gets significantly worse fails with exit 7 (``RegressionFound``); a change of ``[routing]`` or
-a trigger file fails as a config change.
+gets significantly worse, or under which one skill's recall falls significantly, fails with
+exit 7 (``RegressionFound``); a change of ``[routing]`` or a trigger file fails as a config
+change.
 
 Many skills (``[skills.<name>]``): every skill of BASE's config is checked (``--skill NAME``: one),
 each under its own settings; the text report has a ``== skill NAME ==`` section per skill, the
@@ -369,6 +370,11 @@ def routing_lines(routing: RoutingCheck | None, *, verdict: bool = False) -> lis
             lines.append(
                 f"  {name[:16]:<16} {_f(row['f1_before']):>10} {_f(row['f1_after']):>10} "
                 f"{recall:>16}{mark}"
+            )
+        gate = routing.verdict()
+        if gate is not None and gate.shifts:
+            lines.append(
+                "own prompts lost per skill (exact sign test of a loss): " + gate.loss_line()
             )
         if routing.direction == "unchanged":
             lines.append("routing significance: no prompt is routed differently")
