@@ -629,6 +629,9 @@ def main() -> int:
     return 0
 
 
+OPTIMIZER_CAP = 1024  # skillvc's own cap on a local optimizer's answer (docs/local-model.md)
+
+
 def run_one(
     task: TaskSet, side: str, run: int, out: Path, model: str, slots: int, args: Any
 ) -> dict[str, Any]:
@@ -638,7 +641,13 @@ def run_one(
     seed = args.seed + run - 1
     root = out / task.name / f"{side}-{run}"
     roles = {"target": 0.0, "optimizer": args.optimizer_temperature}
-    proxy = CountingProxy(args.base_url, model, roles if side == "skillopt" else {}).start()
+    # SkillOpt asks for up to 16,384 tokens an optimizer answer; skillvc caps its own at a
+    # quarter of a local server's context, at most 1,024. The same cap on both sides: a 1.5B
+    # optimizer looping in a JSON string held a slot for an hour (0.3 tokens/s on a shared CPU).
+    caps = {"optimizer": OPTIMIZER_CAP}
+    proxy = CountingProxy(
+        args.base_url, model, *((roles, caps) if side == "skillopt" else ({}, {}))
+    ).start()
     started = time.monotonic()
     try:
         if side == "skillopt":

@@ -176,12 +176,14 @@ class _Server(ThreadingHTTPServer):
 class CountingProxy:
     """A loopback OpenAI-compatible endpoint in front of ``upstream`` (a base URL ending in
     /v1): requests pass through unchanged, except that a request whose ``model`` is a key of
-    ``roles`` is sent as ``model`` with ``roles[key]`` as its temperature when it has none.
-    Every POST is recorded with the tokens the server reports in ``usage``."""
+    ``roles`` is sent as ``model`` with ``roles[key]`` as its temperature when it has none, and
+    its answer held to ``caps[key]`` tokens where it asks for more. Every POST is recorded
+    with the tokens the server reports in ``usage``."""
 
     upstream: str
     model: str = ""
     roles: dict[str, float] = field(default_factory=dict)
+    caps: dict[str, int] = field(default_factory=dict)
     timeout_s: float = 3600
     calls: list[Counted] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -227,6 +229,10 @@ class CountingProxy:
                 if role in proxy.roles:
                     body["model"] = proxy.model or role
                     body.setdefault("temperature", proxy.roles[role])
+                    if role in proxy.caps:
+                        for key in ("max_completion_tokens", "max_tokens"):
+                            asked = body.get(key)
+                            body[key] = min(int(asked or proxy.caps[role]), proxy.caps[role])
                 status, data, kind = self._forward(json.dumps(body).encode())
                 usage: dict[str, Any] = {}
                 with contextlib.suppress(ValueError, AttributeError):

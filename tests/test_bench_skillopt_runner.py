@@ -71,10 +71,12 @@ def test_the_proxy_names_the_roles_model_sets_their_temperature_and_counts(
     upstream: tuple[str, list[dict[str, Any]]],
 ) -> None:
     url, seen = upstream
-    proxy = CountingProxy(url, "model.gguf", {"target": 0.0, "optimizer": 0.7}).start()
+    roles, caps = {"target": 0.0, "optimizer": 0.7}, {"optimizer": 1024}
+    proxy = CountingProxy(url, "model.gguf", roles, caps).start()
     try:
         assert post(proxy.url, {"model": "target", "messages": []}) == 200
-        assert post(proxy.url, {"model": "optimizer", "messages": [], "temperature": 0.2}) == 200
+        body = {"model": "optimizer", "messages": [], "temperature": 0.2}
+        assert post(proxy.url, body | {"max_completion_tokens": 16384}) == 200
         assert post(proxy.url, {"model": "model.gguf", "messages": []}) == 200
         assert post(proxy.url, {"model": "broken", "messages": []}) == 400
         props = proxy.url.removesuffix("/v1") + "/props"
@@ -90,6 +92,9 @@ def test_the_proxy_names_the_roles_model_sets_their_temperature_and_counts(
         ("model.gguf", None),
         ("broken", None),
     ]
+    # A capped role's answer is held to its cap; others ask what they ask.
+    assert seen[1]["max_completion_tokens"] == seen[1]["max_tokens"] == 1024
+    assert "max_completion_tokens" not in seen[0]
     assert proxy.figures() == {
         "calls": 3,
         "failed_calls": 1,
