@@ -203,6 +203,7 @@ class ModelClient:
         files: Sequence[PackageFile] = (),
         params: Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
+        library: Sequence[PackageFile] = (),
     ) -> CallRequest:
         """The request for one call; ``params`` adds to the role's (a local server's answer
         cap and ``response_format``: they change the answer, so they are in the cache key)."""
@@ -219,6 +220,7 @@ class ModelClient:
             sample=sample,
             files=package_files(files),
             tools=tuple(tools),
+            library=package_files(library),
         )
 
     def call(
@@ -231,8 +233,11 @@ class ModelClient:
         files: Sequence[PackageFile] = (),
         params: Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
+        library: Sequence[PackageFile] = (),
     ) -> Reply:
-        req = self.request(role, messages, sample=sample, files=files, params=params, tools=tools)
+        req = self.request(
+            role, messages, sample=sample, files=files, params=params, tools=tools, library=library
+        )
         reply = self.from_log(req)
         if reply is None:
             reply = self._call_backend(req, step)
@@ -451,6 +456,16 @@ class ModelClient:
                         )
                     }
                     if req.files
+                    else {}
+                ),
+                # A library an agent routed between (its skills' SKILL.md texts), if there was one.
+                **(
+                    {
+                        "library": self.store.put_blob(
+                            canonical_json({f.path: f.record() for f in req.library})
+                        )
+                    }
+                    if req.library
                     else {}
                 ),
                 "response": self.store.put_blob(text),

@@ -15,7 +15,7 @@ from skillvc.core.progress import Progress
 from skillvc.models.calls import ModelClient, secret_values
 from skillvc.models.harness import lazy_backend
 from skillvc.routing.library import Library, load_library
-from skillvc.routing.measure import measure, uses_tools
+from skillvc.routing.measure import agent_of, measure, uses_tools
 from skillvc.routing.metrics import RoutingScore
 from skillvc.routing.train import check_routing, library_config, selector_config
 from skillvc.routing.triggers import load_triggers, spellings
@@ -47,7 +47,8 @@ def evaluate_routing(
     items = triggers.split(split)
     selector = selector_config(config)
     assert config.routing is not None
-    tools = uses_tools(selector.model, config.routing.tools)
+    agent = agent_of(selector)
+    tools = agent is None and uses_tools(selector.model, config.routing.tools)
     with ws.store(create=True) as store:
         client = ModelClient(
             store,
@@ -61,7 +62,15 @@ def evaluate_routing(
             ThreadPoolExecutor(max_workers=workers or config.train.workers) as pool,
             progress.stage(f"routing on {split}", len(items)),
         ):
-            result = measure(client, library, items, pool, tools=tools, done=progress.advance)
+            result = measure(
+                client,
+                library,
+                items,
+                pool,
+                tools=tools,
+                agent=agent is not None,
+                done=progress.advance,
+            )
         totals = client.totals()
         facts = {
             "rev": rev,
@@ -69,6 +78,7 @@ def evaluate_routing(
             "split": split,
             "model": selector.model,
             "tools": tools,
+            "agent": agent,
             "dataset": triggers.hash,
             "library_key": library.key,
             "descriptions": library.descriptions(),
@@ -78,6 +88,8 @@ def evaluate_routing(
             "cost_usd": totals.cost_usd,
         }
         key = f"{library.key}:{split}:{triggers.hash}:{selector.model}:{tools}"
+        if agent is not None:  # an agent reads the whole SKILL.md: the bodies count too
+            key += f":{agent}:{library.text_key}"
         if store.find("routing.evaluated", key) is None:
             store.append(
                 "routing.evaluated",

@@ -72,6 +72,11 @@ class Library:
     def key(self) -> str:
         return content_id({"skills": [list(pair) for pair in self.listing()]}, length=16)
 
+    @property
+    def text_key(self) -> str:
+        """The identity of every skill file's whole text: what an agent selector is given."""
+        return content_id({"texts": [[s.name, s.text] for s in self.skills]}, length=16)
+
     def descriptions(self) -> dict[str, str]:
         return dict(self.listing())
 

@@ -31,7 +31,7 @@ SEED = 20240541
 class Pick:
     item: str
     picked: str | None
-    via: str  # tool | text | unparsed | error
+    via: str  # tool | text | unparsed | agent (an agent's activation) | error
     error: str | None = None
     answer: str = ""
 

@@ -44,7 +44,7 @@ from skillvc.models.harness import lazy_backend
 from skillvc.repo.skillrepo import ensure_ready_to_train
 from skillvc.routing.gate import RoutingVerdict, judge
 from skillvc.routing.library import Library, load_library
-from skillvc.routing.measure import measure, uses_tools
+from skillvc.routing.measure import agent_of, measure, uses_tools
 from skillvc.routing.metrics import RoutingScore
 from skillvc.routing.optimize import DescriptionEdit, propose, template_hash
 from skillvc.routing.triggers import TriggerItem, load_triggers, spellings
@@ -144,7 +144,8 @@ class RoutingTrainer:
         # The rule check states routing at (never alpha 1: attribution = false tests at 0.1).
         self.alpha = significance.gate_alpha(config, rounds=False)
         self.selector = selector_config(config)
-        self.tools = uses_tools(self.selector.model, self.rc.tools)
+        self.agent = agent_of(self.selector)  # an agent preset: its activation is the pick
+        self.tools = self.agent is None and uses_tools(self.selector.model, self.rc.tools)
         self.buffer: list[dict[str, Any]] = []
         self.body_runs: list[dict[str, Any]] = []
         self.accepted = self.rejected = self.step = 0
@@ -233,6 +234,7 @@ class RoutingTrainer:
                         "optimizer": self.config.optimizer.model,
                     },
                     "tools": self.tools,
+                    "agent": self.agent,
                     "body": self.train_body,
                     "branch": self.repo.current_branch(),
                 },
@@ -400,6 +402,7 @@ class RoutingTrainer:
                 items,
                 self.pool,
                 tools=self.tools,
+                agent=self.agent is not None,
                 step=self.log.step,
                 done=self.progress.advance,
             )
@@ -426,6 +429,7 @@ class RoutingTrainer:
                 batch,
                 self.pool,
                 tools=self.tools,
+                agent=self.agent is not None,
                 step=self.step,
                 done=self.progress.advance,
             )
@@ -674,8 +678,14 @@ class RoutingTrainer:
                 }
             )
             self.head = str(event.payload.get("head") or self.head)
-            # The bodies changed; the descriptions did not (routing reads only those).
-            self.library = load_library(self.config, self.repo, self.head)
+            # The bodies changed; the descriptions did not (a chat selector reads only those).
+            library = load_library(self.config, self.repo, self.head)
+            if self.agent is not None and library.text_key != self.library.text_key:
+                # An agent reads the whole SKILL.md: the next gates pair against the library
+                # it will be given now.
+                self.library = library
+                self.current = self.evaluate(library, self.triggers.val, "val", "bodies")
+            self.library = library
 
 
 def brief(score: RoutingScore) -> dict[str, Any]:

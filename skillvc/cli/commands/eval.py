@@ -214,7 +214,13 @@ def eval_routing(
         echo_json({**facts, **data, "picks": [p.to_dict() for p in result.picks]})
     else:
         where = "the working tree" if rev is None else f"{rev} ({facts['sha'][:10]})"
-        how = "select_skill tool" if facts["tools"] else "text"
+        how = (
+            f"{facts['agent']} activation: the first skill the agent loaded"
+            if facts.get("agent")
+            else "select_skill tool"
+            if facts["tools"]
+            else "text"
+        )
         click.echo(f"routing of {where} on {split}, selector {facts['model']} (picks by {how})")
         click.echo("\n".join(score_lines(data)))
         click.echo(

@@ -36,7 +36,15 @@ from skillvc.core.config import ModelConfig
 from skillvc.core.errors import ConfigError, redact
 from skillvc.core.hashing import sha256_hex
 from skillvc.models.agents import hermetic
-from skillvc.models.agents.presets import PRESETS, Note, Preset, activated, files_used, notes
+from skillvc.models.agents.presets import (
+    PRESETS,
+    Note,
+    Preset,
+    activated,
+    files_used,
+    loaded_skills,
+    notes,
+)
 from skillvc.models.backends import children
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.command import (
@@ -44,6 +52,7 @@ from skillvc.models.backends.command import (
     AgentRefused,
     communicate,
     install_skill,
+    is_safe_name,
     skill_name,
     start_process,
 )
@@ -65,6 +74,15 @@ def _stray_path(name: str) -> str:
     """A ``stray_temp`` name in the system temp folder the CLI uses whatever TMPDIR says."""
     uid = str(os.getuid()) if hasattr(os, "getuid") else "0"
     return os.path.join(SYSTEM_TMP, name.replace("{uid}", uid))
+
+
+def library_name(entry: PackageFile) -> str:
+    """The folder (the listed name) of one skill of a routed library, ``<name>/SKILL.md``;
+    ``AgentFailed`` for any other path (nothing is installed outside its own folder)."""
+    parts = entry.path.split("/")
+    if len(parts) != 2 or parts[1] != "SKILL.md" or not is_safe_name(parts[0]):
+        raise AgentFailed(f"The library entry {entry.path!r} is not <name>/SKILL.md.")
+    return parts[0]
 
 
 class _Watch:
@@ -187,7 +205,12 @@ class AgentBackend:
         argv = [self.executable, *self.preset.argv, *self.config.args]
         start = time.perf_counter()
         code, stdout, stderr = self._run(
-            argv, request.user, self.config.task_timeout_s, request.system, request.files
+            argv,
+            request.user,
+            self.config.task_timeout_s,
+            request.system,
+            request.files,
+            request.library,
         )
         duration = time.perf_counter() - start
         trajectory = self.preset.parse(stdout)
@@ -216,6 +239,10 @@ class AgentBackend:
             "trajectory": redact(trajectory.to_json(), self.secrets),
             "stderr_tail": redact(stderr[-TAIL:], self.secrets),
         }
+        if request.library:  # routing: which of the library's skills it loaded, in order
+            order = loaded_skills(trajectory, [library_name(f) for f in request.library])
+            meta["loaded"] = order
+            meta["picked"] = order[0] if order else None
         if request.files:  # a skill package: which of its files the agent read or ran
             paths = [f.path for f in request.files]
             meta["files_used"] = files_used(trajectory, name, paths)
@@ -235,6 +262,7 @@ class AgentBackend:
         timeout: float,
         skill: str = "",
         files: Sequence[PackageFile] = (),
+        library: Sequence[PackageFile] = (),
     ) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of ``argv`` run in a fresh scratch world, removed after.
 
@@ -244,6 +272,9 @@ class AgentBackend:
             if skill.strip():
                 rel = self.preset.install_path.replace("{name}", skill_name(skill))
                 install_skill(s.work / rel, skill, files)  # a package: its files beside it
+            for entry in library:  # every skill of a library, each in its own folder
+                rel = self.preset.install_path.replace("{name}", library_name(entry))
+                install_skill(s.work / rel, entry.text or "")
             # The config dir exists even when no file is copied in: Codex refuses a CODEX_HOME
             # that does not exist ("Error finding codex home").
             (s.home / self.preset.config_dir).mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -373,6 +373,25 @@ def activated(trajectory: Trajectory, skill_name: str) -> bool:
             if any(isinstance(v, str) and v.split(":")[-1] == skill_name for v in values):
                 return True
     return False
+
+
+def loaded_skills(trajectory: Trajectory, names: Sequence[str]) -> list[str]:
+    """The skills of an installed library the agent loaded, in the order it first loaded
+    them: by the rules of ``activated``, one tool call at a time; a call that names several
+    skills' files (``cat a/SKILL.md b/SKILL.md``) loads them in the order it names them."""
+    order: list[str] = []
+    for step in trajectory.tool_calls:
+        hits: list[tuple[int, str]] = []
+        for name in names:
+            at = step.text.find(f"skills/{name}/SKILL.md")
+            if at >= 0:
+                hits.append((at, name))
+            elif activated(Trajectory(trajectory.agent, (step,)), name):  # a Skill tool call
+                hits.append((-1, name))
+        for _, name in sorted(hits):
+            if name not in order:
+                order.append(name)
+    return order
 
 
 def files_used(trajectory: Trajectory, skill_name: str, paths: list[str]) -> list[str]:

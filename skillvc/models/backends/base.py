@@ -39,11 +39,16 @@ class CallRequest:
     # Tools offered to the model (``ToolSpec.as_dict()`` each): the backend sends them in its
     # native format and reports the answer's calls in ``CallResult.meta["tool_calls"]``.
     tools: tuple[Mapping[str, Any], ...] = ()
+    # A library of skills (``<name>/SKILL.md`` each, text) that an agent harness installs side
+    # by side where its CLI looks for skills, with no skill in the system text: routing read
+    # from the agent's own activation (``skillvc.routing.measure``). Empty for other calls.
+    library: tuple[PackageFile, ...] = ()
 
     @functools.cached_property
     def key(self) -> str:
-        """The cache key: same (model, params, messages, sample, files) -> same answer from
-        the log. ``files`` counts only when there are some, so other keys are as they were;
+        """The cache key: same (model, params, messages, sample, files, tools, library) -> same
+        answer from the log. ``files`` (``tools``, ``library``) count only when there are some,
+        so other keys are as they were;
         a carried file counts by its hash (``PackageFile.key``). Computed once: a request is
         frozen, and hashing its canonical JSON was a tenth of a simulated run's CPU."""
         identity: dict[str, Any] = {
@@ -56,6 +61,8 @@ class CallRequest:
             identity["files"] = [f.key() for f in self.files]
         if self.tools:
             identity["tools"] = [dict(t) for t in self.tools]
+        if self.library:
+            identity["library"] = [f.key() for f in self.library]
         return content_id(identity, length=32)
 
     @property

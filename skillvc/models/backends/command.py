@@ -131,6 +131,12 @@ class AgentRefused(AgentFailed, AuthenticationFailed):
     )
 
 
+def is_safe_name(name: str) -> bool:
+    """Whether ``name`` can be a skill's folder: one path component of letters, digits, ``.``,
+    ``_`` and ``-``, never ``..``."""
+    return bool(_SAFE_NAME.match(name)) and ".." not in name
+
+
 def skill_name(skill_text: str) -> str:
     """The frontmatter ``name`` if it is a safe single path component, else ``skill``."""
     try:
@@ -138,7 +144,7 @@ def skill_name(skill_text: str) -> str:
     except SkillDocumentError:  # an unreadable skill still gets installed, under the default
         front = {}
     name = front.get("name")
-    if isinstance(name, str) and _SAFE_NAME.match(name) and ".." not in name:
+    if isinstance(name, str) and is_safe_name(name):
         return name
     return "skill"
 
