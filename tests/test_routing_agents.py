@@ -151,6 +151,15 @@ def test_train_routing_with_an_agent_selector_refuses_the_steal_and_keeps_the_fi
     assert greedy["reason"] == "steals from pdf (1 prompts)"
     assert greedy["routing"]["skills"]["pdf"]["taken_by"] == {"csv": ["pdf-0"]}
     assert good["decision"] == "accepted" and good["p_value"] == 0.125
+    # log shows why, and the p of each skill's loss.
+    rejected = _run("log", "--rejected").stdout
+    assert "    routing: steals from pdf (1 prompts)\n" in rejected
+    assert (
+        "    own val prompts lost (exact sign test of a loss): pdf lost 1, gained 0 (p = 0.5, "
+        "within noise)\n" in rejected
+    )
+    entry = json.loads(_run("log", "--rejected", "--json").stdout)[0]
+    assert entry["routing"]["steals"] == {"pdf": 1}
     described = (git_repo / "skills" / "csv" / "SKILL.md").read_text().splitlines()[2]
     assert described == f"description: {GOOD}"
     body = git(git_repo, "log", "-1", "--format=%B")

@@ -105,6 +105,14 @@ class LogEntry:
         }
         if "files" in p:  # a skill package: the repository paths the candidate changes
             data["files"] = list(p["files"])
+        if p.get("kind") == "routing":  # a description's gate: why, and each skill's losses
+            r = p.get("routing") or {}
+            data["routing"] = {
+                "reason": p.get("reason"),
+                "steals": r.get("steals", {}),
+                "losses": r.get("losses", {}),
+                "skills": r.get("skills", {}),
+            }
         if patch is not None:
             data["patch"] = patch
         return data

@@ -235,7 +235,7 @@ def color_diff(patch: str) -> str:
 
 def format_log_entry(entry: dict[str, Any]) -> str:
     from skillvc.review.history import gate_alpha
-    from skillvc.training.significance import stated
+    from skillvc.training.significance import describe, stated
 
     decision = entry["decision"] or "?"
     colour = {"accepted": "green", "forced": "yellow", "rejected": "red"}.get(decision, "white")
@@ -271,6 +271,17 @@ def format_log_entry(entry: dict[str, Any]) -> str:
             f"    flipped on val: {len(flipped.get('gained', []))} fixed, "
             f"{len(flipped.get('lost', []))} broken"
         )
+    routing = entry.get("routing")
+    if routing:  # a description's gate: its reason and each skill's own val prompts lost
+        lines.append(f"    routing: {routing.get('reason')}")
+        lost = [
+            f"{name} lost {len(s.get('lost', []))}, gained {len(s.get('gained', []))} "
+            f"({describe(s.get('p_value'), gate_alpha(entry))})"
+            for name, s in (routing.get("skills") or {}).items()
+            if s.get("lost")
+        ]
+        if lost:
+            lines.append("    own val prompts lost (exact sign test of a loss): " + "; ".join(lost))
     for edit in entry["edits"]:
         lines.extend(format_edit(edit))
     for edit in entry.get("dropped") or []:  # attribution took these out of the candidate
