@@ -192,3 +192,15 @@ def test_check_measures_a_description_change_with_the_agent(
     assert routing["flipped"] == {"gained": ["csv-0", "csv-1", "csv-2"], "lost": ["pdf-0"]}
     assert routing["recall_losses"]["pdf"]["taken_by"] == {"csv": 1}
     assert routing["verdict"] == "pass"  # better overall (p = 0.3125); pdf's loss is 1 of 2
+
+
+def test_a_skill_name_that_cannot_be_a_folder_is_refused_before_any_call() -> None:
+    from skillvc.core.errors import ConfigError
+    from skillvc.routing.library import Library, LibrarySkill
+    from skillvc.routing.measure import library_files
+
+    good = LibrarySkill("pdf", "pdf", "skills/pdf/SKILL.md", "---\nname: pdf\n---\n")
+    assert [f.path for f in library_files(Library((good,)))] == ["pdf/SKILL.md"]
+    bad = LibrarySkill("../pdf", "pdf", "skills/pdf/SKILL.md", "---\nname: ../pdf\n---\n")
+    with pytest.raises(ConfigError, match="cannot be a folder"):
+        library_files(Library((good, bad)))
