@@ -8,9 +8,11 @@ when all three hold:
 
 1. **No direct steal.** No other skill X whose recall fell on val (more of its own prompts
    lost than gained) lost one of them *to an edited skill*. That is not a statistical claim:
-   the selector routes a prompt the same way every time it is asked (a logged call is answered
-   from the log), so a prompt of X that the edited skill now takes was taken by the edit. It is
-   the confusion matrix's diff, read directly: the edit wins by taking X's prompts.
+   a deterministic selector (temperature 0) routes a prompt the same way every time it sees
+   the same listing, so a prompt of X that the edited skill now takes was taken by the edit.
+   It is the confusion matrix's diff, read directly: the edit wins by taking X's prompts. (A
+   stochastic selector, an agent or a temperature above 0, may also move a prompt by chance;
+   the rule then errs toward refusing.)
 2. **No skill's recall falls significantly.** For every skill (the edited one included), the
    sign test on its own prompts (``skill`` = that skill; ``should_trigger: false`` and ``none``
    items are no one's recall) of "lost" (right before, wrong after) against "gained": the
