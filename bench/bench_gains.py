@@ -33,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from breakdown import add, breakdown, show
+
 from skillvc.core.resources import read_bytes
 from skillvc.models import simworld
 from skillvc.training.demo import create_demo_repo
@@ -83,6 +85,7 @@ def one(seed: int, temperature: float, sizes: tuple[int, int, int], arm: dict[st
         world(directory, seed, temperature, sizes)
         summary = train(open_workspace(directory), overrides={"train": arm})
         skill = (directory / SKILL).read_text()
+        split = breakdown(directory / ".skillvc" / "events.db")
     kinds = simworld.line_kinds(skill)
     seed_kinds = simworld.line_kinds(SEED_SKILL)
     return {
@@ -98,7 +101,42 @@ def one(seed: int, temperature: float, sizes: tuple[int, int, int], arm: dict[st
         "accepted": summary.accepted,
         "val": summary.best_val,
         "test": summary.test,
+        "breakdown": split,
     }
+
+
+def goals(results: dict[str, list[dict]], best: float, temperature: float) -> None:
+    """Issue 44's quality goals for the default arm, and its cost against the bundle gate's
+    (paired: the same seeds)."""
+    bundle, default = (results[name] for name in ARMS)
+    mean = statistics.mean(r["true"] for r in default)
+    base = statistics.mean(r["true"] for r in bundle)
+    neutral = sum(r["neutral"] for r in default)
+    harmful = sum(r["harmful"] for r in default)
+    diffs = [d["calls"] - b["calls"] for d, b in zip(default, bundle, strict=True)]
+    se = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else float("nan")
+    ratio = statistics.mean(r["calls"] for r in default) / statistics.mean(
+        r["calls"] for r in bundle
+    )
+    print(f"== issue 44's goals, the default arm ({len(default)} seeds) ==")
+    met = {True: "met", False: "NOT met"}
+    print(f"  harmful rules kept         {harmful:>6}   (goal 0: {met[not harmful]})")
+    limit = len(default) / 5
+    print(
+        f"  neutral lines              {neutral:>6}   (goal <= one per five final skills, "
+        f"{limit:g}: {met[neutral <= limit]})"
+    )
+    if temperature < 1.0:
+        ok = best - mean <= 0.03
+        print(f"  gap to the best            {best - mean:>6.3f}   (goal <= 0.03: {met[ok]})")
+    else:
+        ok = mean >= base
+        print(f"  mean - bundle gate's mean  {mean - base:>+6.3f}   (goal >= 0: {met[ok]})")
+    gap = statistics.mean(diffs)
+    print(
+        f"  requests / bundle gate's   {ratio:>6.2f}x  (paired difference {gap:+.0f} a run, "
+        f"standard error {se:.0f})"
+    )
 
 
 def main() -> None:
@@ -111,6 +149,11 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="one line per run")
     parser.add_argument("--only", choices=["bundle", "default"], help="run one arm")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (processes)")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="each arm's requests by stage (event logs)"
+    )
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds from this one on")
+    parser.add_argument("--json", help="write each run's figures (no breakdown) to this file")
     parser.add_argument(
         "--set",
         action="append",
@@ -135,7 +178,8 @@ def main() -> None:
         for name, arm in ARMS.items()
         if args.only is None or name.startswith(args.only)
     }
-    runs = [(name, seed) for name in arms for seed in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    runs = [(name, seed) for name in arms for seed in seeds]
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [
             pool.submit(one, seed, args.temperature, sizes, arms[name]) for name, seed in runs
@@ -144,7 +188,8 @@ def main() -> None:
             r = future.result()
             results.setdefault(name, []).append(r)
             if args.verbose:
-                print(f"  {name} seed {seed}: {r}", flush=True)
+                brief = {k: v for k, v in r.items() if k != "breakdown"}
+                print(f"  {name} seed {seed}: {brief}", flush=True)
     base = results[next(iter(results))]
     base_calls = statistics.mean(r["calls"] for r in base)
     base_tokens = statistics.mean(r["tokens"] for r in base)
@@ -164,6 +209,25 @@ def main() -> None:
             f"{sum(r['harmful'] for r in rows):>8} {sum(r['neutral'] for r in rows):>8} "
             f"{calls:>9.0f} {calls / base_calls:>6.2f} {tokens:>10.0f} {tokens / base_tokens:>6.2f}"
         )
+    if len(results) == 2:
+        goals(results, best, args.temperature)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    name: [
+                        {"seed": seed, **{k: v for k, v in r.items() if k != "breakdown"}}
+                        for seed, r in zip(seeds, rows, strict=True)
+                    ]
+                    for name, rows in results.items()
+                },
+                indent=1,
+            )
+        )
+    if args.breakdown:
+        for name, rows in results.items():
+            print(f"== {name}: requests by stage, {len(rows)} runs together ==")
+            show(add([r["breakdown"] for r in rows]))
     print(
         "harmful / neutral: rule lines in all final skills together (neutral: those training "
         "added; the seed skill has one of its own); gap: best reachable minus "

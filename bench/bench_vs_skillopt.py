@@ -266,6 +266,13 @@ def sim_respond(model: str, messages: list[dict[str, str]], body: dict[str, Any]
 
 
 # bench_rounds' config, its models served by the loopback world, in the paper's bundle gate.
+SKILLVC_DEFAULT_TOML = TOML.replace(
+    '[target]\nmodel = "sim:support"', '[target]\nmodel = "openai:target"\nbase_url = "{url}"'
+).replace(
+    '[optimizer]\nmodel = "sim:support"',
+    '[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{url}"',
+)
+# The paper's recipe, as SkillOpt runs it: the bundle gate and SkillOpt's slow-update schedule.
 SKILLVC_TOML = (
     TOML.replace(
         '[target]\nmodel = "sim:support"', '[target]\nmodel = "openai:target"\nbase_url = "{url}"'
@@ -278,9 +285,19 @@ SKILLVC_TOML = (
 )
 
 
-def skillvc_figures(sizes: dict[str, int], seed: int, latency_s: float) -> dict[str, Any]:
+def skillvc_figures(
+    sizes: dict[str, int],
+    seed: int,
+    latency_s: float,
+    gate: str = "bundle",
+    settings: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """skillvc's ``train`` command in a process of its own, as SkillOpt runs (the fake world's
-    server threads stay in this process, off the trainer's interpreter lock)."""
+    server threads stay in this process, off the trainer's interpreter lock). ``gate``:
+    ``bundle`` (the paper's recipe, as SkillOpt runs it) or ``default`` (skillvc's defaults);
+    ``settings``: more ``[train]`` lines (``key = value``)."""
+    from bench_rounds import bound
+    from breakdown import breakdown
     from git import Repo
 
     world = FakeWorld(sim_respond, latency_s).start()
@@ -288,7 +305,10 @@ def skillvc_figures(sizes: dict[str, int], seed: int, latency_s: float) -> dict[
         with tempfile.TemporaryDirectory() as tmp:
             repo = Path(tmp) / "repo"
             make_repo(repo, sizes, seed)
-            toml = SKILLVC_TOML.format(url=world.url, batch=sizes["batch"], seed=seed)
+            template = SKILLVC_TOML if gate == "bundle" else SKILLVC_DEFAULT_TOML
+            toml = template.format(url=world.url, batch=sizes["batch"], seed=seed)
+            if settings:
+                toml = toml.replace("seed = ", "\n".join(settings) + "\nseed = ", 1)
             (repo / "skillvc.toml").write_text(toml, encoding="utf-8")
             Repo(repo).git.commit("-q", "-am", "the fake world's models")
             start = time.perf_counter()
@@ -303,11 +323,34 @@ def skillvc_figures(sizes: dict[str, int], seed: int, latency_s: float) -> dict[
             if done.returncode != 0:
                 raise RuntimeError(f"skillvc failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
             lines = [line for line in done.stdout.splitlines() if line.strip()]
+            db = repo / ".skillvc" / "events.db"
+            split = breakdown(db)
+            events = _sequenced(db)
     finally:
         world.stop()
     out = world.figures(wall, start)
     out["result"] = "; ".join(line.strip() for line in lines[-2:])
+    out["breakdown"] = split
+    # The dependent rounds this run's decisions need (bench_rounds.bound: 16 workers).
+    out["bound"] = bound(events, workers=16, minibatch=2, early_stop=True)
     return out
+
+
+def _sequenced(db: Path) -> list[tuple[str, dict[str, Any]]]:
+    import sqlite3
+
+    con = sqlite3.connect(str(db))
+    try:
+        (run_id,) = con.execute(
+            "SELECT run_id FROM events WHERE type = 'run.started' ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        rows = con.execute(
+            "SELECT type, payload FROM events WHERE run_id = ? AND seq IS NOT NULL ORDER BY seq",
+            [run_id],
+        ).fetchall()
+    finally:
+        con.close()
+    return [(t, json.loads(p)) for t, p in rows]
 
 
 # -- SkillOpt in the same world ----------------------------------------------------------------
@@ -710,12 +753,83 @@ def officeqa_main(args: argparse.Namespace, sizes: dict[str, int], latency: floa
         print(f"  {key:<9} {ratio:>6.2f}x")
 
 
+GOALS = {"requests": 1.0, "tokens": 0.5, "wall": 0.55}  # issue 44: the default's targets
+
+
+def _seeds(text: str) -> list[int]:
+    """``1-7`` or ``1,3,4``."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def skillopt_cached(
+    args: argparse.Namespace, config: str, seed: int, latency: float
+) -> dict[str, Any] | None:
+    """SkillOpt's figures for (config, seed): run now (``--skillopt``), recorded in
+    ``--skillopt-record`` when they were run before, or None."""
+    record = Path(args.skillopt_record) if args.skillopt_record else None
+    saved: dict[str, Any] = {}
+    if record is not None and record.exists():
+        saved = json.loads(record.read_text(encoding="utf-8"))
+    key = f"{config}/{seed}/{args.latency_ms}"
+    if args.skillopt:
+        theirs = skillopt_figures(
+            CONFIGS[config], seed, latency, Path(args.skillopt_src), args.skillopt_python
+        )
+        if record is not None:
+            saved.setdefault(key, []).append({k: v for k, v in theirs.items() if k != "result"})
+            record.write_text(json.dumps(saved, indent=1, sort_keys=True), encoding="utf-8")
+        return theirs
+    if key in saved:  # the median run of those recorded, by wall time
+        runs = sorted(saved[key], key=lambda r: r["wall"])
+        empty = {"by_model": {}, "tokens_by_model": {}, "prompt_tokens": 0}
+        return (
+            empty
+            | {"completion_tokens": 0, "head": 0.0, "tail": 0.0}
+            | runs[len(runs) // 2]
+            | {"recorded": len(runs)}
+        )
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--config", default="small", choices=sorted(CONFIGS))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--seeds", help="several seeds (1-7 or 1,3), each on --configs; pooled ratios at the end"
+    )
+    parser.add_argument("--configs", help="with --seeds: small,large (default: --config)")
+    parser.add_argument(
+        "--gate",
+        default="both",
+        choices=("bundle", "default", "both", "none"),
+        help="skillvc's arm: the paper's recipe as SkillOpt runs it (attribution = false, "
+        "SkillOpt's slow-update schedule), skillvc's defaults, both (default), or none (to record "
+        "SkillOpt's figures alone)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [train] setting for skillvc's default arm (TOML value)",
+    )
+    parser.add_argument(
+        "--breakdown", action="store_true", help="skillvc's requests by stage (its event log)"
+    )
     parser.add_argument("--skillopt", action="store_true", help="also run SkillOpt (installed)")
+    parser.add_argument("--json", help="write every run's figures (both trainers) to this file")
+    parser.add_argument(
+        "--skillopt-record",
+        default="",
+        help="a JSON file of SkillOpt's figures: --skillopt adds each run to it; without "
+        "--skillopt the recorded figures (the median run by wall time) stand for SkillOpt's",
+    )
     parser.add_argument(
         "--env",
         default="searchqa",
@@ -736,30 +850,89 @@ def main() -> None:
     os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     os.environ["SKILLVC_SIM_LATENCY_MS"] = "0"  # the server holds every request instead
     os.environ.setdefault("OPENAI_API_KEY", "fake-world")
-    sizes = CONFIGS[args.config]
     latency = args.latency_ms / 1000
     if args.env == "officeqa":
-        return officeqa_main(args, sizes, latency)
-    ours = skillvc_figures(sizes, args.seed, latency)
-    show(f"skillvc ({args.config}, {args.latency_ms} ms a request)", ours)
+        return officeqa_main(args, CONFIGS[args.config], latency)
     if args.skillopt and not (Path(args.skillopt_src) / "skillopt" / "prompts").is_dir():
         parser.error("--skillopt needs --skillopt-src: a checkout of microsoft/SkillOpt")
-    if not args.skillopt:
-        print("SkillOpt not run (--skillopt); issue 27's figures for skillvc before it, as")
-        print("shares of SkillOpt's in this world:")
-        for key, (lo, hi) in ISSUE_RATIOS.items():
-            print(f"  {key:<9} {lo:.2f}-{hi:.2f}x")
-        print(f"  {'wall':<9} {ISSUE_WALL[0]:.2f}-{ISSUE_WALL[1]:.2f}x")
-        return
-    theirs = skillopt_figures(
-        sizes, args.seed, latency, Path(args.skillopt_src), args.skillopt_python
-    )
-    show(f"SkillOpt ({args.config}, {args.latency_ms} ms a request)", theirs)
-    print("== skillvc / SkillOpt ==")
+    settings = tuple(f"{k} = {v}" for k, _, v in (a.partition("=") for a in args.set))
+    arms: tuple[str, ...] = {"both": ("bundle", "default"), "none": ()}.get(args.gate, (args.gate,))
+    seeds = _seeds(args.seeds) if args.seeds else [args.seed]
+    configs = (args.configs or args.config).split(",")
+    pooled: dict[str, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {a: [] for a in arms}
+    for config in configs:
+        for seed in seeds:
+            sizes = CONFIGS[config]
+            ours = {
+                arm: skillvc_figures(
+                    sizes, seed, latency, arm, settings if arm == "default" else ()
+                )
+                for arm in arms
+            }
+            theirs = skillopt_cached(args, config, seed, latency)
+            for arm in arms:
+                label = "paper's recipe" if arm == "bundle" else "default"
+                show(f"skillvc, {label} ({config}, seed {seed}, {args.latency_ms} ms)", ours[arm])
+                print(f"  bound on rounds   {ours[arm]['bound']:>8}   (from this run's decisions)")
+                if args.breakdown:
+                    from breakdown import show as show_breakdown
+
+                    show_breakdown(ours[arm]["breakdown"], "  ")
+                pooled[arm].append((ours[arm], theirs))
+            if theirs is None:
+                print("SkillOpt not run (--skillopt) nor recorded (--skillopt-record)")
+                continue
+            note = f", recorded ({theirs['recorded']} runs)" if theirs.get("recorded") else ""
+            show(f"SkillOpt ({config}, seed {seed}, {args.latency_ms} ms{note})", theirs)
+            for arm in arms:
+                _ratios(f"skillvc {arm} / SkillOpt", [(ours[arm], theirs)])
+    if args.json:
+        keep = ("requests", "rounds", "tokens", "wall", "span", "bound", "tokens_by_model")
+        rows = [
+            {"arm": arm, "config": config, "seed": seed}
+            | {f"skillvc_{k}": o.get(k) for k in keep}
+            | ({f"skillopt_{k}": t.get(k) for k in keep} if t is not None else {})
+            | {"stages": o["breakdown"]["stages"]}
+            for arm in arms
+            for (config, seed), (o, t) in zip(
+                [(c, s) for c in configs for s in seeds], pooled[arm], strict=True
+            )
+        ]
+        Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    if len(configs) * len(seeds) > 1:
+        for arm in arms:
+            pairs = [(o, t) for o, t in pooled[arm] if t is not None]
+            at_bound = sum(1 for o, _ in pooled[arm] if o["rounds"] <= o["bound"])
+            print(
+                f"== skillvc {arm}, pooled over {len(pooled[arm])} runs: requests "
+                f"{sum(o['requests'] for o, _ in pooled[arm]):,}, tokens "
+                f"{sum(o['tokens'] for o, _ in pooled[arm]):,}; dependent rounds (overlapping "
+                f"sets) at or under the bound its decisions need in {at_bound} =="
+            )
+            if pairs:
+                _ratios(f"skillvc {arm} / SkillOpt, pooled", pairs, each=True)
+
+
+def _ratios(
+    title: str,
+    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]],
+    each: bool = False,
+) -> None:
+    """Ratios of summed figures, with issue 44's goals; ``each``: also the worst pair."""
+    print(f"== {title} ==")
     for key in ("requests", "rounds", "tokens", "wall", "span"):
-        ratio = ours[key] / theirs[key] if theirs[key] else float("nan")
-        target = f"   (target <= {TARGETS[key]}x)" if key in TARGETS else ""
-        print(f"  {key:<9} {ratio:>6.2f}x{target}")
+        ours = sum(o[key] for o, _ in pairs)
+        theirs = sum(t[key] for _, t in pairs if t is not None)
+        ratio = ours / theirs if theirs else float("nan")
+        goal = f"   (goal <= {GOALS[key]}x)" if key in GOALS else ""
+        worst = ""
+        if each:
+            ratios = [o[key] / t[key] for o, t in pairs if t is not None and t[key]]
+            met = sum(1 for r in ratios if r <= GOALS.get(key, 0))
+            worst = f"   worst {max(ratios):.2f}x" + (
+                f", goal met in {met} of {len(ratios)}" if key in GOALS else ""
+            )
+        print(f"  {key:<9} {ratio:>6.2f}x{goal}{worst}")
 
 
 if __name__ == "__main__":

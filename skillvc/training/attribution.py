@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,10 +93,19 @@ def compare(
     first_round: int = 1,
     rounds: int | None = None,
     worse_round: int | None = None,
+    lead: Collection[str] = (),
 ) -> EditTest:
     """Paired sign test of ``with_edit`` against ``without_edit`` on val (hard 0/1 outcomes),
     in one pass over val (a deterministic target). It stops early only when the decision is
     certain (curtailment).
+
+    ``lead``: ids of the items where the edit's gain most likely is (the bundle's gate gained
+    them). Then the items ``with_edit`` gets wrong (the only ones that can count against the
+    edit) go first, the lead next, the rest last: once the first have run, an edit that earns
+    its place is known as soon as its wins are significant, where it used to need every item
+    (the items it gets wrong came last). The order never looks at ``without_edit``'s answers,
+    and curtailment reaches the decision a full pass would, so the decision is the same in any
+    order; only how many items a test ran (and the counts of one stopped early) depend on it.
 
     ``focus`` (a stochastic target): the test runs on these items only, with fresh draws for
     both versions in every round (from ``first_round`` on, past every round the gate ran: the
@@ -124,8 +133,13 @@ def compare(
     def right(it: TaskItem) -> bool:
         return full[it.id].value(metric) >= 1
 
-    # Items the candidate gets right hold the evidence for the edit: they go first.
-    order = sorted(scored, key=lambda it: 0 if right(it) else 1)
+    # Items the candidate gets right hold the evidence for the edit: they go first (with a
+    # ``lead``, the ones it gets wrong first, then the lead, then the rest).
+    if lead:
+        ahead = set(lead)
+        order = sorted(scored, key=lambda it: 0 if not right(it) else 1 if it.id in ahead else 2)
+    else:
+        order = sorted(scored, key=lambda it: 0 if right(it) else 1)
     alpha = alphas[0]
     up = down = done = 0
     size = max(1, chunk) if early_stop else max(1, len(order))

@@ -336,6 +336,9 @@ class Gating(Summaries):
                 first_round=self.attribution_first_round,
                 rounds=rounds,
                 worse_round=worse_round,
+                # A deterministic target: the items the bundle gained lead each test (the
+                # decision is the same in any order; a kept edit is known sooner).
+                lead=result.gained if focus is None else (),
             )
 
         text = candidate_text
