@@ -92,9 +92,18 @@ def main() -> int:
     repo = Path(tmp)
     make_repo(repo, args)
     start = time.perf_counter()
+    # Progress on stderr as it happens (a slow server's run can be read before it ends).
+    print(f"repository: {repo}", file=sys.stderr, flush=True)
     val_before, c1 = measure(repo, "HEAD", "val")
+    say("val before", val_before)
     test_before, c2 = measure(repo, "HEAD", "test")
-    summary = train_routing(open_workspace(repo, any_skill=True), progress=lambda line: None)
+    say("test before", test_before)
+
+    def progress(line: str) -> None:
+        if "items" not in line:  # the gates' and steps' lines, not each item's tick
+            print(f"  {line}", file=sys.stderr, flush=True)
+
+    summary = train_routing(open_workspace(repo, any_skill=True), progress=progress)
     val_after, c3 = measure(repo, "HEAD", "val")
     test_after, c4 = measure(repo, "HEAD", "test")
     wall = time.perf_counter() - start
@@ -131,6 +140,12 @@ def main() -> int:
     if args.keep:
         print(f"repository: {repo}")
     return 0
+
+
+def say(label: str, score: dict[str, Any]) -> None:
+    """One measurement on stderr: the library score and each skill's F1."""
+    f1 = ", ".join(f"{n} {fmt(s['f1'])}" for n, s in score["skills"].items())
+    print(f"{label}: library {fmt(score['library'])}; F1 {f1}", file=sys.stderr, flush=True)
 
 
 def fmt(value: float | None) -> str:
