@@ -165,6 +165,11 @@ def env(pre_commit_home: Path) -> dict[str, str]:
         "PIP_NO_INDEX": "1",
         # pip reads this variable inverted: "0" means --no-build-isolation.
         "PIP_NO_BUILD_ISOLATION": "0",
+        # skillvc alone: its dependencies are this interpreter's, on PYTHONPATH. Resolving them
+        # again and checking the whole site-packages for conflicts was most of pip's time.
+        "PIP_NO_DEPS": "1",
+        # virtualenv's seed wheels unpacked once per process, not once per test's HOME.
+        "VIRTUALENV_OVERRIDE_APP_DATA": str(pre_commit_home / "virtualenv-app-data"),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }

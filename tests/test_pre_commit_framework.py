@@ -6,8 +6,9 @@ fails the test instead of forking until the machine says "Cannot fork".
 Offline by construction: ``.pre-commit-hooks.yaml`` says ``language: python``, so pre-commit
 builds a virtualenv and runs ``pip install .`` in a clone of the repository. The tests point
 pip at nothing (``PIP_NO_INDEX=1``, ``PIP_CONFIG_FILE`` empty) and put this interpreter's
-site-packages on ``PYTHONPATH``: pip then finds skillvc's dependencies and its build backend
-(hatchling, a test dependency) already there, builds without isolation and downloads nothing.
+site-packages on ``PYTHONPATH``: pip then finds skillvc's build backend (hatchling, a test
+dependency) already there, builds without isolation, installs skillvc alone (``PIP_NO_DEPS``:
+its dependencies are on that path) and downloads nothing.
 The repository pre-commit clones is a copy of this checkout's package files committed in a
 temp dir, so the test does not depend on the checkout's git state. ``PRE_COMMIT_HOME`` is
 shared by the tests of one process (each xdist worker has its own, so no lock is needed):
