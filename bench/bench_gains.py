@@ -14,7 +14,13 @@ and once with the defaults (attribution on, gate confidence 0.8). Per arm:
   ratio to the bundle gate's.
 
     python bench/bench_gains.py [--seeds 40] [--temperature 0.8] [--train 120 --val 60 --test 60]
-        [--jobs 2]
+        [--jobs 2] [--first-seed 0] [--breakdown] [--json FILE]
+
+With both arms it also prints issue 44's goals for the default arm (no harmful rule, at most one
+neutral line per five final skills, the gap to the best at most 0.03 below temperature 1.0, at
+1.0 a mean not below the bundle gate's) and its requests' ratio to the bundle gate's with the
+paired standard error; ``--breakdown`` each arm's requests by stage, read from the runs' event
+logs (``breakdown.py``).
 
 40 seeds by default: a run's requests vary by about 340 from seed to seed (paired with the
 bundle gate's), so over 10 seeds the ratio's standard error is about 0.09 and 10-seed blocks

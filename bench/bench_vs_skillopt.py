@@ -13,14 +13,25 @@ skillvc's default also compares the seed skill with epoch 1's).
 
 Printed per trainer: requests, dependent rounds (maximal sets of overlapping requests), tokens
 (prompt + completion) and wall time; then the ratios skillvc / SkillOpt (issue 27's targets:
-tokens <= 0.5x, requests <= 0.9x, wall <= 0.55x).
+tokens <= 0.5x, requests <= 0.9x, wall <= 0.55x; issue 44's for skillvc's default: requests
+<= 1.0x, tokens <= 0.5x, wall <= 0.55x).
+
+Issue 44: ``--gate default`` runs skillvc with its defaults (attribution on, its own slow-update
+schedule) instead of the paper's recipe, ``--gate both`` (the default) both; for each run the
+bench also prints the bound on dependent rounds its decisions need (``bench_rounds.bound``,
+read from its event log) and, with ``--breakdown``, its requests by stage (``breakdown.py``).
+``--seeds 1-7 --configs small,large`` runs several, then pooled ratios with the worst seed and
+how many meet each goal; ``--skillopt-record FILE`` keeps SkillOpt's figures (each run added
+with ``--skillopt``; without it the recorded median stands in); ``--json FILE`` writes every
+run's figures.
 
 SkillOpt (``pip install skillopt==0.2.0``, a measuring aid, never a dependency of skillvc) is run
 when it is installed and ``--skillopt`` is given; see ``skillopt_figures``. Without it, skillvc's
 figures are printed with the ratios issue 27 states (skillvc before it / SkillOpt).
 
     python bench/bench_vs_skillopt.py [--latency-ms 200] [--config small] [--seed 1]
-        [--env searchqa|officeqa]
+        [--seeds 1-7 --configs small,large] [--gate bundle|default|both] [--breakdown]
+        [--set KEY=VALUE] [--skillopt-record FILE] [--json FILE] [--env searchqa|officeqa]
         [--skillopt --skillopt-src PATH-TO-A-CHECKOUT-OF-microsoft/SkillOpt
         --skillopt-python PYTHON-WITH-SKILLOPT-0.2.0]
 
@@ -322,14 +333,20 @@ def skillvc_figures(
             wall = time.perf_counter() - start
             if done.returncode != 0:
                 raise RuntimeError(f"skillvc failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-            lines = [line for line in done.stdout.splitlines() if line.strip()]
             db = repo / ".skillvc" / "events.db"
             split = breakdown(db)
             events = _sequenced(db)
+            run = json.loads(
+                _run([sys.executable, "-m", "skillvc", "runs", "--json"], repo).stdout
+            )[0]
     finally:
         world.stop()
     out = world.figures(wall, start)
-    out["result"] = "; ".join(line.strip() for line in lines[-2:])
+    out["result"] = (
+        f"val {run['baseline_val']:.3f} -> {run['best_val']:.3f}, test {run['baseline_test']:.3f}"
+        f" -> {run['test']:.3f}; steps {run['steps']}: {run['accepted']} accepted, "
+        f"{run['rejected']} rejected"
+    )
     out["breakdown"] = split
     # The dependent rounds this run's decisions need (bench_rounds.bound: 16 workers).
     out["bound"] = bound(events, workers=16, minibatch=2, early_stop=True)
@@ -892,7 +909,7 @@ def main() -> None:
             {"arm": arm, "config": config, "seed": seed}
             | {f"skillvc_{k}": o.get(k) for k in keep}
             | ({f"skillopt_{k}": t.get(k) for k in keep} if t is not None else {})
-            | {"stages": o["breakdown"]["stages"]}
+            | {"stages": o["breakdown"]["stages"], "skillvc_result": o.get("result")}
             for arm in arms
             for (config, seed), (o, t) in zip(
                 [(c, s) for c in configs for s in seeds], pooled[arm], strict=True
