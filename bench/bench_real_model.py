@@ -577,9 +577,22 @@ def main() -> int:
     # (900 s); both sides wait this long for one call and resend none.
     parser.add_argument("--timeout-s", type=int, default=7200, help="a call's timeout [7200]")
     parser.add_argument(
+        "--report",
+        nargs="+",
+        metavar="RESULTS_JSONL",
+        help="print the table of finished runs in these results.jsonl files, and stop",
+    )
+    parser.add_argument(
         "--skip-done", action="store_true", help="skip runs already in <out>/results.jsonl"
     )
     args = parser.parse_args()
+    if args.report:
+        print(
+            report(
+                [json.loads(x) for f in args.report for x in Path(f).read_text().split("\n") if x]
+            )
+        )
+        return 0
     sides = [x for x in args.sides.split(",") if x] or (
         ["skillvc", "skillopt"] if args.side_by_side else ["skillvc"]
     )
@@ -696,6 +709,39 @@ def _done(log: Path) -> set[tuple[str, str, int]]:
         return set()
     rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
     return {(r["task"], r["side"], r["run"]) for r in rows if "error" not in r}
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of finished runs, set by set, and each side's mean test gain (items)."""
+
+    def items(pair: list[float | None] | None, size: int) -> str:
+        if not pair:
+            return "n/a"
+        return " -> ".join("n/a" if v is None else f"{round(v * size)}/{size}" for v in pair)
+
+    lines = [
+        "| set | side | run | val | test | steps kept | calls | tokens | wall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    gains: dict[tuple[str, str], list[int]] = {}
+    for r in sorted(rows, key=lambda r: (TASKS.index(r["task"]), r["side"], r["run"])):
+        _, n_val, n_test = (int(x) for x in r.get("sizes", "24,20,20").split(","))
+        err = " (error)" if "error" in r else ""
+        lines.append(
+            f"| {r['task']} | {r['side']} | {r['run']}{err} | {items(r.get('val'), n_val)} | "
+            f"{items(r.get('test'), n_test)} | {r.get('accepted', 0)} of {r.get('steps', 0)} | "
+            f"{r.get('calls', 0)} | {r.get('tokens', 0):,} | {r['wall_s'] / 60:.0f} min |"
+        )
+        before, after = (r.get("test") or [None, None])[:2]
+        if before is not None and after is not None:
+            gain = round(after * n_test) - round(before * n_test)
+            gains.setdefault((r["task"], r["side"]), []).append(gain)
+    lines.append("")
+    for (task, side), g in sorted(gains.items()):
+        lines.append(
+            f"- {task}, {side}: mean test gain {sum(g) / len(g):+.1f} items ({len(g)} runs)"
+        )
+    return "\n".join(lines)
 
 
 def row(r: dict[str, Any]) -> str:
