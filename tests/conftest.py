@@ -11,6 +11,7 @@ import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loopback import loopback  # noqa: F401 - the fixture, for every test file
@@ -91,6 +92,31 @@ def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("seed") / "repo"
     make_demo_seed(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def demo_trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The demo trained with its defaults, once per test process: (repo, its RunSummary).
+    Never written to: modules that read it take a copy (``copy_repo``) or copy it per test."""
+    return _trained_copy(demo_seed, tmp_path_factory.mktemp("demo-trained") / "repo", {})
+
+
+@pytest.fixture(scope="session")
+def demo_trained_one_epoch(
+    demo_seed: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Any]:
+    """``demo_trained``, one epoch long (``overrides={"train": {"epochs": 1}}``)."""
+    dest = tmp_path_factory.mktemp("demo-trained-one-epoch") / "repo"
+    return _trained_copy(demo_seed, dest, {"train": {"epochs": 1}})
+
+
+def _trained_copy(seed: Path, dest: Path, overrides: dict[str, Any]) -> tuple[Path, Any]:
+    from skillvc.training.loop import train
+    from skillvc.workspace.workspace import open_workspace
+
+    copy_repo(seed, dest)
+    with seed_env(dest):
+        return dest, train(open_workspace(dest), overrides=overrides)
 
 
 def make_demo_seed(root: Path, package: bool = False) -> None:

@@ -13,20 +13,21 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import copy_repo
 
 from skillvc.cli import cli
 from skillvc.integrations.datasette_app import QUERIES
 from skillvc.review.runs import usage_by_phase
-from skillvc.training.demo import create_demo_repo
-from skillvc.training.loop import RunSummary, train
+from skillvc.training.loop import RunSummary
 from skillvc.workspace.workspace import open_workspace
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunSummary]:
-    root = tmp_path_factory.mktemp("datasette") / "repo"
-    create_demo_repo(root)
-    return root, train(open_workspace(root))
+def trained(
+    demo_trained: tuple[Path, RunSummary], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, RunSummary]:
+    path, summary = demo_trained
+    return copy_repo(path, tmp_path_factory.mktemp("datasette") / "repo"), summary
 
 
 def free_port() -> int:

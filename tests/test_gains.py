@@ -35,10 +35,12 @@ SKILL = "skills/acme-returns/SKILL.md"
 
 
 @pytest.fixture(scope="module")
-def trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunSummary]:
-    """The demo trained once with the defaults (attribution on)."""
-    repo = copy_repo(demo_seed, tmp_path_factory.mktemp("gains") / "repo")
-    return repo, train(open_workspace(repo))
+def trained(
+    demo_trained: tuple[Path, RunSummary], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, RunSummary]:
+    """The demo trained once with the defaults (attribution on), copied for this module."""
+    path, summary = demo_trained
+    return copy_repo(path, tmp_path_factory.mktemp("gains") / "repo"), summary
 
 
 def _optimizer_prompts(repo: Path) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,13 @@ from conftest import git
 from helpers import copy_and_enter
 
 from skillvc.cli import cli
-from skillvc.training.loop import train
-from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 
 
 @pytest.fixture(scope="module")
-def trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = Path(shutil.copytree(demo_seed, tmp_path_factory.mktemp("flags") / "demo"))
-    train(open_workspace(repo), overrides={"train": {"epochs": 1}})
-    return repo
+def trained(demo_trained_one_epoch: tuple[Path, object]) -> Path:
+    return demo_trained_one_epoch[0]  # read-only: every test works on its own copy (``repo``)
 
 
 @pytest.fixture

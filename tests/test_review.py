@@ -11,18 +11,14 @@ from click.testing import CliRunner
 from conftest import git
 
 from skillvc.cli import cli
-from skillvc.training.demo import create_demo_repo
-from skillvc.training.loop import RunSummary, train
-from skillvc.workspace.workspace import open_workspace
+from skillvc.training.loop import RunSummary
 
 SKILL = "skills/acme-returns/SKILL.md"
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunSummary]:
-    root = tmp_path_factory.mktemp("trained") / "repo"
-    create_demo_repo(root)
-    return root, train(open_workspace(root))
+def trained(demo_trained: tuple[Path, RunSummary]) -> tuple[Path, RunSummary]:
+    return demo_trained  # read-only: every test works on its own copy (``repo``)
 
 
 @pytest.fixture

@@ -14,15 +14,14 @@ from click.testing import CliRunner, Result
 from skillvc.cli import cli
 from skillvc.core.hashing import sha256_hex
 from skillvc.core.store import open_store
-from skillvc.training.loop import train
-from skillvc.workspace.workspace import open_workspace
 
 
 @pytest.fixture(scope="module")
-def trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = Path(shutil.copytree(demo_seed, tmp_path_factory.mktemp("show") / "demo"))
-    train(open_workspace(repo), overrides={"train": {"epochs": 1}})
-    return repo
+def trained(
+    demo_trained_one_epoch: tuple[Path, object], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    dest = tmp_path_factory.mktemp("show") / "demo"
+    return Path(shutil.copytree(demo_trained_one_epoch[0], dest))
 
 
 def show(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:

@@ -11,14 +11,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import copy_repo, git
+from conftest import git
 
 from skillvc.cli import cli
 from skillvc.core.events import EVENT_TYPES
 from skillvc.core.store import open_store
-from skillvc.training.loop import train
 from skillvc.views.events import RENDERERS, event_text
-from skillvc.workspace.workspace import open_workspace
 
 SKILL = "skills/acme-returns/SKILL.md"
 
@@ -161,10 +159,8 @@ def test_every_event_type_has_a_text() -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = copy_repo(demo_seed, tmp_path_factory.mktemp("trained") / "repo")
-    train(open_workspace(repo), overrides={"train": {"epochs": 1}})
-    return repo
+def trained(demo_trained_one_epoch: tuple[Path, Any]) -> Path:
+    return demo_trained_one_epoch[0]  # read-only: every test works on its own copy (``repo``)
 
 
 @pytest.fixture
