@@ -53,7 +53,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -271,7 +271,7 @@ def _tool_text(body: dict[str, Any], messages: list[dict[str, Any]]) -> str:
 def sim_respond(model: str, messages: list[dict[str, str]], body: dict[str, Any]) -> str:
     """skillvc's prompts answered by the simulator: model "target" or "optimizer"."""
     role = "optimizer" if model == "optimizer" else "target"
-    params = {k: body[k] for k in ("temperature", "seed") if k in body}
+    params: dict[str, Any] = {k: body[k] for k in ("temperature", "seed") if k in body}
     request = CallRequest(role, "sim:support", tuple(messages), params)
     return SimBackend("sim:support").complete(request).text
 
@@ -932,7 +932,7 @@ def main() -> None:
 
 def _ratios(
     title: str,
-    pairs: list[tuple[dict[str, Any], dict[str, Any] | None]],
+    pairs: Sequence[tuple[dict[str, Any], dict[str, Any] | None]],
     each: bool = False,
 ) -> None:
     """Ratios of summed figures, with issue 44's goals; ``each``: also the worst pair."""
