@@ -10,6 +10,7 @@ URL-encoded, JSON/``\\u``-escaped and wrapped over lines.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import random
 import re
@@ -430,19 +431,26 @@ SECRETS = sorted({secret for _, _, secret in FORMS}, key=len)
 ALL_TEXT = "\n\n".join(text for _, text, _ in FORMS)
 
 
-def forms_of(secret: str) -> set[str]:
+@functools.cache
+def forms_of(secret: str) -> frozenset[str]:
     """``secret_forms.leaked_forms`` plus the JSON/``\\u``-escaped forms."""
     from secret_forms import leaked_forms
 
     escaped = {uescape(secret), secret.replace("/", "\\/")}
-    return leaked_forms(secret) | escaped
+    return frozenset(leaked_forms(secret) | escaped)
 
 
 def found_in(text: str, secret: str) -> bool:
     """``secret`` in any form in ``text``, also once line breaks are taken out (wrapped)."""
+    return any(f in reading for reading in readings(text) for f in forms_of(secret))
+
+
+@functools.lru_cache(maxsize=8)
+def readings(text: str) -> tuple[str, str, str]:
+    """``text``, it with its line breaks taken out, and it without invisible characters: made
+    once per text, not once per secret looked for in it (some texts are a whole log)."""
     joined = text.replace("\\n", "").replace("\\r", "").replace("\n", "").replace("\r", "")
-    visible = INVISIBLE.sub("", text)
-    return any(f in text or f in joined or f in visible for f in forms_of(secret))
+    return text, joined, INVISIBLE.sub("", text)
 
 
 INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
