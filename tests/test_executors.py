@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import ray
 from click.testing import CliRunner
-from conftest import copy_repo
+from conftest import copy_repo, seed_env
 from test_train import history
 
 import skillvc.training.evaluate
@@ -70,12 +70,20 @@ def events(repo: Path) -> list[tuple]:
     return [tuple(r.values()) for r in rows] + [tuple(c.values()) for c in calls]
 
 
+@pytest.fixture(scope="module")
+def on_threads(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The demo trained on the thread pool, once for the module's Ray runs to be compared with:
+    (repo, its history). Never written to."""
+    repo = copy_repo(demo_seed, tmp_path_factory.mktemp("threads") / "repo")
+    with seed_env(repo):  # made before any test's isolated_env, as conftest's demo_trained
+        return repo, train_demo(repo, THREADS)
+
+
 def test_the_demo_trains_on_ray_to_the_same_skill_commits_and_events(
-    ray_cluster: None, demo_seed: Path, tmp_path: Path
+    ray_cluster: None, on_threads: tuple[Path, dict], demo_seed: Path, tmp_path: Path
 ) -> None:
-    threads = copy_repo(demo_seed, tmp_path / "threads")
+    threads, expected = on_threads
     on_ray = copy_repo(demo_seed, tmp_path / "ray")
-    expected = train_demo(threads, THREADS)
     got = train_demo(on_ray, RAY)
     assert got == expected
     assert events(on_ray) == events(threads)
@@ -95,11 +103,12 @@ def dies_once(call: Call) -> object:
 
 def test_a_killed_worker_is_retried_and_the_run_still_matches(
     ray_cluster: None,
+    on_threads: tuple[Path, dict],
     demo_seed: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    expected = train_demo(copy_repo(demo_seed, tmp_path / "threads"), THREADS)
+    expected = on_threads[1]
     marker = Path(os.environ[MARKER])
     assert not marker.exists()
     monkeypatch.setattr(skillvc.training.evaluate, "run_call", dies_once)
