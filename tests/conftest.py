@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import fcntl
 import os
 import shutil
 import subprocess
@@ -157,26 +158,52 @@ def copy_repo(seed: Path, dest: Path) -> Path:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every test process of this session shares: under xdist, the workers' base
+    temp folders' parent (each worker's is ``<that>/popen-gwN``); else the base temp folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def session_lock(path: Path) -> Iterator[None]:
+    """Held by one test process of the session at a time (``flock`` on ``path``)."""
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def skillvc_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A committed copy of the files pre-commit installs skillvc from; (path, commit)."""
-    copy = tmp_path_factory.mktemp("skillvc-src")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("skillvc", "hooks", "templates"):
-        shutil.copytree(ROOT / name, copy / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
-        shutil.copy2(ROOT / name, copy / name)
-    identity = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
-    git(copy, "init", "-q", "-b", "main")
-    git(copy, "add", ".")
-    git(copy, *identity, "commit", "-q", "-m", "skillvc")
-    return copy, git(copy, "rev-parse", "HEAD")
+    """A committed copy of the files pre-commit installs skillvc from; (path, commit).
+    One for the whole session, made by the first worker that asks: pre-commit keys the
+    environments it builds by repository path and commit, so the workers share them too."""
+    shared = session_dir(tmp_path_factory)
+    copy, done = shared / "skillvc-src", shared / "skillvc-src.rev"
+    with session_lock(shared / "skillvc-src.lock"):
+        if not done.exists():
+            shutil.rmtree(copy, ignore_errors=True)  # what a worker that failed here left
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+            for name in ("skillvc", "hooks", "templates"):
+                shutil.copytree(ROOT / name, copy / name, ignore=ignore)
+            for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+                shutil.copy2(ROOT / name, copy / name)
+            identity = ["-c", "user.name=Test", "-c", "user.email=test@example.invalid"]
+            git(copy, "init", "-q", "-b", "main")
+            git(copy, "add", ".")
+            git(copy, *identity, "commit", "-q", "-m", "skillvc")
+            done.write_text(git(copy, "rev-parse", "HEAD"))
+    return copy, done.read_text()
 
 
 @pytest.fixture(scope="session")
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One per test process: pre-commit builds skillvc's environment once and reuses it."""
-    return tmp_path_factory.mktemp("pre-commit-home")
+    """One per session, shared by the xdist workers: pre-commit builds skillvc's environment
+    once (10 s of CPU) and reuses it. pre-commit locks its store while it builds one, and a
+    process that waited for the lock finds the environment built (pre_commit/repository.py)."""
+    home = session_dir(tmp_path_factory) / "pre-commit-home"
+    home.mkdir(exist_ok=True)
+    return home
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ dependency) already there, builds without isolation, installs skillvc alone (``P
 its dependencies are on that path) and downloads nothing.
 The repository pre-commit clones is a copy of this checkout's package files committed in a
 temp dir, so the test does not depend on the checkout's git state. ``PRE_COMMIT_HOME`` is
-shared by the tests of one process (each xdist worker has its own, so no lock is needed):
-the environment is built once, in a few seconds. Those fixtures (``skillvc_repo``,
+shared by the session's test processes (pre-commit locks its store while it builds an
+environment): the environment is built once, in a few seconds. Those fixtures (``skillvc_repo``,
 ``pre_commit_home``, ``env``) live in conftest.py, shared with the package tests.
 """
 
