@@ -5,17 +5,20 @@ from __future__ import annotations
 import compileall
 import fcntl
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from loopback import loopback  # noqa: F401 - the fixture, for every test file
+
+T = TypeVar("T")
 
 
 @pytest.fixture(autouse=True)
@@ -86,20 +89,56 @@ def skill_repo(git_repo: Path) -> Path:
     return git_repo
 
 
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every test process of this session shares: under xdist, the workers' base
+    temp folders' parent (each worker's is ``<that>/popen-gwN``); else the base temp folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def session_lock(path: Path) -> Iterator[None]:
+    """Held by one test process of the session at a time (``flock`` on ``path``)."""
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def once_per_session(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T]
+) -> T:
+    """``make(folder)``'s result, made in ``<session_dir>/<name>`` by the first test process
+    of the session that asks and read back (pickled) by the others, where each xdist worker
+    made its own before. What ``make`` writes must then be read only, as session fixtures'
+    folders already were."""
+    shared = session_dir(tmp_path_factory)
+    folder, result = shared / name, shared / f"{name}.pickle"
+    with session_lock(shared / f"{name}.lock"):
+        if not result.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a process that failed here left
+            folder.mkdir()
+            result.write_bytes(pickle.dumps(make(folder)))
+    return pickle.loads(result.read_bytes())
+
+
 @pytest.fixture(scope="session")
 def demo_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's seed skills repo, made once per session; tests copy it (``copy_repo``), so
     every copy has the same seed commit sha and therefore the same run ids."""
-    root = tmp_path_factory.mktemp("seed") / "repo"
+    return once_per_session(tmp_path_factory, "seed", lambda d: _seed(d / "repo"))
+
+
+def _seed(root: Path) -> Path:
     make_demo_seed(root)
     return root
 
 
 @pytest.fixture(scope="session")
 def demo_trained(demo_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """The demo trained with its defaults, once per test process: (repo, its RunSummary).
+    """The demo trained with its defaults, once per session: (repo, its RunSummary).
     Never written to: modules that read it take a copy (``copy_repo``) or copy it per test."""
-    return _trained_copy(demo_seed, tmp_path_factory.mktemp("demo-trained") / "repo", {})
+    make = lambda d: _trained_copy(demo_seed, d / "repo", {})  # noqa: E731
+    return once_per_session(tmp_path_factory, "demo-trained", make)
 
 
 @pytest.fixture(scope="session")
@@ -107,8 +146,8 @@ def demo_trained_one_epoch(
     demo_seed: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, Any]:
     """``demo_trained``, one epoch long (``overrides={"train": {"epochs": 1}}``)."""
-    dest = tmp_path_factory.mktemp("demo-trained-one-epoch") / "repo"
-    return _trained_copy(demo_seed, dest, {"train": {"epochs": 1}})
+    make = lambda d: _trained_copy(demo_seed, d / "repo", {"train": {"epochs": 1}})  # noqa: E731
+    return once_per_session(tmp_path_factory, "demo-trained-one-epoch", make)
 
 
 def _trained_copy(seed: Path, dest: Path, overrides: dict[str, Any]) -> tuple[Path, Any]:
@@ -156,21 +195,6 @@ def copy_repo(seed: Path, dest: Path) -> Path:
 # -- the real pre-commit framework, offline (see tests/test_pre_commit_framework.py) -----------
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder every test process of this session shares: under xdist, the workers' base
-    temp folders' parent (each worker's is ``<that>/popen-gwN``); else the base temp folder."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-@contextmanager
-def session_lock(path: Path) -> Iterator[None]:
-    """Held by one test process of the session at a time (``flock`` on ``path``)."""
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
 
 
 @pytest.fixture(scope="session")
