@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_repo, git, make_demo_seed, make_package_repo
+from conftest import copy_repo, git, make_demo_seed, make_package_repo, once_per_session
 from helpers import event_count, kill_at_fractions, train_env, train_to_the_end
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -262,22 +262,31 @@ def test_meta_notes_avoid_an_edit_in_one_file_only() -> None:
 
 @pytest.fixture(scope="module")
 def package_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The package demo's seed repo (``skillvc demo --package``), made once per module."""
-    root = tmp_path_factory.mktemp("package-seed") / "repo"
-    make_demo_seed(root, package=True)
-    return root
+    """The package demo's seed repo (``skillvc demo --package``), made once per session
+    (shared by the xdist workers that run this module's tests)."""
+    return once_per_session(tmp_path_factory, "package-seed", _package_seed)
+
+
+def _package_seed(folder: Path) -> Path:
+    make_demo_seed(folder / "repo", package=True)
+    return folder / "repo"
 
 
 @pytest.fixture(scope="module")
 def trained(package_seed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """A copy of the seed after one uninterrupted ``train`` (read-only for the tests)."""
-    repo = copy_repo(package_seed, tmp_path_factory.mktemp("trained") / "repo")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        mp.setenv("HOME", str(repo.parent))
-        summary = train(open_workspace(repo))
-    return repo, summary
+    """A copy of the seed after one uninterrupted ``train`` (read-only for the tests), made
+    once per session like ``package_seed``."""
+
+    def make(folder: Path) -> tuple[Path, Any]:
+        repo = copy_repo(package_seed, folder / "repo")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+            mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+            mp.setenv("HOME", str(repo.parent))
+            summary = train(open_workspace(repo))
+        return repo, summary
+
+    return once_per_session(tmp_path_factory, "package-trained", make)
 
 
 def _changed(repo: Path, rev: str) -> list[str]:
