@@ -533,6 +533,8 @@ def fmt(pair: list[float | None] | None) -> str:
 
 
 def main() -> int:
+    from skillopt_runner import add_skillopt_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", help="a running OpenAI-compatible server, e.g. .../v1")
     parser.add_argument("--model", help="the model name to send [the server's first model]")
@@ -563,16 +565,7 @@ def main() -> int:
     parser.add_argument(
         "--sides", default="", help="skillvc, skillopt or both [both with --side-by-side]"
     )
-    parser.add_argument(
-        "--skillopt-python",
-        default=os.environ.get("SKILLOPT_PYTHON", sys.executable),
-        help="the interpreter SkillOpt 0.2.0 is installed in (default: this one)",
-    )
-    parser.add_argument(
-        "--skillopt-src",
-        default=os.environ.get("SKILLOPT_SRC", ""),
-        help="a checkout of github.com/microsoft/SkillOpt (its prompt files)",
-    )
+    add_skillopt_arguments(parser)
     # A CPU shared with other work answers a reflection in more than skillvc's local default
     # (900 s); both sides wait this long for one call and resend none.
     parser.add_argument("--timeout-s", type=int, default=7200, help="a call's timeout [7200]")

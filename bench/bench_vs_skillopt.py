@@ -64,6 +64,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_rounds import CONFIGS, TOML, make_repo  # noqa: E402
 from skillopt_runner import (  # noqa: E402 - shared with bench_real_model.py
     SKILLOPT_YAML,
+    Loopback,
+    add_skillopt_arguments,
     run_skillopt,
     write_split,
 )
@@ -88,15 +90,8 @@ class Request:
     opens: bool = False  # a target request that starts a conversation (a rollout's first turn)
 
 
-class _Server(ThreadingHTTPServer):
-    # A provider's endpoint takes a burst of connections. socketserver's default listen backlog
-    # (5) dropped connection attempts when a wave opened 16-32 at once; the client's TCP resends
-    # a dropped SYN after 1 s, which put a whole second into about one run in four.
-    request_queue_size = 128
-
-
 @dataclass
-class FakeWorld:
+class FakeWorld(Loopback):
     """The loopback Chat Completions server; ``respond(model, messages, body)`` answers: a
     text, or a tool world's turn (``{"text": ...}`` or ``{"tool_calls": [...]}``)."""
 
@@ -174,20 +169,8 @@ class FakeWorld:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
 
     def figures(self, wall: float, started: float | None = None) -> dict[str, Any]:
         rounds: list[tuple[float, float]] = []
@@ -853,16 +836,7 @@ def main() -> None:
         choices=("searchqa", "officeqa"),
         help="the world: SearchQA-style (no tools) or OfficeQA (the document tools)",
     )
-    parser.add_argument(
-        "--skillopt-python",
-        default=os.environ.get("SKILLOPT_PYTHON", sys.executable),
-        help="the interpreter SkillOpt 0.2.0 is installed in (default: this one)",
-    )
-    parser.add_argument(
-        "--skillopt-src",
-        default=os.environ.get("SKILLOPT_SRC", ""),
-        help="a checkout of github.com/microsoft/SkillOpt (its prompt files)",
-    )
+    add_skillopt_arguments(parser)
     args = parser.parse_args()
     os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     os.environ["SKILLVC_SIM_LATENCY_MS"] = "0"  # the server holds every request instead

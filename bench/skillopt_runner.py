@@ -18,10 +18,12 @@ the wheel ships none). Used by ``bench_vs_skillopt.py`` (a fake world on loopbac
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -168,12 +170,50 @@ class Counted:
 
 
 class _Server(ThreadingHTTPServer):
-    request_queue_size = 128  # a burst of connections (see bench_vs_skillopt's _Server)
+    # A provider's endpoint takes a burst of connections. socketserver's default listen backlog
+    # (5) dropped connection attempts when a wave opened 16-32 at once; the client's TCP resends
+    # a dropped SYN after 1 s, which put a whole second into about one run in four.
+    request_queue_size = 128
     daemon_threads = True
 
 
+class Loopback:
+    """A loopback HTTP server on a free port, served from a daemon thread: the benches' fake
+    world and counting proxy (each sets ``server`` through ``serve``)."""
+
+    server: ThreadingHTTPServer | None
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = _Server(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def add_skillopt_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--skillopt-python`` and ``--skillopt-src``, as both benches take them."""
+    parser.add_argument(
+        "--skillopt-python",
+        default=os.environ.get("SKILLOPT_PYTHON", sys.executable),
+        help="the interpreter SkillOpt 0.2.0 is installed in (default: this one)",
+    )
+    parser.add_argument(
+        "--skillopt-src",
+        default=os.environ.get("SKILLOPT_SRC", ""),
+        help="a checkout of github.com/microsoft/SkillOpt (its prompt files)",
+    )
+
+
 @dataclass
-class CountingProxy:
+class CountingProxy(Loopback):
     """A loopback OpenAI-compatible endpoint in front of ``upstream`` (a base URL ending in
     /v1): requests pass through unchanged, except that a request whose ``model`` is a key of
     ``roles`` is sent as ``model`` with ``roles[key]`` as its temperature when it has none, and
@@ -250,19 +290,8 @@ class CountingProxy:
                     )
                 self._reply(status, data, kind)
 
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
 
     def figures(self) -> dict[str, Any]:
         """Calls (answered with 200), failed calls, tokens, and both by role."""
