@@ -112,7 +112,10 @@ def dates_repo(
     mp: pytest.MonkeyPatch,
     train_extra: str = "",
     epochs: int = 3,
+    forms: bool = False,
 ) -> Path:
+    """The dates world; skillvc's own worked-examples edit off unless ``forms`` (these tests
+    are of the optimizer's repeats; tests/test_forms.py of skillvc's own)."""
     repo = tmp_path / "repo"
     (repo / "skills/dates").mkdir(parents=True)
     (repo / "evals").mkdir()
@@ -130,7 +133,7 @@ def dates_repo(
         f"[target]\n{model}\n\n[optimizer]\n{model}\n\n"
         f"[train]\nepochs = {epochs}\nbatch_size = 6\nminibatch_size = 6\nlearning_rate = 1\n"
         "min_learning_rate = 1\nworkers = 4\nslow_update = false\nmeta_skill = false\n"
-        f"{train_extra}",
+        f"form_examples = {str(forms).lower()}\n{train_extra}",
         encoding="utf-8",
     )
     git(repo, "add", ".")

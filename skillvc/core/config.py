@@ -175,6 +175,10 @@ class TrainConfig:
     # Optimizer answers per reflection minibatch (sample index 0..n-1), deduplicated by
     # normalised edit text: one stubborn answer does not decide the step (issue 46).
     proposals: int = 1
+    # skillvc's own proposal beside the optimizer's: worked examples of the expected answers'
+    # form when most of a step's failures give the expected content in another form
+    # (training/forms.py). The gate decides whether it helps, as for any edit.
+    form_examples: bool = True
     train_description: bool = False  # edits may replace the frontmatter description too
     # Start the next stage's rollouts with the current skill while a candidate is gated; the
     # run's record is the same either way (see training/prefetch.py).
@@ -365,6 +369,8 @@ class Config:
             snapshot["tasks"].pop("environment", None)
         if self.train.proposals == 1:  # recorded only when set: run ids stay as they were
             snapshot["train"].pop("proposals", None)
+        if self.train.form_examples:  # recorded only when off, likewise
+            snapshot["train"].pop("form_examples", None)
         if self.train.gate_targets == "none":
             # Off, the matrix gate is no part of what a run computes (run ids stay as before).
             for key in ("gate_targets", "gate_targets_alpha"):

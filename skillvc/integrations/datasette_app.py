@@ -35,7 +35,7 @@ COLUMNS = {
     "content": "text the edit adds or puts in place",
     "anchor": "line an added text goes after",
     "rationale": "why the optimizer proposed the edit",
-    "source": "optimizer, or human for skillvc apply",
+    "source": "optimizer, skillvc (its own worked-examples edit) or human (skillvc apply)",
     "file": "a skill package's file the edit changes (NULL: the skill file, SKILL.md)",
     "files": "a skill package's files the candidate changes (JSON array; NULL: one-file skill)",
     "kind": "step or slow_update",

@@ -31,7 +31,7 @@ NAMES = {" ": "a space", "\n": "a line break"}
 def shape_evidence(cases: Sequence[Mapping[str, Any]]) -> str:
     """The ``<evidence>`` section for a minibatch of failures ('' when there is nothing to
     say): lines comparing the expected answers with the answers the outputs gave."""
-    pairs = [_pair(c) for c in cases]
+    pairs = [answer_pair(c) for c in cases]
     pairs = [(e, o) for e, o in pairs if e and len(e) <= MAX_ANSWER_CHARS]
     if len(pairs) < 2:
         return ""
@@ -44,14 +44,14 @@ def shape_evidence(cases: Sequence[Mapping[str, Any]]) -> str:
     return f"\n<evidence>\n{head}\n{body}\n</evidence>"
 
 
-def _pair(case: Mapping[str, Any]) -> tuple[str, str]:
+def answer_pair(case: Mapping[str, Any]) -> tuple[str, str]:
     expected = case.get("expected")
     if isinstance(expected, list):
         expected = expected[0] if expected else ""
     return str(expected or "").strip(), extract_answer(str(case.get("output") or ""))
 
 
-def _parts(text: str) -> list[str]:
+def parts(text: str) -> list[str]:
     return [p.lower() for p in _PARTS.findall(text)]
 
 
@@ -60,10 +60,10 @@ def _per_case(pairs: Sequence[tuple[str, str]]) -> list[str]:
     kinds = {
         "differ only in letter case": lambda e, o: e != o and e.lower() == o.lower(),
         "have the same parts with other separators or spacing": lambda e, o: (
-            e.lower() != o.lower() and _parts(e) == _parts(o)
+            e.lower() != o.lower() and parts(e) == parts(o)
         ),
         "have the same parts in another order": lambda e, o: (
-            _parts(e) != _parts(o) and sorted(_parts(e)) == sorted(_parts(o)) != []
+            parts(e) != parts(o) and sorted(parts(e)) == sorted(parts(o)) != []
         ),
         "contain the expected answer and more text": lambda e, o: (
             e.lower() != o.lower() and e.lower() in o.lower()
@@ -82,7 +82,7 @@ def _shared(pairs: Sequence[tuple[str, str]]) -> list[str]:
     expected = [e for e, _ in pairs]
     outputs = [o for _, o in pairs]
     n, out = len(pairs), []
-    for affix, common in (("start", _prefix), ("end", _suffix)):
+    for affix, common in (("start", common_prefix), ("end", _suffix)):
         shared = common(expected)
         if len(shared.strip()) >= 1 and not all(e == shared for e in expected):
             k = sum(
@@ -108,11 +108,11 @@ def _shared(pairs: Sequence[tuple[str, str]]) -> list[str]:
         same = sum(1 for o in outputs if sum(ch.isdigit() for ch in o) == digits[0])
         if same * 2 <= n:
             out.append(f"every expected answer has {digits[0]} digits; {same} of {n} outputs do")
-    counts = {len(_parts(e)) for e in expected}
-    if len(counts) == 1 and (parts := counts.pop()) > 1:
-        same = sum(1 for o in outputs if len(_parts(o)) == parts)
+    counts = {len(parts(e)) for e in expected}
+    if len(counts) == 1 and (count := counts.pop()) > 1:
+        same = sum(1 for o in outputs if len(parts(o)) == count)
         if same * 2 <= n:
-            out.append(f"every expected answer has {parts} parts; {same} of {n} outputs do")
+            out.append(f"every expected answer has {count} parts; {same} of {n} outputs do")
     lo, hi = min(map(len, expected)), max(map(len, expected))
     median = statistics.median(map(len, outputs))
     if median > 2 * hi or median < lo / 2:
@@ -140,7 +140,7 @@ def _name(sep: str) -> str:
     return NAMES.get(sep, f'"{sep}"')
 
 
-def _prefix(texts: Sequence[str]) -> str:
+def common_prefix(texts: Sequence[str]) -> str:
     """The prefix every text shares, cut back to whole parts ("ID-" of "ID-12" and "ID-47",
     not the "202" of two years)."""
     first = min(texts, key=len)
@@ -154,4 +154,4 @@ def _prefix(texts: Sequence[str]) -> str:
 
 
 def _suffix(texts: Sequence[str]) -> str:
-    return _prefix([t[::-1] for t in texts])[::-1]
+    return common_prefix([t[::-1] for t in texts])[::-1]

@@ -45,6 +45,7 @@ from skillvc.training.evaluate import (
     Evaluator,
     Rollout,
 )
+from skillvc.training.forms import form_edit
 from skillvc.training.optimize import (
     Merged,
     Proposal,
@@ -239,9 +240,10 @@ class Trainer(Updates):
         # makes it: a bundle's bet waits for the gate's first pass).
         early_bet = None if len(self.alphas) > 1 else self.speculate("")
         reflection = self.reflect(batch, rollouts, lr)  # backward pass
-        merged = self.aggregate(reflection.proposals)
+        derived = self.derive(batch, rollouts)  # skillvc's own, first among equals
+        merged = self.aggregate([*derived, *reflection.proposals])
         chosen, refuted = self.select(merged, lr)
-        proposed = len(reflection.proposals)
+        proposed = len(derived) + len(reflection.proposals)
         if not chosen and refuted:
             # Every proposal repeats an edit refuted against this skill: other evidence.
             reflection = self.reflect_again(batch, rollouts, lr)
@@ -318,6 +320,29 @@ class Trainer(Updates):
             carried=self.ctx.carried,
             samples=self.t.proposals,
         )
+
+    def derive(self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout]) -> list[Proposal]:
+        """skillvc's own proposal for the step: worked examples of the expected answers' form
+        when most of the batch's failures give the expected content in another form
+        (training/forms.py). One edit per rule while the skill is current, logged as
+        ``edit.proposed`` with ``source`` "skillvc" and its evidence."""
+        if not self.t.form_examples:
+            return []
+        failures = [
+            case
+            for kind, cases in minibatches(batch, rollouts, self.t.gate_metric, len(batch))
+            if kind == "failures"
+            for case in cases
+        ]
+        found = form_edit(failures)
+        if found is None:
+            return []
+        edit = self.state.forms.setdefault(found.rule, found.edit)
+        self.log.emit(
+            "edit.proposed",
+            {"edit": edit.to_dict(), "source": "skillvc", "kind": "form", **found.to_dict()},
+        )
+        return [Proposal(edit, 0, "form")]
 
     def reflect_again(
         self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout], lr: int

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillvc.packages.model import SKILL_FILE, SkillPackage
+from skillvc.skill.edits import Edit
 from skillvc.skill.skilldoc import SkillDocument
 from skillvc.training.repeats import LOST
 
@@ -34,6 +35,9 @@ class RunState:
     # How often each train item was shown to the optimizer as a failure: a step whose every
     # proposal repeats a refuted edit reflects again on the failures shown least.
     shown: dict[str, int] = field(default_factory=dict)
+    # skillvc's worked-examples edit per rule it states (training/forms.py), while the current
+    # skill is current: the same rule brings the same edit, so a refuted one stays held back.
+    forms: dict[str, Edit] = field(default_factory=dict)
     epoch_changed: bool = False  # a candidate or slow update was accepted this epoch
     meta: str = ""  # the meta skill: optimizer-side notes, never shipped
     epoch_accepted: Edits = field(default_factory=list)
@@ -65,6 +69,7 @@ class RunState:
     ) -> None:
         self.doc, self.head = doc, sha
         self.refuted = {}  # their tests were against the skill this one replaces
+        self.forms = {}
         self.epoch_changed = True
         if package is not None:
             assert package.files[SKILL_FILE] == doc.render()

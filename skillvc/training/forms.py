@@ -1,0 +1,205 @@
+"""Worked examples of the expected answers' form, derived by skillvc from train failures.
+
+Issue 46: on two sets whose expected answers all follow a house convention ("OKAFOR, Jonas",
+"ORD-000022"), a 1.5B optimizer never stated the convention, however plainly the evidence
+put it, not even by copying an edit written out for it. When most of a step's failures give
+the expected content in another form, skillvc writes the edit itself: two worked examples
+(the case's message and the expected answer, beside what the target said) and the rewrite
+the expected answers share where it is measurable (a shared prefix or suffix, the parts in
+reverse order, a part's letter case, the joiner, numbers zero-padded to one width). It is
+offered to the gate beside the optimizer's proposals; the gate, not the optimizer, decides
+whether it helps. Measured on the real 1.5B target (docs/benchmarks.md): val 0/20 -> 11/20
+(names) and 0/20 -> 9/20 (orders) for an edit of this shape, where the rule alone or examples
+of answers alone gave 0-3/20 (the small target copied the example's name).
+
+Invariants:
+- A pure function of the cases: the same failures give the same edit, which resume by replay
+  relies on; the loop keeps one edit per rule while a skill is current, so a refuted one is
+  held back like any refuted edit (``repeats.edit_key``).
+- Nothing is derived from failures whose answers differ in content (a wrong fact or choice):
+  worked examples would teach train answers, not a form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillvc.skill.edits import Edit
+from skillvc.training.evidence import MAX_ANSWER_CHARS, answer_pair, common_prefix, parts
+
+EXAMPLES = 2
+MAX_MESSAGE_CHARS = 400  # a longer message is shown as its answer pair alone
+_PART = re.compile(r"[^\W_]+", re.UNICODE)
+HEAD = "Worked examples of the expected answer form (from training):"
+
+
+@dataclass(frozen=True)
+class FormEdit:
+    """The derived edit, the rule it states ('' when none is measurable) and its evidence."""
+
+    edit: Edit
+    rule: str
+    form_failures: int
+    failures: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "form_failures": self.form_failures, "failures": self.failures}
+
+
+def form_edit(cases: Sequence[Mapping[str, Any]]) -> FormEdit | None:
+    """The worked-examples edit for a step's failure ``cases`` (``optimize._case`` dicts), or
+    None when fewer than two, or fewer than half, of them give the expected content in
+    another form."""
+    shaped = [(c, *answer_pair(c)) for c in cases]
+    shaped = [(c, e, o) for c, e, o in shaped if e and len(e) <= MAX_ANSWER_CHARS]
+    form = [(c, e, o) for c, e, o in shaped if o and e != o and _content_in(o, e)]
+    if len(form) < 2 or len(form) * 2 < len(shaped):
+        return None
+    rule = _rule([(e, o) for _, e, o in form])
+    lines = [HEAD, *(_example(c, e, o) for c, e, o in form[:EXAMPLES])]
+    if rule:
+        lines.append(f"Every expected answer {rule}.")
+    edit = Edit(
+        "add",
+        content="\n".join(lines),
+        rationale=(
+            f"{len(form)} of {len(shaped)} failures give the expected content in another "
+            "form (derived by skillvc from their expected answers)"
+        ),
+    )
+    return FormEdit(edit, rule, len(form), len(shaped))
+
+
+def _example(case: Mapping[str, Any], expected: str, answer: str) -> str:
+    """One worked example: the message and the expected answer in the output's own wrapping
+    (its answer tags), beside the answer the target gave."""
+    raw = str(case.get("output") or "").strip()
+    shown = expected
+    if raw.count(answer) == 1 and len(raw) <= len(answer) + 40:
+        shown = raw.replace(answer, expected)
+    message = " ".join(str(case.get("input") or "").split())
+    said = f'(not "{answer}")'
+    if message and len(message) <= MAX_MESSAGE_CHARS:
+        return f'Message: "{message}" Answer: {shown} {said}'
+    return f"Answer: {shown} {said}"
+
+
+def _norm(part: str) -> str:
+    return part.lstrip("0") or "0" if part.isdigit() else part
+
+
+def _content_in(output: str, expected: str) -> bool:
+    """Whether every part of ``output`` is a part of ``expected`` (case aside, numbers without
+    their leading zeros): the same answer, written another way."""
+    have = {_norm(p) for p in parts(expected)}
+    said = [_norm(p) for p in parts(output)]
+    return bool(said) and all(p in have for p in said)
+
+
+def _rule(pairs: Sequence[tuple[str, str]]) -> str:
+    """The rewrite most form failures share, in words ('' when none is measurable)."""
+    n, clauses = len(pairs), []
+    expected = [e for e, _ in pairs]
+    prefix = common_prefix(expected)
+    if _literal(prefix, pairs) and sum(1 for _, o in pairs if o.startswith(prefix)) * 2 < n:
+        clauses.append(f'starts with "{prefix}"')
+    suffix = common_prefix([e[::-1] for e in expected])[::-1]
+    if _literal(suffix, pairs) and sum(1 for _, o in pairs if o.endswith(suffix)) * 2 < n:
+        clauses.append(f'ends with "{suffix}"')
+    for case, test in (("in capitals", str.isupper), ("in lower case", str.islower)):
+        changed = sum(1 for e, o in pairs if test(e) and _cased(o) and not test(o))
+        if changed * 3 >= n * 2:
+            clauses.append(f"is written {case}")
+    multi = [(e, o) for e, o in pairs if len(parts(o)) > 1]
+    if len(multi) * 2 >= n:
+        order = _order(multi)
+        if order:
+            clauses.append(order)
+    width = _width(pairs)
+    if width:
+        clauses.append(f"has its number padded with leading zeros to {width} digits")
+    return ", and ".join(clauses)
+
+
+def _cased(text: str) -> bool:
+    return any(ch.isalpha() for ch in text)
+
+
+def _literal(affix: str, pairs: Sequence[tuple[str, str]]) -> bool:
+    """Whether a shared prefix or suffix is the house's own text, not a part of the answer
+    (every date of a set in one year shares "2024-", which the outputs hold too)."""
+    if not affix.strip():
+        return False
+    said = {_norm(p) for _, o in pairs for p in parts(o)}
+    return not any(_norm(p) in said for p in parts(affix))
+
+
+def _order(pairs: Sequence[tuple[str, str]]) -> str:
+    """The order of the plain answer's parts, the first one's letter case and the joiner,
+    each where most pairs agree and the outputs differ."""
+    words = []
+    orders = Counter(tuple(_positions(e, o)) for e, o in pairs)
+    order, k = orders.most_common(1)[0]
+    agreed = [(e, o) for e, o in pairs if tuple(_positions(e, o)) == order]
+    if k * 3 >= len(pairs) * 2 and len(order) > 1 and list(order) != sorted(order):
+        if list(order) == sorted(order, reverse=True):
+            words.append("has the parts of the plain answer in reverse order")
+        else:
+            named = ", ".join(str(i + 1) for i in order)
+            words.append(f"has the parts of the plain answer in the order {named}")
+        firsts = Counter(_case_of(_slots(e, o)[0]) for e, o in agreed)
+        case, k = firsts.most_common(1)[0]
+        if case and k * 3 >= len(agreed) * 2:
+            words.append(f"the first {case}")
+    joiners = Counter(_joiner(e) for e, _ in pairs)
+    joiner, k = joiners.most_common(1)[0]
+    if joiner and k * 3 >= len(pairs) * 2 and sum(_joiner(o) == joiner for _, o in pairs) < k:
+        words.append(f'its parts joined by "{joiner}"')
+    return ", ".join(words)
+
+
+def _positions(expected: str, output: str) -> list[int]:
+    """Where each part of ``expected`` that comes from ``output`` stands in ``output``."""
+    said = [_norm(p) for p in parts(output)]
+    return [said.index(_norm(p.lower())) for p in _slots(expected, output)]
+
+
+def _slots(expected: str, output: str) -> list[str]:
+    """The parts of ``expected`` that come from ``output``, in ``expected``'s order."""
+    have = {_norm(p) for p in parts(output)}
+    return [p for p in _PART.findall(expected) if _norm(p.lower()) in have]
+
+
+def _case_of(part: str) -> str:
+    if part.isupper() and any(ch.isalpha() for ch in part):
+        return "in capitals"
+    if part.islower():
+        return "in lower case"
+    return ""
+
+
+def _joiner(expected: str) -> str:
+    """The text between the first two parts of ``expected`` ('' for one part)."""
+    found = list(_PART.finditer(expected))
+    return expected[found[0].end() : found[1].start()] if len(found) > 1 else ""
+
+
+def _width(pairs: Sequence[tuple[str, str]]) -> int:
+    """The width the output's number is zero-padded to in the expected answers, when every
+    pair with one number agrees and at least one is padded (0 otherwise)."""
+    widths, padded = set(), False
+    for e, o in pairs:
+        numbers = re.findall(r"\d+", o)
+        if len(numbers) != 1:
+            continue
+        value = _norm(numbers[0])
+        runs = [r for r in re.findall(r"\d+", e) if _norm(r) == value]
+        if not runs:
+            return 0
+        widths.add(len(runs[0]))
+        padded = padded or (runs[0].startswith("0") and len(runs[0]) > len(numbers[0]))
+    return widths.pop() if len(widths) == 1 and padded else 0

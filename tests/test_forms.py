@@ -1,0 +1,191 @@
+"""Issue 46: skillvc's own proposal, worked examples of the expected answers' form.
+
+The unit tests read ``form_edit`` on the failures the real 1.5B model gave on the two convention
+sets (names as "OKAFOR, Jonas", orders as "ORD-000022") and on sets it must leave alone. The
+loop tests run the dates world of ``tests/test_repeats.py`` over the real OpenAI SDK
+(``tests/loopback.py``), with a target that follows worked examples and one that ignores them.
+"""
+
+# The imported ``loopback`` fixture is named by every test's parameter, as pytest wants.
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git
+from loopback import LoopbackServer, chat_messages, is_optimizer_prompt, loopback  # noqa: F401
+from test_repeats import STUBBORN, dates_repo, run_events, target_answer
+
+from skillvc.training.forms import HEAD, form_edit
+
+
+def _case(message: str, expected: str, answer: str) -> dict[str, Any]:
+    return {"input": message, "expected": expected, "output": f"<answer>{answer}</answer>"}
+
+
+NAMES = [
+    _case("Jonas Okafor approved the refund. Who approved it?", "OKAFOR, Jonas", "Jonas Okafor"),
+    _case("Bruno Berger signed the note. Who signed it?", "BERGER, Bruno", "Bruno Berger"),
+    _case("Ravi Mehta packed the box. Who packed it?", "MEHTA, Ravi", "Ravi Mehta"),
+]
+ORDERS = [
+    _case("Returned from order 22; replacement 96771.", "ORD-000022", "22"),
+    _case("Returned from order 96910; replacement 79800.", "ORD-096910", "96910"),
+    _case("Returned from order 604; replacement 3973.", "ORD-000604", "604"),
+]
+
+
+def test_names_get_worked_examples_and_the_measured_rewrite() -> None:
+    found = form_edit(NAMES)
+
+    assert found is not None and found.edit.op == "add"
+    lines = found.edit.content.splitlines()
+    assert lines[0] == HEAD
+    # The case's message, the expected answer in the output's own tags, what the target said.
+    assert lines[1] == (
+        'Message: "Jonas Okafor approved the refund. Who approved it?" '
+        'Answer: <answer>OKAFOR, Jonas</answer> (not "Jonas Okafor")'
+    )
+    assert lines[2].startswith('Message: "Bruno Berger') and len(lines) == 4  # two examples
+    assert found.rule == (
+        "has the parts of the plain answer in reverse order, the first in capitals, "
+        'its parts joined by ", "'
+    )
+    assert lines[3] == f"Every expected answer {found.rule}."
+    assert (found.form_failures, found.failures) == (3, 3)
+    assert "derived by skillvc" in found.edit.rationale
+
+
+def test_orders_get_the_house_prefix_and_the_padding_width() -> None:
+    found = form_edit(ORDERS)
+
+    assert found is not None
+    assert (
+        found.rule == 'starts with "ORD-", and has its number padded with leading zeros to 6 digits'
+    )
+    assert '<answer>ORD-000022</answer> (not "22")' in found.edit.content
+
+
+@pytest.mark.parametrize(
+    ("cases", "rule"),
+    [
+        # Parts of the answer that every expected answer shares are not the house's text:
+        # every date is in 2024, which the outputs hold too.
+        (
+            [
+                _case("x", f"2024-{m:02d}-{d:02d}", f"{m:02d}/{d:02d}/2024")
+                for m, d in [(1, 5), (3, 12), (7, 30)]
+            ],
+            'has the parts of the plain answer in the order 3, 1, 2, its parts joined by "-"',
+        ),
+        ([_case("x", f"{n} km", str(n)) for n in (3, 12, 40)], 'ends with " km"'),
+        ([_case("x", s.upper(), s) for s in ("red car", "blue bike")], "is written in capitals"),
+        # The output's own form differs from the expected only in what cannot be measured.
+        ([_case("x", "Okafor J.", "Jonas Okafor"), _case("x", "Berger B.", "Bruno Berger")], None),
+    ],
+)
+def test_the_rule_states_only_what_the_pairs_share(
+    cases: list[dict[str, Any]], rule: str | None
+) -> None:
+    found = form_edit(cases)
+    if rule is None:
+        assert found is None, "'J' is not a part of 'Jonas Okafor': the content differs"
+    else:
+        assert found is not None and found.rule == rule
+
+
+def test_no_edit_where_the_answers_differ_in_content() -> None:
+    wrong = [_case("Lena met Omar. Who did Lena meet?", "Omar", "Lena")] * 3
+    assert form_edit(wrong) is None, "worked examples would teach train answers, not a form"
+    # Two form failures of five are not most of the step's failures.
+    assert form_edit([*NAMES[:2], *wrong]) is None
+    assert form_edit(NAMES[:1]) is None, "one case is no pattern"
+    # Three of five are.
+    mixed = form_edit([*NAMES, *wrong[:2]])
+    assert mixed is not None and (mixed.form_failures, mixed.failures) == (3, 5)
+
+
+def test_a_long_message_is_left_out_of_its_example() -> None:
+    long = [dict(c, input="word " * 200 + c["input"]) for c in NAMES]
+    found = form_edit(long)
+    assert found is not None
+    assert found.edit.content.splitlines()[1] == (
+        'Answer: <answer>OKAFOR, Jonas</answer> (not "Jonas Okafor")'
+    )
+
+
+def _learner(body: dict[str, Any]) -> str:
+    """A target that follows a worked example of the house date form in its skill, and an
+    optimizer that proposes only its own (wrong) convention."""
+    messages = chat_messages(body)
+    if is_optimizer_prompt(messages):
+        return json.dumps({"analysis": "rule ignored", "edits": [STUBBORN]})
+    skill, task = messages[0]["content"], messages[-1]["content"]
+    if re.search(r"<answer>\d{4}-\d\d-\d\d</answer>", skill):
+        return target_answer(skill + " YYYY-MM-DD", task)
+    return target_answer(skill, task)
+
+
+def test_the_derived_edit_is_gated_and_committed_with_its_evidence(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    loopback.responder = _learner
+    repo = dates_repo(tmp_path, loopback, monkeypatch, forms=True)
+
+    events = run_events(repo)
+
+    ours = [p for kind, _, p in events if kind == "edit.proposed" and p["source"] == "skillvc"]
+    assert len(ours) == 1 and ours[0]["kind"] == "form"
+    assert (ours[0]["form_failures"], ours[0]["failures"]) == (6, 6)
+    gates = [p for kind, _, p in events if kind == "gate" and p["kind"] == "step"]
+    assert gates[0]["decision"] == "accepted" and gates[0]["after"]["mean"] == 1.0
+    assert [e["id"] for e in gates[0]["edits"]] == [ours[0]["edit"]["id"]]
+    skill = (repo / "skills/dates/SKILL.md").read_text(encoding="utf-8")
+    assert HEAD in skill and "<answer>2024-" in skill
+    message = git(repo, "log", "-1", "--format=%B")
+    assert "derived by skillvc" in message
+
+
+def test_a_derived_edit_the_target_ignores_is_gated_once(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The target needs the literal "YYYY-MM-DD": the worked examples change no answer, and
+    the next steps' failures state the same rule, so the same edit is held back."""
+    loopback.responder = lambda body: (
+        json.dumps({"analysis": "", "edits": [STUBBORN]})
+        if is_optimizer_prompt(chat_messages(body))
+        else target_answer(chat_messages(body)[0]["content"], chat_messages(body)[-1]["content"])
+    )
+    repo = dates_repo(tmp_path, loopback, monkeypatch, forms=True)
+
+    events = run_events(repo)
+
+    ours = {
+        p["edit"]["id"]
+        for kind, _, p in events
+        if kind == "edit.proposed" and p["source"] == "skillvc"
+    }
+    assert len(ours) == 1, "one rule, one edit, while the skill is current"
+    gated = [
+        e["id"] for kind, _, p in events if kind == "gate" for e in p["edits"] if e["id"] in ours
+    ]
+    assert len(gated) == 1, "never evaluated again on the same skill"
+    held = [p for kind, _, p in events if kind == "edits.selected" and p.get("refuted")]
+    assert any(ours & set(p["refuted"]) for p in held)
+
+
+def test_off_when_the_config_says_so(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    loopback.responder = _learner
+    repo = dates_repo(tmp_path, loopback, monkeypatch, forms=False)
+
+    events = run_events(repo)
+
+    assert not [p for kind, _, p in events if kind == "edit.proposed" and p["source"] == "skillvc"]
+    assert not [p for kind, _, p in events if kind == "gate" and p["decision"] == "accepted"]
