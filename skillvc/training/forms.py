@@ -56,10 +56,11 @@ def form_edit(cases: Sequence[Mapping[str, Any]]) -> FormEdit | None:
     another form."""
     shaped = [(c, *answer_pair(c)) for c in cases]
     shaped = [(c, e, o) for c, e, o in shaped if e and len(e) <= MAX_ANSWER_CHARS]
-    form = [(c, e, o) for c, e, o in shaped if o and e != o and _content_in(o, e)]
+    form = [(c, e, o) for c, e, o in shaped if o and e != o and _same_content(o, e)]
     if len(form) < 2 or len(form) * 2 < len(shaped):
         return None
-    rule = _rule([(e, o) for _, e, o in form])
+    whole = [(e, o) for _, e, o in form if _content_in(o, e)]
+    rule = _rule(whole) if len(whole) >= 2 and len(whole) * 2 >= len(form) else ""
     lines = [HEAD, *(_example(c, e, o) for c, e, o in form[:EXAMPLES])]
     if rule:
         lines.append(f"Every expected answer {rule}.")
@@ -90,6 +91,18 @@ def _example(case: Mapping[str, Any], expected: str, answer: str) -> str:
 
 def _norm(part: str) -> str:
     return part.lstrip("0") or "0" if part.isdigit() else part
+
+
+def _same_content(output: str, expected: str) -> bool:
+    """Whether ``output`` gives ``expected``'s content in another form: every part of it is
+    a part of ``expected`` ("22" of "ORD-000022"), or at least half of each side's parts are
+    the other's ("January 15, 2024" of "2024-01-15": a month name is no part of a date's
+    digits). A wrong name or number shares no part."""
+    if _content_in(output, expected):
+        return True
+    said, have = {_norm(p) for p in parts(output)}, {_norm(p) for p in parts(expected)}
+    shared = len(said & have)
+    return bool(shared) and shared * 2 >= len(said) and shared * 2 >= len(have)
 
 
 def _content_in(output: str, expected: str) -> bool:
