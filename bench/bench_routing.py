@@ -1,19 +1,28 @@
 """Train a library's routing against a real model as the selector (issue 41).
 
-Not part of CI (it needs a model server). It writes the bundled example library
-(``skillvc.routing.example``: six document-format skills, pdf / docx / xlsx / pptx / csv /
-markdown, with vague, overlapping seed descriptions, and a trigger set of 58 train, 21 val and
-21 test prompts, each wanting one skill or none) into a fresh git repository, points the
-selector and the optimizer at an OpenAI-compatible server, measures the library's routing on
-val and test, trains the descriptions (``skillvc train --routing``) and measures again. It
-prints per-skill F1 before and after, the library score on val and test, the accepted and
-rejected edits, and the calls. It starts no server: give it one that is running.
+Not part of CI (it needs a model server). It writes a bundled example library
+(``skillvc.routing.example``, chosen with ``--library``; each has six skills with vague,
+overlapping seed descriptions and a trigger set of 58 train, 21 val and 21 test prompts, each
+wanting one skill or none) into a fresh git repository, points the selector and the optimizer
+at an OpenAI-compatible server, measures the library's routing on val and test, trains the
+descriptions (``skillvc train --routing``) and measures again. It prints per-skill F1 before
+and after, the library score on val and test, the accepted and rejected edits, and the calls.
+It starts no server: give it one that is running.
+
+The libraries: ``documents`` (the default): pdf / docx / xlsx / pptx / csv / markdown, where
+every prompt names its format, so a selector routes much of it from the skill names alone;
+``support``: billing / refunds / returns / shipping / account / fraud, customer messages that
+do not name their queue, routed by a house policy written only in the labels (a parcel that
+arrived damaged goes to returns, a charge the customer never made to fraud, ...), so what the
+descriptions say decides.
 
     python bench/bench_routing.py --base-url http://127.0.0.1:8080/v1 --model qwen2.5-7b-instruct
     # a different (larger) optimizer, plain-text picks (a server without tool calls):
     python bench/bench_routing.py --base-url URL --model SMALL --optimizer-model LARGE --no-tools
+    # the harder library, where the skill names do not give the answer away:
+    python bench/bench_routing.py --base-url URL --model SMALL --library support
     # offline, with the simulator (no server):
-    python bench/bench_routing.py --sim
+    python bench/bench_routing.py --sim [--library support]
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from skillvc.routing.evaluate import evaluate_routing
-from skillvc.routing.example import write_example
+from skillvc.routing.example import LIBRARIES, write_example
 from skillvc.routing.train import train_routing
 from skillvc.workspace.workspace import open_workspace
 
@@ -40,10 +49,11 @@ def git(repo: Path, *args: str) -> None:
 def make_repo(repo: Path, args: argparse.Namespace) -> None:
     git(repo, "init", "-q", "-b", "main")
     if args.sim:
-        write_example(repo)
+        write_example(repo, library=args.library)
     else:
         write_example(
             repo,
+            library=args.library,
             selector=f"openai:{args.model}",
             optimizer=f"openai:{args.optimizer_model or args.model}",
         )
@@ -84,6 +94,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--no-tools", dest="tools", action="store_false")
     parser.add_argument("--sim", action="store_true", help="sim:routing, no server")
+    parser.add_argument(
+        "--library", choices=sorted(LIBRARIES), default="documents", help="the bundled example"
+    )
     parser.add_argument("--keep", action="store_true", help="print and keep the repository")
     args = parser.parse_args()
     if not args.sim and not args.base_url:
@@ -109,7 +122,8 @@ def main() -> int:
     wall = time.perf_counter() - start
     selector = "sim:routing" if args.sim else args.model
     print(
-        f"selector {selector}, optimizer {args.optimizer_model or selector}, "
+        f"library {args.library}; selector {selector}, "
+        f"optimizer {args.optimizer_model or selector}, "
         f"picks by {'tool call' if args.tools else 'text'}"
     )
     print(

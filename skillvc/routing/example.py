@@ -1,13 +1,20 @@
-"""A bundled routing example: six document-format skills whose domains overlap, with vague
-seed descriptions, and a trigger set over them (train, val, test). It is written by
-``write_example`` for tests, ``bench/bench_routing.py`` and anyone who wants to try
-``skillvc train --routing`` offline with ``sim:routing``."""
+"""The bundled routing examples: libraries of six skills whose domains overlap, with vague
+seed descriptions, and a trigger set over them (train, val, test). ``write_example`` writes one
+for tests, ``bench/bench_routing.py`` and anyone who wants to try ``skillvc train --routing``
+offline with ``sim:routing``.
+
+``documents`` (the default, below): six document-format skills; every prompt names its format,
+so a selector routes much of it from the skill names alone. ``support``
+(``skillvc.routing.example_support``): six customer-support queues where a house policy, written
+only in the labels, decides, and the prompts do not name their skill."""
 
 from __future__ import annotations
 
 import json
 import random
 from pathlib import Path
+
+from skillvc.routing import example_support
 
 # name -> (seed description, the request kinds that belong to it)
 SKILLS: dict[str, tuple[str, list[str]]] = {
@@ -147,29 +154,41 @@ NO_SKILL = [
 ]
 
 
-def trigger_items() -> dict[str, list[dict[str, object]]]:
+# library -> (skills as above, the prompts that want no skill)
+LIBRARIES: dict[str, tuple[dict[str, tuple[str, list[str]]], list[str]]] = {
+    "documents": (SKILLS, NO_SKILL),
+    "support": (example_support.SKILLS, example_support.NO_SKILL),
+}
+
+
+def trigger_items(library: str = "documents") -> dict[str, list[dict[str, object]]]:
     """The trigger set's splits: per skill 9 train, 3 val, 3 test prompts; the prompts that
     want no skill 4 / 3 / 3. Deterministic."""
+    skills, no_skill = LIBRARIES[library]
     splits: dict[str, list[dict[str, object]]] = {"train": [], "val": [], "test": []}
-    for name, (_, prompts) in SKILLS.items():
+    for name, (_, prompts) in skills.items():
         order = list(prompts)
         random.Random(f"routing-example:{name}").shuffle(order)
         for split, part in (("train", order[:9]), ("val", order[9:12]), ("test", order[12:])):
             for k, prompt in enumerate(part):
                 splits[split].append({"id": f"{name}-{split}-{k}", "input": prompt, "skill": name})
-    for split, part in (("train", NO_SKILL[:4]), ("val", NO_SKILL[4:7]), ("test", NO_SKILL[7:])):
+    for split, part in (("train", no_skill[:4]), ("val", no_skill[4:7]), ("test", no_skill[7:])):
         for k, prompt in enumerate(part):
             splits[split].append({"id": f"none-{split}-{k}", "input": prompt, "skill": None})
     return splits
 
 
 def write_example(
-    root: Path, *, selector: str = "sim:routing", optimizer: str = "sim:routing"
+    root: Path,
+    *,
+    library: str = "documents",
+    selector: str = "sim:routing",
+    optimizer: str = "sim:routing",
 ) -> None:
-    """The library under ``root/skills``, the trigger files under ``root/evals/routing`` and a
-    ``skillvc.toml`` naming them (the caller commits them)."""
+    """The library (a key of ``LIBRARIES``) under ``root/skills``, the trigger files under
+    ``root/evals/routing`` and a ``skillvc.toml`` naming them (the caller commits them)."""
     tables = []
-    for name, (description, _) in SKILLS.items():
+    for name, (description, _) in LIBRARIES[library][0].items():
         path = root / "skills" / name / "SKILL.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(
@@ -180,7 +199,7 @@ def write_example(
         tables.append(f'[skills.{name}]\npath = "skills/{name}/SKILL.md"\n')
     folder = root / "evals" / "routing"
     folder.mkdir(parents=True, exist_ok=True)
-    for split, items in trigger_items().items():
+    for split, items in trigger_items(library).items():
         lines = "".join(json.dumps(item) + "\n" for item in items)
         (folder / f"{split}.jsonl").write_text(lines, encoding="utf-8")
     (root / "skillvc.toml").write_text(
