@@ -194,3 +194,23 @@ def test_off_when_the_config_says_so(
 
     assert not [p for kind, _, p in events if kind == "edit.proposed" and p["source"] == "skillvc"]
     assert not [p for kind, _, p in events if kind == "gate" and p["decision"] == "accepted"]
+
+
+def test_a_skill_with_examples_gets_new_ones_under_the_same_heading() -> None:
+    first = form_edit(NAMES[:2])
+    assert first is not None and first.edit.anchor is None
+    skill = f"Answer with the name.\n{first.edit.content}\n"
+
+    more = form_edit(NAMES, skill)
+
+    assert more is not None and more.edit.anchor == HEAD
+    # Only the example the skill lacks; the rule is there already.
+    assert more.edit.content.splitlines() == [_example_line(NAMES[2])]
+    assert form_edit(NAMES[:2], skill) is None, "nothing new to add"
+
+
+def _example_line(case: dict[str, Any]) -> str:
+    answer = case["output"].removeprefix("<answer>").removesuffix("</answer>")
+    return (
+        f'Message: "{case["input"]}" Answer: <answer>{case["expected"]}</answer> (not "{answer}")'
+    )

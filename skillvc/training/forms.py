@@ -50,10 +50,12 @@ class FormEdit:
         return {"rule": self.rule, "form_failures": self.form_failures, "failures": self.failures}
 
 
-def form_edit(cases: Sequence[Mapping[str, Any]]) -> FormEdit | None:
+def form_edit(cases: Sequence[Mapping[str, Any]], skill: str = "") -> FormEdit | None:
     """The worked-examples edit for a step's failure ``cases`` (``optimize._case`` dicts), or
     None when fewer than two, or fewer than half, of them give the expected content in
-    another form."""
+    another form. Where ``skill`` (the current SKILL.md text) holds examples already, the edit
+    adds new ones under the same heading, and the rule only if it is not there yet (None when
+    it would add nothing)."""
     shaped = [(c, *answer_pair(c)) for c in cases]
     shaped = [(c, e, o) for c, e, o in shaped if e and len(e) <= MAX_ANSWER_CHARS]
     form = [(c, e, o) for c, e, o in shaped if o and e != o and _same_content(o, e)]
@@ -61,12 +63,17 @@ def form_edit(cases: Sequence[Mapping[str, Any]]) -> FormEdit | None:
         return None
     whole = [(e, o) for _, e, o in form if _content_in(o, e)]
     rule = _rule(whole) if len(whole) >= 2 and len(whole) * 2 >= len(form) else ""
-    lines = [HEAD, *(_example(c, e, o) for c, e, o in form[:EXAMPLES])]
-    if rule:
+    examples = [_example(c, e, o) for c, e, o in form]
+    lines = list(dict.fromkeys(x for x in examples if x not in skill))[:EXAMPLES]
+    if rule and f"Every expected answer {rule}." not in skill:
         lines.append(f"Every expected answer {rule}.")
+    if not lines:
+        return None
+    anchor = HEAD if skill.count(HEAD) == 1 else None
     edit = Edit(
         "add",
-        content="\n".join(lines),
+        content="\n".join(lines if anchor else [HEAD, *lines]),
+        anchor=anchor,
         rationale=(
             f"{len(form)} of {len(shaped)} failures give the expected content in another "
             "form (derived by skillvc from their expected answers)"

@@ -334,7 +334,7 @@ class Trainer(Updates):
             if kind == "failures"
             for case in cases
         ]
-        found = form_edit(failures)
+        found = form_edit(failures, skill_file_text(self.state.skill))
         if found is None:
             return []
         edit = self.state.forms.setdefault(found.rule, found.edit)
