@@ -240,3 +240,20 @@ def test_an_interrupted_routing_run_resumes_to_the_same_descriptions(
     subjects = ["log", "--format=%s", "--grep=routing step"]
     assert git(cut, *subjects) == git(whole, *subjects)
     assert resumed["fresh_calls"] < resumed["calls"]  # the replay was answered from the log
+
+
+def test_a_description_that_is_not_valid_yaml_is_named_not_read_as_none(library: Path) -> None:
+    """'description: Plans: charges' is no YAML mapping: read as no description, the skill
+    would route nothing and training would rewrite a line it cannot read."""
+    path = library / "skills/csv/SKILL.md"
+    path.write_text(path.read_text().replace("Work with data.", "Data: tables and rows."))
+
+    result = _run(library, "eval", "--routing", "-q")
+
+    assert result.exit_code != 0
+    assert "frontmatter of skills/csv/SKILL.md cannot be read (invalid YAML" in result.output
+    assert 'Quote a description that holds ": "' in result.output
+    # Quoted, it reads.
+    path.write_text(path.read_text().replace("Data: tables and rows.", '"Data: tables and rows."'))
+    quoted = json.loads(_run(library, "eval", "--routing", "--json", "-q").output)
+    assert "csv" in quoted["skills"]

@@ -128,6 +128,14 @@ def load_library(
                 hint="Check the skill paths in skillvc.toml.",
             )
         text = raw.decode("utf-8", errors="replace")
+        broken = SkillDocument.parse(text).frontmatter_error
+        if broken is not None:  # its description would read as none, and route nothing
+            raise ConfigError(
+                f"The frontmatter of {rel}"
+                + (f" at {rev}" if rev else "")
+                + f" cannot be read ({broken}), so neither can its description.",
+                hint='Quote a description that holds ": " (description: "Plans: charges").',
+            )
         table = c.skill_name or c.skill_names[0]
         skills.append(LibrarySkill(_name(c, text, table), table, rel, text))
     names = [s.name for s in skills]
