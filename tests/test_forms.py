@@ -11,6 +11,7 @@ loop tests run the dates world of ``tests/test_repeats.py`` over the real OpenAI
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -214,3 +215,25 @@ def _example_line(case: dict[str, Any]) -> str:
     return (
         f'Message: "{case["input"]}" Answer: <answer>{case["expected"]}</answer> (not "{answer}")'
     )
+
+
+def test_a_run_recorded_without_form_examples_resumes_without_them(tmp_path: Path) -> None:
+    """Recorded only when on: a run from before the edit existed (or with it off) must replay
+    as it ran, and a resume that would turn it on is a change the user is told of."""
+    from skillvc.core.config import parse_config_dict
+    from skillvc.core.events import Event
+    from skillvc.training.resume import _recorded_config, config_changes, started_config
+
+    on = parse_config_dict(
+        {"skill": {"path": "SKILL.md"}, "target": {"model": "sim:support"}}, tmp_path
+    )
+    assert on.to_dict()["train"]["form_examples"] is True
+    off = dataclasses.replace(on, train=dataclasses.replace(on.train, form_examples=False))
+    assert "form_examples" not in off.to_dict()["train"]
+
+    old = Event(1, "run.started", {"config": off.to_dict()}, run_id="run-old")
+    assert started_config(old, on)["train"]["form_examples"] is False
+    changes = config_changes(_recorded_config(old, on), on.to_dict())
+    assert any("form_examples" in c for c in changes), changes
+    new = Event(2, "run.started", {"config": on.to_dict()}, run_id="run-new")
+    assert not config_changes(_recorded_config(new, on), on.to_dict())

@@ -177,7 +177,8 @@ class TrainConfig:
     proposals: int = 1
     # skillvc's own proposal beside the optimizer's: worked examples of the expected answers'
     # form when most of a step's failures give the expected content in another form
-    # (training/forms.py). The gate decides whether it helps, as for any edit.
+    # (training/forms.py). The gate decides whether it helps, as for any edit. Recorded in a
+    # run's config only when on, so a run from before it resumes without it.
     form_examples: bool = True
     train_description: bool = False  # edits may replace the frontmatter description too
     # Start the next stage's rollouts with the current skill while a candidate is gated; the
@@ -369,7 +370,7 @@ class Config:
             snapshot["tasks"].pop("environment", None)
         if self.train.proposals == 1:  # recorded only when set: run ids stay as they were
             snapshot["train"].pop("proposals", None)
-        if self.train.form_examples:  # recorded only when off, likewise
+        if not self.train.form_examples:  # recorded only when on (resume.started_config)
             snapshot["train"].pop("form_examples", None)
         if self.train.gate_targets == "none":
             # Off, the matrix gate is no part of what a run computes (run ids stay as before).
