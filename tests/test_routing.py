@@ -257,3 +257,43 @@ def test_a_description_that_is_not_valid_yaml_is_named_not_read_as_none(library:
     path.write_text(path.read_text().replace("Data: tables and rows.", '"Data: tables and rows."'))
     quoted = json.loads(_run(library, "eval", "--routing", "--json", "-q").output)
     assert "csv" in quoted["skills"]
+
+
+def test_a_refuted_description_is_not_gated_again_on_the_same_library(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+) -> None:
+    """The real 1.5B optimizer proposed the same refused description at the next step, and it
+    was gated again on the same library (21 selector calls for the same verdict)."""
+    monkeypatch.chdir(git_repo)
+    write_example(git_repo, optimizer="openai:optimizer")
+    toml = git_repo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            '[optimizer]\nmodel = "openai:optimizer"',
+            f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
+        )
+    )
+    (git_repo / ".gitignore").write_text(".skillvc/\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "library")
+    greedy = "Work with documents, data, files, text, tables and slides."
+    stubborn = {"skill": "pptx", "description": greedy, "rationale": "slides are documents"}
+    loopback.responder = lambda body: json.dumps({"edits": [stubborn]})
+
+    result = _run(git_repo, "train", "--routing", "--json", "-q")
+
+    assert result.exit_code == 0, result.output
+    from skillvc.core.store import open_store
+
+    with open_store(git_repo / ".skillvc/events.db") as store:
+        events = [(e.type, e.payload) for e in store.events()]
+    gates = [p for kind, p in events if kind == "gate"]
+    assert len(gates) == 1 and gates[0]["decision"] == "rejected"
+    held = [p for kind, p in events if kind == "edits.selected" and p.get("refuted")]
+    steps = [p for kind, p in events if kind == "step.started"]
+    assert len(held) == len(steps) - 1 >= 2, "every later step held it back"
+    assert held[0]["refuted"] == [gates[0]["edits"][0]["id"]]
+    empty = [p["reason"] for kind, p in events if kind == "step.empty"]
+    assert empty.count(
+        "every proposed description repeats one refuted against this library"
+    ) == len(held)

@@ -29,7 +29,7 @@ from skillvc.models.agents.trajectory import Step, Trajectory
 
 SKILLS = {
     "csv": "Tables of values.",
-    "pdf": "Portable documents: merge, split.",
+    "pdf": "Portable documents (merge, split).",
     "slides": "Presentations and decks.",
 }
 VAL = [

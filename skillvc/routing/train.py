@@ -14,6 +14,9 @@ Invariants:
   skill's recall falls significantly (one-sided exact sign test on its own val prompts), and
   the library's score on val rises significantly (the same test on the prompts it flips), all
   at ``significance.gate_alpha`` (``check``'s alpha for routing too).
+- A description edit the gate refused is not gated again while the library stays as it was
+  (matched by skill and normalised text, ``_key``): a deterministic selector would give the
+  same verdict; the step's next edit takes its slot, or the step ends empty.
 - Each accepted edit is one commit that changes only that skill's ``description:`` line, with
   its evidence in the message and trailers (``Skillvc-Routing``, ``Skillvc-Significance``);
   a rejected one is a commit under ``refs/skillvc/rejected/<run>/routing-<step>-<skill>``.
@@ -49,6 +52,7 @@ from skillvc.routing.metrics import RoutingScore
 from skillvc.routing.optimize import DescriptionEdit, propose, template_hash
 from skillvc.routing.triggers import TriggerItem, load_triggers, spellings
 from skillvc.training import commits, significance
+from skillvc.training.repeats import normalised
 from skillvc.training.runlog import RunLog
 from skillvc.workspace.workspace import Workspace
 
@@ -147,6 +151,10 @@ class RoutingTrainer:
         self.agent = agent_of(self.selector)  # an agent preset: its activation is the pick
         self.tools = self.agent is None and uses_tools(self.selector.model, self.rc.tools)
         self.buffer: list[dict[str, Any]] = []
+        # Description edits the gate refused against the current library, by skill and
+        # normalised text -> why: not gated again until an edit is accepted (issue 46).
+        self.refuted: dict[str, str] = {}
+        self.hold_refuted = True
         self.body_runs: list[dict[str, Any]] = []
         self.accepted = self.rejected = self.step = 0
 
@@ -239,6 +247,7 @@ class RoutingTrainer:
                     "branch": self.repo.current_branch(),
                 },
             )
+            self.hold_refuted = bool(started.payload.get("settings", {}).get("hold_refuted"))
             if self.resumed:
                 self.log.note("run.resumed", {"kind": "routing"})
             self.base_commit = str(started.payload["base_commit"])
@@ -256,6 +265,9 @@ class RoutingTrainer:
             "rejected_buffer_size": t.rejected_buffer_size,
             "template": template_hash(),
             "body": self.train_body,
+            # Refuted descriptions are held back while the library stays (issue 46); runs
+            # recorded before that resume without it, so their replay does not diverge.
+            "hold_refuted": True,
         }
 
     def new_run_id(self, settings: dict[str, Any], base: str, library: Library) -> str:
@@ -460,8 +472,28 @@ class RoutingTrainer:
         if not proposals.edits:
             self.log.emit("step.empty", {"reason": "no usable description edit proposed"})
             return
+        fresh = [e for e in proposals.edits if _key(e) not in self.refuted]
+        held = [e for e in proposals.edits if _key(e) in self.refuted]
+        if held and self.hold_refuted:
+            chosen = fresh[: self.rc.edits]
+            self.log.emit(
+                "edits.selected",
+                {
+                    "lr": self.rc.edits,
+                    "selected": [e.id for e in chosen],
+                    "dropped": [e.id for e in fresh[self.rc.edits :]],
+                    "refuted": [e.id for e in held],
+                },
+            )
+            if not chosen:
+                reason = "every proposed description repeats one refuted against this library"
+                self.log.emit("step.empty", {"reason": reason})
+                self.progress.note(f"routing step {self.step}: {reason}")
+                return
+        else:
+            chosen = proposals.edits[: self.rc.edits]
         touched: set[str] = set()
-        for edit in proposals.edits[: self.rc.edits]:
+        for edit in chosen:
             if edit.skill in touched:  # its description changed this step: the edit is stale
                 continue
             if self.gate(epoch, edit):
@@ -554,12 +586,14 @@ class RoutingTrainer:
             self.head = sha
             self.library = candidate
             self.current = result
+            self.refuted = {}  # their gates were against the library this one replaces
             self.progress.note(
                 f"routing step {self.step}: {edit.skill} description accepted, library "
                 f"{_f(lib_before)} -> {_f(lib_after)} ({stated}; {verdict.loss_line()})"
             )
         else:
             self.rejected += 1
+            self.refuted[_key(edit)] = reason
             self.buffer.append(
                 {
                     "skill": edit.skill,
@@ -686,6 +720,11 @@ class RoutingTrainer:
                 self.library = library
                 self.current = self.evaluate(library, self.triggers.val, "val", "bodies")
             self.library = library
+
+
+def _key(edit: DescriptionEdit) -> str:
+    """What makes two description edits the same: the skill and the text, normalised."""
+    return f"{edit.skill}\x1f{normalised(edit.after)}"
 
 
 def brief(score: RoutingScore) -> dict[str, Any]:
