@@ -23,10 +23,15 @@ from skillvc.models import simrouting
 from skillvc.routing.example import write_example
 
 
-def _library(repo: Path, epochs: int = 2, **kw: str) -> Path:
+def _library(repo: Path, epochs: int = 2, quote: bool = False, **kw: str) -> Path:
+    """The example library; skillvc's own quoted-prompts edit off unless ``quote`` (these
+    tests are of the optimizer's edits and the gate)."""
     write_example(repo, **kw)
     toml = repo / "skillvc.toml"
-    toml.write_text(toml.read_text().replace("epochs = 2", f"epochs = {epochs}"))
+    text = toml.read_text().replace("epochs = 2", f"epochs = {epochs}")
+    toml.write_text(
+        text.replace("[routing]\n", f"[routing]\nquote_prompts = {str(quote).lower()}\n")
+    )
     (repo / ".gitignore").write_text(".skillvc/\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "library")
@@ -276,6 +281,8 @@ def test_a_refuted_description_is_not_gated_again_on_the_same_library(
     (git_repo / ".gitignore").write_text(".skillvc/\n")
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-qm", "library")
+    toml.write_text(toml.read_text().replace("[routing]\n", "[routing]\nquote_prompts = false\n"))
+    git(git_repo, "commit", "-qam", "the optimizer's edits alone")
     greedy = "Work with documents, data, files, text, tables and slides."
     stubborn = {"skill": "pptx", "description": greedy, "rationale": "slides are documents"}
     loopback.responder = lambda body: json.dumps({"edits": [stubborn]})
@@ -297,3 +304,86 @@ def test_a_refuted_description_is_not_gated_again_on_the_same_library(
     assert empty.count(
         "every proposed description repeats one refuted against this library"
     ) == len(held)
+
+
+def test_skillvc_quotes_the_prompts_a_skill_missed_and_the_gate_decides(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+) -> None:
+    """An optimizer that proposes nothing usable: skillvc's own edit (the missed prompts,
+    quoted in the description) is what the routing gains, each one gated on the library."""
+    monkeypatch.chdir(git_repo)
+    write_example(git_repo, optimizer="openai:optimizer")
+    toml = git_repo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            '[optimizer]\nmodel = "openai:optimizer"',
+            f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
+        )
+    )
+    (git_repo / ".gitignore").write_text(".skillvc/\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-qm", "library")
+    loopback.responder = lambda body: json.dumps({"edits": []})
+    before = json.loads(_run(git_repo, "eval", "--routing", "--json", "-q").output)
+
+    summary = json.loads(_run(git_repo, "train", "--routing", "--json", "-q").output)
+
+    assert summary["accepted"] >= 1 and summary["after"]["library"] > before["library"]
+    from skillvc.core.store import open_store
+
+    with open_store(git_repo / ".skillvc/events.db") as store:
+        events = [(e.type, e.payload) for e in store.events()]
+    ours = {p["edit"]["id"]: p for kind, p in events if kind == "edit.proposed"}
+    assert ours and all(p["source"] == "skillvc" for p in ours.values())
+    accepted = [p for kind, p in events if kind == "gate" and p["decision"] == "accepted"]
+    edit = accepted[0]["edits"][0]
+    assert edit["id"] in ours and 'Use it for requests such as: "' in edit["content"]
+    assert "derived by skillvc" in edit["rationale"]
+    # No skill's own val prompts were lost significantly on the way.
+    assert all(
+        p["routing"]["losses"] == {} or max(p["routing"]["losses"].values()) > 0.2 for p in accepted
+    )
+
+
+def test_the_quoted_prompts_edit_keeps_to_the_spec_and_extends_its_own_quotes() -> None:
+    from skillvc.routing.derive import LEAD, missed_prompts_edit
+    from skillvc.routing.library import Library, LibrarySkill
+    from skillvc.routing.metrics import Pick
+    from skillvc.routing.triggers import TriggerItem
+
+    def lib(returns: str) -> Library:
+        return Library(
+            tuple(
+                LibrarySkill(
+                    n,
+                    n,
+                    f"skills/{n}/SKILL.md",
+                    f"---\nname: {n}\ndescription: {json.dumps(d)}\n---\n",
+                )
+                for n, d in (("returns", returns), ("shipping", "Help with parcels."))
+            )
+        )
+
+    prompts = ["The mug arrived broken", "The lamp came <cracked>", "The mug arrived broken"]
+    batch = [TriggerItem(f"r{i}", p, "returns") for i, p in enumerate(prompts)]
+    batch.append(TriggerItem("s0", "Where is my parcel", "shipping"))
+    picks = [Pick(it.id, "shipping", "tool") for it in batch]
+
+    edit = missed_prompts_edit(lib("Help with orders."), batch, picks)
+
+    assert edit is not None and edit.skill == "returns"  # 3 missed against shipping's 0
+    # An angle bracket breaks the spec; a repeated prompt is quoted once.
+    assert edit.after == f'Help with orders. {LEAD} "The mug arrived broken".'
+    again = missed_prompts_edit(
+        lib(edit.after),
+        [TriggerItem("r9", "The kettle arrived dented", "returns")],
+        [Pick("r9", None, "tool")],
+    )
+    assert again is not None
+    assert again.after == (
+        f'Help with orders. {LEAD} "The mug arrived broken"; "The kettle arrived dented".'
+    )
+    right = [Pick(it.id, it.expected, "tool") for it in batch]
+    assert missed_prompts_edit(lib("Help with orders."), batch, right) is None
+    full = "x" * 1000
+    assert missed_prompts_edit(lib(full), batch, picks) is None, "over 1,024 characters"

@@ -240,6 +240,9 @@ class RoutingConfig:
     epochs: int | None = None  # None: [train] epochs
     batch_size: int | None = None  # None: [train] batch_size
     edits: int = 2  # description edits gated per step (each gated on its own)
+    # skillvc's own edit beside the optimizer's: the skill that missed the most of a step's
+    # prompts gains up to three of them, quoted (skillvc/routing/derive.py).
+    quote_prompts: bool = True
 
 
 @dataclass

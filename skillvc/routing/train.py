@@ -45,6 +45,7 @@ from skillvc.core.store import EventStore
 from skillvc.models.calls import ModelClient, secret_values
 from skillvc.models.harness import lazy_backend
 from skillvc.repo.skillrepo import ensure_ready_to_train
+from skillvc.routing.derive import missed_prompts_edit
 from skillvc.routing.gate import RoutingVerdict, judge
 from skillvc.routing.library import Library, load_library
 from skillvc.routing.measure import agent_of, measure, uses_tools
@@ -154,7 +155,7 @@ class RoutingTrainer:
         # Description edits the gate refused against the current library, by skill and
         # normalised text -> why: not gated again until an edit is accepted (issue 46).
         self.refuted: dict[str, str] = {}
-        self.hold_refuted = True
+        self.hold_refuted = self.quote_prompts = True
         self.body_runs: list[dict[str, Any]] = []
         self.accepted = self.rejected = self.step = 0
 
@@ -247,7 +248,10 @@ class RoutingTrainer:
                     "branch": self.repo.current_branch(),
                 },
             )
-            self.hold_refuted = bool(started.payload.get("settings", {}).get("hold_refuted"))
+            recorded = started.payload.get("settings", {})
+            self.hold_refuted = bool(recorded.get("hold_refuted"))
+            # A run recorded before skillvc quoted missed prompts resumes without it.
+            self.quote_prompts = bool(recorded.get("routing", {}).get("quote_prompts"))
             if self.resumed:
                 self.log.note("run.resumed", {"kind": "routing"})
             self.base_commit = str(started.payload["base_commit"])
@@ -459,11 +463,15 @@ class RoutingTrainer:
             self.rc.edits,
             step=self.step,
         )
+        derived = missed_prompts_edit(self.library, batch, picks) if self.quote_prompts else None
+        if derived is not None:  # one slot beyond the optimizer's; an optimizer's copy is one
+            proposals.edits = [*(e for e in proposals.edits if e.id != derived.id), derived]
         with self.store.transaction():
             for edit in proposals.edits:
+                source = "skillvc" if edit is derived else "optimizer"
                 self.log.emit(
                     "edit.proposed",
-                    {"edit": edit.to_dict(), "source": "optimizer", "kind": "description"},
+                    {"edit": edit.to_dict(), "source": source, "kind": "description"},
                 )
             for refused in proposals.refused:
                 self.log.emit("edit.refused", refused)
@@ -475,13 +483,13 @@ class RoutingTrainer:
         fresh = [e for e in proposals.edits if _key(e) not in self.refuted]
         held = [e for e in proposals.edits if _key(e) in self.refuted]
         if held and self.hold_refuted:
-            chosen = fresh[: self.rc.edits]
+            chosen = _within(fresh, self.rc.edits, derived)
             self.log.emit(
                 "edits.selected",
                 {
                     "lr": self.rc.edits,
                     "selected": [e.id for e in chosen],
-                    "dropped": [e.id for e in fresh[self.rc.edits :]],
+                    "dropped": [e.id for e in fresh if e not in chosen],
                     "refuted": [e.id for e in held],
                 },
             )
@@ -491,7 +499,7 @@ class RoutingTrainer:
                 self.progress.note(f"routing step {self.step}: {reason}")
                 return
         else:
-            chosen = proposals.edits[: self.rc.edits]
+            chosen = _within(proposals.edits, self.rc.edits, derived)
         touched: set[str] = set()
         for edit in chosen:
             if edit.skill in touched:  # its description changed this step: the edit is stale
@@ -720,6 +728,13 @@ class RoutingTrainer:
                 self.library = library
                 self.current = self.evaluate(library, self.triggers.val, "val", "bodies")
             self.library = library
+
+
+def _within(
+    edits: Sequence[DescriptionEdit], budget: int, derived: DescriptionEdit | None
+) -> list[DescriptionEdit]:
+    """The optimizer's first ``budget`` edits, then skillvc's own (in a slot of its own)."""
+    return [e for e in edits if e is not derived][:budget] + [e for e in edits if e is derived]
 
 
 def _key(edit: DescriptionEdit) -> str:
