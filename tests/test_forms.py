@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,22 +126,27 @@ def test_a_long_message_is_left_out_of_its_example() -> None:
     )
 
 
-def _learner(body: dict[str, Any]) -> str:
-    """A target that follows a worked example of the house date form in its skill, and an
-    optimizer that proposes only its own (wrong) convention."""
-    messages = chat_messages(body)
-    if is_optimizer_prompt(messages):
-        return json.dumps({"analysis": "rule ignored", "edits": [STUBBORN]})
-    skill, task = messages[0]["content"], messages[-1]["content"]
-    if re.search(r"<answer>\d{4}-\d\d-\d\d</answer>", skill):
-        return target_answer(skill + " YYYY-MM-DD", task)
-    return target_answer(skill, task)
+def _dates_world(follows_examples: bool) -> Callable[[dict[str, Any]], str]:
+    """An optimizer that proposes only its own (wrong) convention, and a target that writes
+    the house date form when its skill names it, or, if ``follows_examples``, when the skill
+    shows a worked example of it."""
+
+    def respond(body: dict[str, Any]) -> str:
+        messages = chat_messages(body)
+        if is_optimizer_prompt(messages):
+            return json.dumps({"analysis": "rule ignored", "edits": [STUBBORN]})
+        skill, task = messages[0]["content"], messages[-1]["content"]
+        if follows_examples and re.search(r"<answer>\d{4}-\d\d-\d\d</answer>", skill):
+            skill += " YYYY-MM-DD"
+        return target_answer(skill, task)
+
+    return respond
 
 
 def test_the_derived_edit_is_gated_and_committed_with_its_evidence(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    loopback.responder = _learner
+    loopback.responder = _dates_world(follows_examples=True)
     repo = dates_repo(tmp_path, loopback, monkeypatch, forms=True)
 
     events = run_events(repo)
@@ -162,11 +168,7 @@ def test_a_derived_edit_the_target_ignores_is_gated_once(
 ) -> None:
     """The target needs the literal "YYYY-MM-DD": the worked examples change no answer, and
     the next steps' failures state the same rule, so the same edit is held back."""
-    loopback.responder = lambda body: (
-        json.dumps({"analysis": "", "edits": [STUBBORN]})
-        if is_optimizer_prompt(chat_messages(body))
-        else target_answer(chat_messages(body)[0]["content"], chat_messages(body)[-1]["content"])
-    )
+    loopback.responder = _dates_world(follows_examples=False)
     repo = dates_repo(tmp_path, loopback, monkeypatch, forms=True)
 
     events = run_events(repo)
@@ -188,7 +190,7 @@ def test_a_derived_edit_the_target_ignores_is_gated_once(
 def test_off_when_the_config_says_so(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    loopback.responder = _learner
+    loopback.responder = _dates_world(follows_examples=True)
     repo = dates_repo(tmp_path, loopback, monkeypatch, forms=False)
 
     events = run_events(repo)

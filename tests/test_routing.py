@@ -264,25 +264,38 @@ def test_a_description_that_is_not_valid_yaml_is_named_not_read_as_none(library:
     assert "csv" in quoted["skills"]
 
 
+def _optimizer_at(repo: Path, loopback: LoopbackServer, *, quote: bool) -> None:
+    """The example library with the selector ``sim:routing`` and the optimizer an
+    OpenAI-compatible model behind ``loopback``, committed."""
+    write_example(repo, optimizer="openai:optimizer")
+    toml = repo / "skillvc.toml"
+    toml.write_text(
+        toml.read_text()
+        .replace(
+            '[optimizer]\nmodel = "openai:optimizer"',
+            f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
+        )
+        .replace("[routing]\n", f"[routing]\nquote_prompts = {str(quote).lower()}\n")
+    )
+    (repo / ".gitignore").write_text(".skillvc/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "library")
+
+
+def _events(repo: Path) -> list[tuple[str, Any]]:
+    from skillvc.core.store import open_store
+
+    with open_store(repo / ".skillvc/events.db") as store:
+        return [(e.type, e.payload) for e in store.events()]
+
+
 def test_a_refuted_description_is_not_gated_again_on_the_same_library(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
 ) -> None:
     """The real 1.5B optimizer proposed the same refused description at the next step, and it
     was gated again on the same library (21 selector calls for the same verdict)."""
     monkeypatch.chdir(git_repo)
-    write_example(git_repo, optimizer="openai:optimizer")
-    toml = git_repo / "skillvc.toml"
-    toml.write_text(
-        toml.read_text().replace(
-            '[optimizer]\nmodel = "openai:optimizer"',
-            f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
-        )
-    )
-    (git_repo / ".gitignore").write_text(".skillvc/\n")
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-qm", "library")
-    toml.write_text(toml.read_text().replace("[routing]\n", "[routing]\nquote_prompts = false\n"))
-    git(git_repo, "commit", "-qam", "the optimizer's edits alone")
+    _optimizer_at(git_repo, loopback, quote=False)  # the optimizer's edits alone
     greedy = "Work with documents, data, files, text, tables and slides."
     stubborn = {"skill": "pptx", "description": greedy, "rationale": "slides are documents"}
     loopback.responder = lambda body: json.dumps({"edits": [stubborn]})
@@ -290,10 +303,7 @@ def test_a_refuted_description_is_not_gated_again_on_the_same_library(
     result = _run(git_repo, "train", "--routing", "--json", "-q")
 
     assert result.exit_code == 0, result.output
-    from skillvc.core.store import open_store
-
-    with open_store(git_repo / ".skillvc/events.db") as store:
-        events = [(e.type, e.payload) for e in store.events()]
+    events = _events(git_repo)
     gates = [p for kind, p in events if kind == "gate"]
     assert len(gates) == 1 and gates[0]["decision"] == "rejected"
     held = [p for kind, p in events if kind == "edits.selected" and p.get("refuted")]
@@ -312,27 +322,14 @@ def test_skillvc_quotes_the_prompts_a_skill_missed_and_the_gate_decides(
     """An optimizer that proposes nothing usable: skillvc's own edit (the missed prompts,
     quoted in the description) is what the routing gains, each one gated on the library."""
     monkeypatch.chdir(git_repo)
-    write_example(git_repo, optimizer="openai:optimizer")
-    toml = git_repo / "skillvc.toml"
-    toml.write_text(
-        toml.read_text().replace(
-            '[optimizer]\nmodel = "openai:optimizer"',
-            f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
-        )
-    )
-    (git_repo / ".gitignore").write_text(".skillvc/\n")
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-qm", "library")
+    _optimizer_at(git_repo, loopback, quote=True)
     loopback.responder = lambda body: json.dumps({"edits": []})
     before = json.loads(_run(git_repo, "eval", "--routing", "--json", "-q").output)
 
     summary = json.loads(_run(git_repo, "train", "--routing", "--json", "-q").output)
 
     assert summary["accepted"] >= 1 and summary["after"]["library"] > before["library"]
-    from skillvc.core.store import open_store
-
-    with open_store(git_repo / ".skillvc/events.db") as store:
-        events = [(e.type, e.payload) for e in store.events()]
+    events = _events(git_repo)
     ours = {p["edit"]["id"]: p for kind, p in events if kind == "edit.proposed"}
     assert ours and all(p["source"] == "skillvc" for p in ours.values())
     accepted = [p for kind, p in events if kind == "gate" and p["decision"] == "accepted"]

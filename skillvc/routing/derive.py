@@ -48,7 +48,7 @@ def missed_prompts_edit(
     current = library.get(skill).description
     quotes = [q for q in dict.fromkeys(_quote(p) for p in missed[skill]) if q and q not in current]
     base = current.split(LEAD)[0].strip()
-    shown = [q for q in _between(current) if q] if LEAD in current else []
+    shown = _between(current) if LEAD in current else []
     new = ""
     for quote in quotes[:EXAMPLES]:
         attempt = f"{base} {LEAD} {'; '.join([*shown, quote])}."

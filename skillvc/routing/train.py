@@ -480,10 +480,10 @@ class RoutingTrainer:
         if not proposals.edits:
             self.log.emit("step.empty", {"reason": "no usable description edit proposed"})
             return
-        fresh = [e for e in proposals.edits if _key(e) not in self.refuted]
-        held = [e for e in proposals.edits if _key(e) in self.refuted]
-        if held and self.hold_refuted:
-            chosen = _within(fresh, self.rc.edits, derived)
+        held = [e for e in proposals.edits if self.hold_refuted and _key(e) in self.refuted]
+        fresh = [e for e in proposals.edits if e not in held]
+        chosen = _within(fresh, self.rc.edits, derived)
+        if held:
             self.log.emit(
                 "edits.selected",
                 {
@@ -498,8 +498,6 @@ class RoutingTrainer:
                 self.log.emit("step.empty", {"reason": reason})
                 self.progress.note(f"routing step {self.step}: {reason}")
                 return
-        else:
-            chosen = _within(proposals.edits, self.rc.edits, derived)
         touched: set[str] = set()
         for edit in chosen:
             if edit.skill in touched:  # its description changed this step: the edit is stale

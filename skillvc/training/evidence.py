@@ -23,7 +23,7 @@ from skillvc.tasks.scorers import extract_answer
 
 MAX_LINES = 6
 MAX_ANSWER_CHARS = 400  # longer answers are prose: their shape says little
-_PARTS = re.compile(r"[^\W_]+", re.UNICODE)
+PARTS = re.compile(r"[^\W_]+", re.UNICODE)  # a run of letters or digits
 _SEPARATORS = " -_/.,:;|+()[]'\"#@&*=~"
 NAMES = {" ": "a space", "\n": "a line break"}
 
@@ -52,7 +52,7 @@ def answer_pair(case: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def parts(text: str) -> list[str]:
-    return [p.lower() for p in _PARTS.findall(text)]
+    return [p.lower() for p in PARTS.findall(text)]
 
 
 def _per_case(pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -82,7 +82,7 @@ def _shared(pairs: Sequence[tuple[str, str]]) -> list[str]:
     expected = [e for e, _ in pairs]
     outputs = [o for _, o in pairs]
     n, out = len(pairs), []
-    for affix, common in (("start", common_prefix), ("end", _suffix)):
+    for affix, common in (("start", common_prefix), ("end", common_suffix)):
         shared = common(expected)
         if len(shared.strip()) >= 1 and not all(e == shared for e in expected):
             k = sum(
@@ -124,8 +124,7 @@ _CASES: dict[str, Callable[[str], bool]] = {
     "all lower case": lambda s: any(c.isalpha() for c in s) and s == s.lower(),
     "all upper case": lambda s: any(c.isalpha() for c in s) and s == s.upper(),
     "capitalised words": lambda s: (
-        bool(_PARTS.findall(s))
-        and all(w[:1].isupper() for w in _PARTS.findall(s) if w[:1].isalpha())
+        bool(PARTS.findall(s)) and all(w[:1].isupper() for w in PARTS.findall(s) if w[:1].isalpha())
     ),
 }
 
@@ -153,5 +152,5 @@ def common_prefix(texts: Sequence[str]) -> str:
     return first[: cut + 1]
 
 
-def _suffix(texts: Sequence[str]) -> str:
+def common_suffix(texts: Sequence[str]) -> str:
     return common_prefix([t[::-1] for t in texts])[::-1]

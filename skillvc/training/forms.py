@@ -29,11 +29,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillvc.skill.edits import Edit
-from skillvc.training.evidence import MAX_ANSWER_CHARS, answer_pair, common_prefix, parts
+from skillvc.training.evidence import (
+    MAX_ANSWER_CHARS,
+    PARTS,
+    answer_pair,
+    common_prefix,
+    common_suffix,
+    parts,
+)
 
 EXAMPLES = 2
 MAX_MESSAGE_CHARS = 400  # a longer message is shown as its answer pair alone
-_PART = re.compile(r"[^\W_]+", re.UNICODE)
 HEAD = "Worked examples of the expected answer form (from training):"
 
 
@@ -127,7 +133,7 @@ def _rule(pairs: Sequence[tuple[str, str]]) -> str:
     prefix = common_prefix(expected)
     if _literal(prefix, pairs) and sum(1 for _, o in pairs if o.startswith(prefix)) * 2 < n:
         clauses.append(f'starts with "{prefix}"')
-    suffix = common_prefix([e[::-1] for e in expected])[::-1]
+    suffix = common_suffix(expected)
     if _literal(suffix, pairs) and sum(1 for _, o in pairs if o.endswith(suffix)) * 2 < n:
         clauses.append(f'ends with "{suffix}"')
     for case, test in (("in capitals", str.isupper), ("in lower case", str.islower)):
@@ -191,7 +197,7 @@ def _positions(expected: str, output: str) -> list[int]:
 def _slots(expected: str, output: str) -> list[str]:
     """The parts of ``expected`` that come from ``output``, in ``expected``'s order."""
     have = {_norm(p) for p in parts(output)}
-    return [p for p in _PART.findall(expected) if _norm(p.lower()) in have]
+    return [p for p in PARTS.findall(expected) if _norm(p.lower()) in have]
 
 
 def _case_of(part: str) -> str:
@@ -204,7 +210,7 @@ def _case_of(part: str) -> str:
 
 def _joiner(expected: str) -> str:
     """The text between the first two parts of ``expected`` ('' for one part)."""
-    found = list(_PART.finditer(expected))
+    found = list(PARTS.finditer(expected))
     return expected[found[0].end() : found[1].start()] if len(found) > 1 else ""
 
 
