@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +24,15 @@ from skillvc.models import simrouting
 from skillvc.routing.example import write_example
 
 
-def _library(repo: Path, epochs: int = 2, quote: bool = False, **kw: str) -> Path:
-    """The example library; skillvc's own quoted-prompts edit off unless ``quote`` (these
-    tests are of the optimizer's edits and the gate)."""
+def _library(
+    repo: Path, epochs: int = 2, quote: bool = False, induce: bool = False, **kw: str
+) -> Path:
+    """The example library; skillvc's own quoted-prompts edit and the induced description
+    off unless asked for (these tests are of the optimizer's edits and the gate)."""
     write_example(repo, **kw)
     toml = repo / "skillvc.toml"
     text = toml.read_text().replace("epochs = 2", f"epochs = {epochs}")
-    toml.write_text(
-        text.replace("[routing]\n", f"[routing]\nquote_prompts = {str(quote).lower()}\n")
-    )
+    toml.write_text(text.replace("[routing]\n", f"[routing]\n{_own(quote, induce)}"))
     (repo / ".gitignore").write_text(".skillvc/\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "library")
@@ -219,14 +220,14 @@ def test_an_interrupted_routing_run_resumes_to_the_same_descriptions(
     whole.mkdir()
     git(whole, "init", "-q", "-b", "main")
     monkeypatch.chdir(whole)
-    _library(whole, epochs=1)
+    _library(whole, epochs=1, quote=True, induce=True)  # skillvc's own edits replay too
     assert _run(whole, "train", "--routing", "-q").exit_code == 0
 
     cut = tmp_path / "cut"
     cut.mkdir()
     git(cut, "init", "-q", "-b", "main")
     monkeypatch.chdir(cut)
-    _library(cut, epochs=1)
+    _library(cut, epochs=1, quote=True, induce=True)
     real, seen = RoutingTrainer.gate, []
 
     def gate(self: RoutingTrainer, epoch: int, edit: Any) -> bool:
@@ -264,7 +265,14 @@ def test_a_description_that_is_not_valid_yaml_is_named_not_read_as_none(library:
     assert "csv" in quoted["skills"]
 
 
-def _optimizer_at(repo: Path, loopback: LoopbackServer, *, quote: bool) -> None:
+def _own(quote: bool, induce: bool) -> str:
+    """The [routing] lines that turn skillvc's own edits on or off."""
+    return f"quote_prompts = {str(quote).lower()}\ninduce = {str(induce).lower()}\n"
+
+
+def _optimizer_at(
+    repo: Path, loopback: LoopbackServer, *, quote: bool, induce: bool = False
+) -> None:
     """The example library with the selector ``sim:routing`` and the optimizer an
     OpenAI-compatible model behind ``loopback``, committed."""
     write_example(repo, optimizer="openai:optimizer")
@@ -275,7 +283,7 @@ def _optimizer_at(repo: Path, loopback: LoopbackServer, *, quote: bool) -> None:
             '[optimizer]\nmodel = "openai:optimizer"',
             f'[optimizer]\nmodel = "openai:optimizer"\nbase_url = "{loopback.url}/v1"',
         )
-        .replace("[routing]\n", f"[routing]\nquote_prompts = {str(quote).lower()}\n")
+        .replace("[routing]\n", f"[routing]\n{_own(quote, induce)}")
     )
     (repo / ".gitignore").write_text(".skillvc/\n")
     git(repo, "add", "-A")
@@ -384,3 +392,102 @@ def test_the_quoted_prompts_edit_keeps_to_the_spec_and_extends_its_own_quotes() 
     assert missed_prompts_edit(lib("Help with orders."), batch, right) is None
     full = "x" * 1000
     assert missed_prompts_edit(lib(full), batch, picks) is None, "over 1,024 characters"
+
+
+def _induce_prompts(loopback: LoopbackServer) -> list[str]:
+    from loopback import chat_messages
+
+    texts = [chat_messages(r.json)[-1]["content"] for r in loopback.requests]
+    return [t for t in texts if "skillvc-prompt: route_induce" in t]
+
+
+def _induced_for(prompt: str) -> str:
+    found = re.search(r'Requests that belong to the "(\w+)" skill', prompt)
+    assert found is not None
+    return found.group(1)
+
+
+def test_an_induced_description_of_one_skill_is_asked_for_and_gated(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+) -> None:
+    """On the real 1.5B optimizer the library-wide reflection never gave a description the
+    gate kept; asked for one skill's description from its own requests against its
+    neighbours', the same model wrote one that raised the library (issue 41)."""
+    monkeypatch.chdir(git_repo)
+    _optimizer_at(git_repo, loopback, quote=False, induce=True)
+
+    def responder(body: dict[str, Any]) -> str:
+        from loopback import chat_messages
+
+        prompt = chat_messages(body)[-1]["content"]
+        if "route_induce" not in prompt:
+            return json.dumps({"edits": []})
+        # A small model's plain answer: a label, quotes, and a paragraph after it.
+        return f'Description: "{simrouting.induce(prompt)}"\n\nThis sets it apart.'
+
+    loopback.responder = responder
+    before = json.loads(_run(git_repo, "eval", "--routing", "--json", "-q").output)
+
+    summary = json.loads(_run(git_repo, "train", "--routing", "--json", "-q").output)
+
+    assert summary["accepted"] >= 1 and summary["after"]["library"] > before["library"]
+    events = _events(git_repo)
+    induced = {p["edit"]["id"]: p for kind, p in events if kind == "edit.proposed"}
+    assert induced and all(p["kind"] == "induced" for p in induced.values())
+    accepted = [
+        p["edits"][0] for kind, p in events if kind == "gate" and p["decision"] == "accepted"
+    ]
+    assert all(e["id"] in induced for e in accepted)
+    assert all(
+        re.fullmatch(r"description: Requests about [a-z, ]+\.", e["content"]) for e in accepted
+    )
+    # Train requests only: no val prompt is shown to the optimizer.
+    val = [json.loads(line)["input"] for line in (git_repo / "evals/routing/val.jsonl").open()]
+    prompts = _induce_prompts(loopback)
+    assert prompts and not any(v in p for v in val for p in prompts)
+    assert all("(goes to " in p for p in prompts)
+
+
+def test_a_refused_induction_moves_on_to_another_skill(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
+) -> None:
+    """A greedy induced description is refused; while the library stays, the next step asks
+    for another skill's instead of the same one again."""
+    monkeypatch.chdir(git_repo)
+    _optimizer_at(git_repo, loopback, quote=False, induce=True)
+    greedy = "Any file, document, sheet, slide, table, text, data, page, report or workbook."
+    loopback.responder = lambda body: (
+        greedy if "route_induce" in json.dumps(body) else json.dumps({"edits": []})
+    )
+
+    summary = json.loads(_run(git_repo, "train", "--routing", "--json", "-q").output)
+
+    assert summary["accepted"] == 0 and summary["rejected"] >= 2
+    asked = [_induced_for(p) for p in _induce_prompts(loopback)]
+    assert len(asked) >= 2 and len(set(asked)) == len(asked)
+    gates = [p for kind, p in _events(git_repo) if kind == "gate"]
+    assert [g["skill"] for g in gates] == asked[: len(gates)]
+
+
+def test_an_induced_answer_is_read_as_a_description() -> None:
+    from skillvc.routing.induce import chosen_skill, description_of
+    from skillvc.routing.metrics import Pick
+    from skillvc.routing.triggers import TriggerItem
+
+    assert description_of('Description: "Parcels that never came."\n\nWhy: ...') == (
+        "Parcels that never came."
+    )
+    assert description_of("```\n**Money back** for items sent back.\n```") == (
+        "Money back for items sent back."
+    )
+    assert description_of("  \n") == ""
+    batch = [
+        TriggerItem("a", "broken vase", "returns"),
+        TriggerItem("b", "cracked mug", "returns"),
+        TriggerItem("c", "where is it", "shipping"),
+        TriggerItem("d", "hello", None),
+    ]
+    picks = [Pick(i.id, "refunds", "tool") for i in batch]
+    assert chosen_skill(batch, picks, ()) == "returns"  # 2 missed against shipping's 1
+    assert chosen_skill(batch, picks, {"returns"}) == "shipping"
+    assert chosen_skill(batch, picks, {"returns", "shipping"}) is None

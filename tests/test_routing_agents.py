@@ -68,7 +68,7 @@ def _repo(root: Path, preset: str) -> Path:
         "[train]\nepochs = 2\nbatch_size = 10\nworkers = 2\n\n"
         '[routing]\ntrain = "evals/routing/train.jsonl"\nval = "evals/routing/val.jsonl"\n'
         # The optimizer's edits and the gate alone (tests/test_routing.py: skillvc's own).
-        "quote_prompts = false\n\n" + tables
+        "quote_prompts = false\ninduce = false\n\n" + tables
     )
     (root / ".gitignore").write_text(".skillvc/\nbin/\n")
     git(root, "add", "-A")

@@ -180,6 +180,11 @@ class TrainConfig:
     # (training/forms.py). The gate decides whether it helps, as for any edit. Recorded in a
     # run's config only when on, so a run from before it resumes without it.
     form_examples: bool = True
+    # The same for a label task (a batch's expected answers are a few short labels, as a
+    # queue or a category): worked examples of failures whose expected label the target missed
+    # (training/forms.py ``label_edit``). Off by default until a full run on a real model has
+    # measured it (a probe did: docs/benchmarks.md); recorded only when on, as form_examples.
+    label_examples: bool = False
     train_description: bool = False  # edits may replace the frontmatter description too
     # Start the next stage's rollouts with the current skill while a candidate is gated; the
     # run's record is the same either way (see training/prefetch.py).
@@ -243,6 +248,9 @@ class RoutingConfig:
     # skillvc's own edit beside the optimizer's: the skill that missed the most of a step's
     # prompts gains up to three of them, quoted (skillvc/routing/derive.py).
     quote_prompts: bool = True
+    # One description a step asked of the optimizer for a single skill, from its own train
+    # requests against its neighbours' (skillvc/routing/induce.py).
+    induce: bool = True
 
 
 @dataclass
@@ -373,8 +381,9 @@ class Config:
             snapshot["tasks"].pop("environment", None)
         if self.train.proposals == 1:  # recorded only when set: run ids stay as they were
             snapshot["train"].pop("proposals", None)
-        if not self.train.form_examples:  # recorded only when on (resume.started_config)
-            snapshot["train"].pop("form_examples", None)
+        for key in ("form_examples", "label_examples"):
+            if not getattr(self.train, key):  # recorded only when on (resume.started_config)
+                snapshot["train"].pop(key, None)
         if self.train.gate_targets == "none":
             # Off, the matrix gate is no part of what a run computes (run ids stay as before).
             for key in ("gate_targets", "gate_targets_alpha"):

@@ -7,6 +7,9 @@ dropped, stop words left out); the first listed wins a tie; no shared word loads
 description that never names what its prompts talk about is never loaded, and a greedy one
 ("any file or document") steals its neighbours' prompts, as real selectors do.
 
+Asked to induce one skill's description (prompt kind ``route_induce``), it lists the words at
+least two of that skill's requests use and none of the other requests shown.
+
 The simulated optimizer (prompt kind ``route_descriptions``) reads the misrouted prompts:
 for a skill that missed prompts it adds their most frequent words that its description lacks
 (sometimes a word another skill's prompts use too: an edit that would steal, which the gate
@@ -142,3 +145,14 @@ def optimize(prompt: str, rng: random.Random) -> str:
                 }
             )
     return json.dumps({"edits": proposals[: max(1, budget)]})
+
+
+def induce(prompt: str) -> str:
+    """A plain-text description for the ``route_induce`` prompt: up to six words that at least
+    two of the skill's requests use and none of the others' do, most used first."""
+    own_part, _, other_part = prompt.partition("do NOT belong")
+    lines = [ln[2:] for ln in own_part.splitlines() if ln.startswith("- ")]
+    others = set().union(*(words(ln) for ln in other_part.splitlines() if ln.startswith("- ")))
+    counts = Counter(w for ln in lines for w in _ordered(ln) if not words(w) & others)
+    common = [w for w, n in counts.most_common() if n >= 2][:6]
+    return f"Requests about {', '.join(common)}." if common else "Requests of this kind."

@@ -47,9 +47,10 @@ from skillvc.models.harness import lazy_backend
 from skillvc.repo.skillrepo import ensure_ready_to_train
 from skillvc.routing.derive import missed_prompts_edit
 from skillvc.routing.gate import RoutingVerdict, judge
+from skillvc.routing.induce import chosen_skill, induce, induce_template
 from skillvc.routing.library import Library, load_library
 from skillvc.routing.measure import agent_of, measure, uses_tools
-from skillvc.routing.metrics import RoutingScore
+from skillvc.routing.metrics import Pick, RoutingScore
 from skillvc.routing.optimize import DescriptionEdit, propose, template_hash
 from skillvc.routing.triggers import TriggerItem, load_triggers, spellings
 from skillvc.training import commits, significance
@@ -155,7 +156,10 @@ class RoutingTrainer:
         # Description edits the gate refused against the current library, by skill and
         # normalised text -> why: not gated again until an edit is accepted (issue 46).
         self.refuted: dict[str, str] = {}
-        self.hold_refuted = self.quote_prompts = True
+        self.hold_refuted = self.quote_prompts = self.induce = True
+        # Skills whose induced description the gate refused (or held) against the current
+        # library: the next step induces for another skill until an edit is accepted.
+        self.induced_refused: set[str] = set()
         self.body_runs: list[dict[str, Any]] = []
         self.accepted = self.rejected = self.step = 0
 
@@ -237,7 +241,10 @@ class RoutingTrainer:
                         for s in library
                     ],
                     "dataset": {"hash": self.triggers.hash, "counts": self.triggers.counts()},
-                    "templates": {"route_descriptions": template_hash()},
+                    "templates": {
+                        "route_descriptions": template_hash(),
+                        "route_induce": induce_template(),
+                    },
                     "models": {
                         "target": self.selector.model,
                         "optimizer": self.config.optimizer.model,
@@ -252,6 +259,8 @@ class RoutingTrainer:
             self.hold_refuted = bool(recorded.get("hold_refuted"))
             # A run recorded before skillvc quoted missed prompts resumes without it.
             self.quote_prompts = bool(recorded.get("routing", {}).get("quote_prompts"))
+            # ... and one recorded before skillvc induced descriptions, without that.
+            self.induce = bool(recorded.get("routing", {}).get("induce"))
             if self.resumed:
                 self.log.note("run.resumed", {"kind": "routing"})
             self.base_commit = str(started.payload["base_commit"])
@@ -272,7 +281,7 @@ class RoutingTrainer:
             # Refuted descriptions are held back while the library stays (issue 46); runs
             # recorded before that resume without it, so their replay does not diverge.
             "hold_refuted": True,
-        }
+        } | ({"induce_template": induce_template()} if self.rc.induce else {})
 
     def new_run_id(self, settings: dict[str, Any], base: str, library: Library) -> str:
         digest = content_id(
@@ -463,16 +472,22 @@ class RoutingTrainer:
             self.rc.edits,
             step=self.step,
         )
+        induced, not_induced = self.induced_edit(batch, picks)
         derived = missed_prompts_edit(self.library, batch, picks) if self.quote_prompts else None
-        if derived is not None:  # one slot beyond the optimizer's; an optimizer's copy is one
-            proposals.edits = [*(e for e in proposals.edits if e.id != derived.id), derived]
+        own = [e for e in (induced, derived) if e is not None]
+        own = [e for i, e in enumerate(own) if e.id not in {o.id for o in own[:i]}]
+        if own:  # slots beyond the optimizer's; an optimizer's copy of one is that one
+            ids = {e.id for e in own}
+            proposals.edits = [*(e for e in proposals.edits if e.id not in ids), *own]
         with self.store.transaction():
             for edit in proposals.edits:
+                kind = "induced" if edit is induced else "description"
                 source = "skillvc" if edit is derived else "optimizer"
                 self.log.emit(
-                    "edit.proposed",
-                    {"edit": edit.to_dict(), "source": source, "kind": "description"},
+                    "edit.proposed", {"edit": edit.to_dict(), "source": source, "kind": kind}
                 )
+            if not_induced is not None:
+                self.log.emit("edit.refused", not_induced)
             for refused in proposals.refused:
                 self.log.emit("edit.refused", refused)
             if proposals.failure is not None:
@@ -482,7 +497,9 @@ class RoutingTrainer:
             return
         held = [e for e in proposals.edits if self.hold_refuted and _key(e) in self.refuted]
         fresh = [e for e in proposals.edits if e not in held]
-        chosen = _within(fresh, self.rc.edits, derived)
+        chosen = _within(fresh, self.rc.edits, own)
+        if induced is not None and induced in held:
+            self.induced_refused.add(induced.skill)
         if held:
             self.log.emit(
                 "edits.selected",
@@ -504,6 +521,24 @@ class RoutingTrainer:
                 continue
             if self.gate(epoch, edit):
                 touched.add(edit.skill)
+            elif edit is induced:
+                self.induced_refused.add(edit.skill)
+
+    def induced_edit(
+        self, batch: Sequence[TriggerItem], picks: Sequence[Pick]
+    ) -> tuple[DescriptionEdit | None, dict[str, Any] | None]:
+        """The step's induced description (``induce.py``) and, when there is none after a
+        skill was chosen, the ``edit.refused`` payload saying why."""
+        skill = chosen_skill(batch, picks, self.induced_refused) if self.induce else None
+        if skill is None:
+            return None, None
+        edit, why = induce(
+            self.client, self.library, skill, self.triggers.train, batch, picks, step=self.step
+        )
+        if edit is None:
+            self.induced_refused.add(skill)
+            return None, {"edit": {"skill": skill, "kind": "induced"}, "reason": why}
+        return edit, None
 
     # -- the gate ---------------------------------------------------------------------------
 
@@ -593,6 +628,7 @@ class RoutingTrainer:
             self.library = candidate
             self.current = result
             self.refuted = {}  # their gates were against the library this one replaces
+            self.induced_refused = set()
             self.progress.note(
                 f"routing step {self.step}: {edit.skill} description accepted, library "
                 f"{_f(lib_before)} -> {_f(lib_after)} ({stated}; {verdict.loss_line()})"
@@ -729,10 +765,11 @@ class RoutingTrainer:
 
 
 def _within(
-    edits: Sequence[DescriptionEdit], budget: int, derived: DescriptionEdit | None
+    edits: Sequence[DescriptionEdit], budget: int, own: Sequence[DescriptionEdit]
 ) -> list[DescriptionEdit]:
-    """The optimizer's first ``budget`` edits, then skillvc's own (in a slot of its own)."""
-    return [e for e in edits if e is not derived][:budget] + [e for e in edits if e is derived]
+    """The optimizer's first ``budget`` edits, then skillvc's own (each in a slot of its
+    own: the induced description, then the quoted prompts)."""
+    return [e for e in edits if e not in own][:budget] + [e for e in edits if e in own]
 
 
 def _key(edit: DescriptionEdit) -> str:

@@ -138,6 +138,8 @@ class SimBackend:
         if self.world == "tasks":
             return simtasks.optimize(kind, prompt, rng)
         if self.world == "routing":
+            if kind == "route_induce":
+                return simrouting.induce(prompt)
             return simrouting.optimize(prompt, rng)
         if kind == "reflect" and self.world == "inventory":
             rejected: dict[str, int] = {}
