@@ -23,7 +23,7 @@ from conftest import git
 from loopback import LoopbackServer, chat_messages, is_optimizer_prompt, loopback  # noqa: F401
 from test_repeats import STUBBORN, dates_repo, run_events, target_answer
 
-from skillvc.training.forms import HEAD, form_edit
+from skillvc.training.forms import HEAD, LABEL_HEAD, form_edit, label_edit
 
 
 def _case(message: str, expected: str, answer: str) -> dict[str, Any]:
@@ -239,3 +239,88 @@ def test_a_run_recorded_without_form_examples_resumes_without_them(tmp_path: Pat
     assert any("form_examples" in c for c in changes), changes
     new = Event(2, "run.started", {"config": on.to_dict()}, run_id="run-new")
     assert not config_changes(_recorded_config(new, on), on.to_dict())
+
+
+TICKETS = [
+    _case("The parcel arrived opened and the laptop is missing.", "escalate", "shipping"),
+    _case("My bank opened a chargeback for last month.", "escalate", "billing"),
+    _case("I want a refund because the delivery came late.", "shipping", "billing"),
+]
+QUEUES = ["escalate", "shipping", "billing", "technical", "account", "escalate"] * 2
+
+
+def test_a_label_task_gets_worked_examples_of_different_labels() -> None:
+    """Routing tickets by a policy with exceptions: on the real 1.5B target two worked
+    examples took val from 7/20 to 14/20."""
+    found = label_edit(TICKETS, QUEUES)
+
+    assert found is not None and found.edit.op == "add" and found.edit.anchor is None
+    lines = found.edit.content.splitlines()
+    assert lines[0] == LABEL_HEAD and len(lines) == 3
+    # One example per expected label first: escalate, then shipping (not the second escalate).
+    assert lines[1] == (
+        'Message: "The parcel arrived opened and the laptop is missing." '
+        'Answer: <answer>escalate</answer> (not "shipping")'
+    )
+    assert (
+        lines[2].startswith('Message: "I want a refund') and "<answer>shipping</answer>" in lines[2]
+    )
+    assert (found.form_failures, found.failures) == (3, 3)
+    skill = f"Route the ticket.\n{found.edit.content}\n"
+    more = label_edit(TICKETS, QUEUES, skill)
+    assert more is not None and more.edit.anchor == LABEL_HEAD
+    assert more.edit.content.splitlines() == [_example_line(TICKETS[1])]
+
+
+def test_no_label_edit_where_the_answers_are_not_a_few_labels() -> None:
+    numbers = [_case(f"{n} boxes of 12 pencils?", str(n * 12), str(n * 11)) for n in range(3, 9)]
+    assert label_edit(numbers, [c["expected"] for c in numbers]) is None, "every answer differs"
+    assert label_edit(TICKETS, QUEUES[:3]) is None, "too few answers to call them labels"
+    long = ["a queue with a name far longer than any label a task would use"] * 6
+    assert label_edit(TICKETS, long) is None
+    assert label_edit(TICKETS[:1], QUEUES) is None, "one failure is no pattern"
+
+
+def test_label_examples_are_off_unless_the_config_turns_them_on(tmp_path: Path) -> None:
+    from skillvc.core.config import parse_config_dict
+
+    off = parse_config_dict(
+        {"skill": {"path": "SKILL.md"}, "target": {"model": "sim:support"}}, tmp_path
+    )
+    assert off.train.label_examples is False and "label_examples" not in off.to_dict()["train"]
+    on = parse_config_dict(
+        {
+            "skill": {"path": "SKILL.md"},
+            "target": {"model": "sim:support"},
+            "train": {"label_examples": True},
+        },
+        tmp_path,
+    )
+    assert on.to_dict()["train"]["label_examples"] is True
+
+
+def test_the_loop_offers_label_examples_on_a_label_task_when_turned_on(
+    demo_seed: Path, tmp_path: Path
+) -> None:
+    """The demo's tickets are answered with one of a few actions: a label task. The simulated
+    target knows a rule only by its key phrase, so it ignores worked examples: the edit is
+    gated once and held while the skill is current."""
+    from conftest import copy_repo, seed_env
+
+    from skillvc.core.store import open_store
+    from skillvc.training.loop import train
+    from skillvc.workspace.workspace import open_workspace
+
+    repo = copy_repo(demo_seed, tmp_path / "repo")
+    with seed_env(repo):
+        train(open_workspace(repo), overrides={"train": {"epochs": 1, "label_examples": True}})
+    with open_store(repo / ".skillvc/events.db") as store:
+        events = [(e.type, e.payload) for e in store.events()]
+    ours = [p for kind, p in events if kind == "edit.proposed" and p["source"] == "skillvc"]
+    assert ours and {p["kind"] for p in ours} == {"label"}
+    assert ours[0]["edit"]["content"].startswith(LABEL_HEAD + "\nMessage: ")
+    gated = [e["id"] for kind, p in events if kind == "gate" for e in p["edits"]]
+    ids = {p["edit"]["id"] for p in ours}
+    assert ids & set(gated), "offered to the gate"
+    started = next(p for kind, p in events if kind == "run.started")
+    assert started["config"]["train"]["label_examples"] is True

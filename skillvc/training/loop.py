@@ -45,7 +45,7 @@ from skillvc.training.evaluate import (
     Evaluator,
     Rollout,
 )
-from skillvc.training.forms import form_edit
+from skillvc.training.forms import form_edit, label_edit
 from skillvc.training.optimize import (
     Merged,
     Proposal,
@@ -326,7 +326,7 @@ class Trainer(Updates):
         when most of the batch's failures give the expected content in another form
         (training/forms.py). One edit per rule while the skill is current, logged as
         ``edit.proposed`` with ``source`` "skillvc" and its evidence."""
-        if not self.t.form_examples:
+        if not (self.t.form_examples or self.t.label_examples):
             return []
         failures = [
             case
@@ -334,15 +334,19 @@ class Trainer(Updates):
             if kind == "failures"
             for case in cases
         ]
-        found = form_edit(failures, skill_file_text(self.state.skill))
+        text = skill_file_text(self.state.skill)
+        found, kind = (form_edit(failures, text) if self.t.form_examples else None), "form"
+        if found is None and self.t.label_examples:
+            expected = [item.targets[0] for item in batch if len(item.targets) == 1]
+            found, kind = label_edit(failures, expected, text), "label"
         if found is None:
             return []
         edit = self.state.forms.setdefault(found.rule, found.edit)
         self.log.emit(
             "edit.proposed",
-            {"edit": edit.to_dict(), "source": "skillvc", "kind": "form", **found.to_dict()},
+            {"edit": edit.to_dict(), "source": "skillvc", "kind": kind, **found.to_dict()},
         )
-        return [Proposal(edit, 0, "form")]
+        return [Proposal(edit, 0, kind)]
 
     def reflect_again(
         self, batch: Sequence[TaskItem], rollouts: Sequence[Rollout], lr: int

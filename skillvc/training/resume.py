@@ -262,11 +262,12 @@ def started_config(unfinished: Event, now: Config) -> dict[str, Any]:
     if isinstance(train, Mapping) and "attribution" not in train:
         # A run started before attribution existed resumes with the bundle gate it had.
         snapshot["train"] = {**train, "attribution": False}
-    train = snapshot.get("train")
-    if isinstance(train, Mapping) and "form_examples" not in train:
-        # Recorded only when on: a run without it (started before it existed, or with it off)
-        # resumes without skillvc's worked-examples edit, and its replay does not diverge.
-        snapshot["train"] = {**train, "form_examples": False}
+    for key in ("form_examples", "label_examples"):
+        train = snapshot.get("train")
+        if isinstance(train, Mapping) and key not in train:
+            # Recorded only when on: a run without it (started before it existed, or with it
+            # off) resumes without that worked-examples edit, and its replay does not diverge.
+            snapshot["train"] = {**train, key: False}
     if REDACTED in canonical_json(snapshot):  # the log lost secrets; skillvc.toml has them
         snapshot = restore(snapshot, now.to_dict())
     return snapshot
