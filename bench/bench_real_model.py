@@ -289,7 +289,8 @@ def make_repo(
         f"[train]\nepochs = {args.epochs}\nbatch_size = {args.batch_size}\n"
         f"minibatch_size = {args.minibatch_size}\nlearning_rate = {args.lr}\n"
         f"min_learning_rate = 1\nworkers = 4\nseed = {args.seed if seed is None else seed}\n"
-        "slow_update = false\nmeta_skill = false\n",
+        "slow_update = false\nmeta_skill = false\n"
+        + ("label_examples = true\n" if getattr(args, "label_examples", False) else ""),
         encoding="utf-8",
     )
     (root / ".gitignore").write_text(".skillvc/\n", encoding="utf-8")
@@ -576,6 +577,11 @@ def main() -> int:
         help="print the table of finished runs in these results.jsonl files, and stop",
     )
     parser.add_argument(
+        "--label-examples",
+        action="store_true",
+        help="skillvc with [train] label_examples = true (off by default; a variant)",
+    )
+    parser.add_argument(
         "--skip-done", action="store_true", help="skip runs already in <out>/results.jsonl"
     )
     args = parser.parse_args()
@@ -676,6 +682,7 @@ def run_one(
         "dir": str(root),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "skillvc_commit": skillvc_commit(),
+        **({"variant": "label_examples"} if side == "skillvc" and args.label_examples else {}),
         "wall_s": result.get("wall_s", round(time.monotonic() - started, 1)),
         **counted,
     }
