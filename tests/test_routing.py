@@ -491,3 +491,35 @@ def test_an_induced_answer_is_read_as_a_description() -> None:
     assert chosen_skill(batch, picks, ()) == "returns"  # 2 missed against shipping's 1
     assert chosen_skill(batch, picks, {"returns"}) == "shipping"
     assert chosen_skill(batch, picks, {"returns", "shipping"}) is None
+
+
+def test_the_induce_prompt_shows_the_confused_neighbours_first_in_a_large_library() -> None:
+    from skillvc.routing.induce import OTHERS, messages
+    from skillvc.routing.library import Library, LibrarySkill
+    from skillvc.routing.metrics import Pick
+    from skillvc.routing.triggers import TriggerItem
+
+    names = [f"s{i}" for i in range(9)]
+    library = Library(
+        tuple(
+            LibrarySkill(n, n, f"skills/{n}/SKILL.md", f"---\nname: {n}\ndescription: {n}.\n---\n")
+            for n in names
+        )
+    )
+    train = [TriggerItem(f"{n}-{k}", f"a request {k} for {n}", n) for n in names for k in range(3)]
+    # s0's request went to s8; one of s7's came to s0.
+    batch = [train[0], train[7 * 3]]
+    picks = [Pick(train[0].id, "s8", "tool"), Pick(train[7 * 3].id, "s0", "tool")]
+
+    prompt = messages(library, "s0", train, batch, picks)[0]["content"]
+
+    others = [line for line in prompt.splitlines() if "(goes to " in line]
+    assert len(others) == OTHERS < 2 * (len(names) - 1)
+    assert others[0] == "- a request 0 for s7 (goes to s7)", "the request it took, first"
+    assert {line.rsplit("(goes to ", 1)[1] for line in others[:4]} == {"s7)", "s8)"}
+    own = [
+        line
+        for line in prompt.splitlines()
+        if line.startswith("- a request") and "goes" not in line
+    ]
+    assert own[0] == "- a request 0 for s0" and len(own) == 3

@@ -35,7 +35,8 @@ from skillvc.routing.triggers import TriggerItem
 
 KIND = "route_induce"
 OWN = 8  # the skill's own requests shown
-PER_NEIGHBOUR = 2  # each other skill's requests shown
+PER_NEIGHBOUR = 2  # each other skill's requests shown ...
+OTHERS = 12  # ... up to this many in all, the skills it is confused with first
 MAX_ANSWER_TOKENS = 200
 
 TEMPLATE = """<!-- skillvc-prompt: route_induce -->
@@ -79,24 +80,28 @@ def messages(
     picks: Sequence[Pick],
 ) -> list[dict[str, str]]:
     """The prompt: ``skill``'s train requests (the batch's missed ones first) and up to
-    ``PER_NEIGHBOUR`` of each other skill's (first those the selector gave to ``skill``)."""
+    ``PER_NEIGHBOUR`` of each other skill's (first those the selector gave to ``skill``), at
+    most ``OTHERS`` in all: in a larger library, the skills it was confused with first."""
+    pairs = [(item, pick) for item, pick in zip(batch, picks, strict=True) if pick.ok]
     took = {
         item.id
-        for item, pick in zip(batch, picks, strict=True)
-        if pick.ok and pick.picked == skill and item.expected not in (None, skill)
+        for item, pick in pairs
+        if pick.picked == skill and item.expected not in (None, skill)
     }
     missed = {
-        item.id
-        for item, pick in zip(batch, picks, strict=True)
-        if pick.ok and item.expected == skill and not item.correct(pick.picked)
+        item.id for item, pick in pairs if item.expected == skill and not item.correct(pick.picked)
+    }
+    confused = {str(item.expected) for item, _ in pairs if item.id in took} | {
+        str(pick.picked) for item, pick in pairs if item.id in missed
     }
     own = sorted(
         (i for i in train if i.expected == skill), key=lambda i: (i.id not in missed, i.id)
     )[:OWN]
     others: list[str] = []
-    for name in library.names:
-        if name == skill:
-            continue
+    neighbours = [n for n in library.names if n != skill]
+    if len(neighbours) * PER_NEIGHBOUR > OTHERS:  # too many to show: the confused ones first
+        neighbours.sort(key=lambda n: n not in confused)
+    for name in neighbours:
         theirs = sorted(
             (i for i in train if i.expected == name and i.avoid is None),
             key=lambda i: (i.id not in took, i.id),
@@ -105,7 +110,7 @@ def messages(
     user = TEMPLATE.format(
         skill=skill,
         own="\n".join(f"- {_line(i.prompt)}" for i in own),
-        others="\n".join(others) or "(none)",
+        others="\n".join(others[:OTHERS]) or "(none)",
     )
     return [{"role": "user", "content": user}]
 
