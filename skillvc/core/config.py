@@ -182,8 +182,8 @@ class TrainConfig:
     form_examples: bool = True
     # The same for a label task (a batch's expected answers are a few short labels, as a
     # queue or a category): worked examples of failures whose expected label the target missed
-    # (training/forms.py ``label_edit``). Off by default until a full run on a real model has
-    # measured it (a probe did: docs/benchmarks.md); recorded only when on, as form_examples.
+    # (training/forms.py ``label_edit``). Off by default until the simulator's label world
+    # models worked examples (docs/benchmarks.md); recorded only when on, as form_examples.
     label_examples: bool = False
     train_description: bool = False  # edits may replace the frontmatter description too
     # Start the next stage's rollouts with the current skill while a candidate is gated; the
