@@ -290,6 +290,13 @@ def _optimizer_at(
     git(repo, "commit", "-qm", "library")
 
 
+def _trained(repo: Path) -> tuple[dict[str, Any], dict[str, Any], list[tuple[str, Any]]]:
+    """The library's val routing before training, the training's summary and its events."""
+    before = json.loads(_run(repo, "eval", "--routing", "--json", "-q").output)
+    summary = json.loads(_run(repo, "train", "--routing", "--json", "-q").output)
+    return before, summary, _events(repo)
+
+
 def _events(repo: Path) -> list[tuple[str, Any]]:
     from skillvc.core.store import open_store
 
@@ -332,12 +339,9 @@ def test_skillvc_quotes_the_prompts_a_skill_missed_and_the_gate_decides(
     monkeypatch.chdir(git_repo)
     _optimizer_at(git_repo, loopback, quote=True)
     loopback.responder = lambda body: json.dumps({"edits": []})
-    before = json.loads(_run(git_repo, "eval", "--routing", "--json", "-q").output)
-
-    summary = json.loads(_run(git_repo, "train", "--routing", "--json", "-q").output)
+    before, summary, events = _trained(git_repo)
 
     assert summary["accepted"] >= 1 and summary["after"]["library"] > before["library"]
-    events = _events(git_repo)
     ours = {p["edit"]["id"]: p for kind, p in events if kind == "edit.proposed"}
     assert ours and all(p["source"] == "skillvc" for p in ours.values())
     accepted = [p for kind, p in events if kind == "gate" and p["decision"] == "accepted"]
@@ -426,12 +430,9 @@ def test_an_induced_description_of_one_skill_is_asked_for_and_gated(
         return f'Description: "{simrouting.induce(prompt)}"\n\nThis sets it apart.'
 
     loopback.responder = responder
-    before = json.loads(_run(git_repo, "eval", "--routing", "--json", "-q").output)
-
-    summary = json.loads(_run(git_repo, "train", "--routing", "--json", "-q").output)
+    before, summary, events = _trained(git_repo)
 
     assert summary["accepted"] >= 1 and summary["after"]["library"] > before["library"]
-    events = _events(git_repo)
     induced = {p["edit"]["id"]: p for kind, p in events if kind == "edit.proposed"}
     assert induced and all(p["kind"] == "induced" for p in induced.values())
     accepted = [

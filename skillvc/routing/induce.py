@@ -28,9 +28,9 @@ from collections.abc import Collection, Sequence
 
 from skillvc.core.hashing import sha256_hex
 from skillvc.models.calls import CallFailed, ModelClient
-from skillvc.routing.library import DescriptionRefused, Library
+from skillvc.routing.library import Library
 from skillvc.routing.metrics import Pick
-from skillvc.routing.optimize import DescriptionEdit
+from skillvc.routing.optimize import DescriptionEdit, refusal
 from skillvc.routing.triggers import TriggerItem
 
 KIND = "route_induce"
@@ -139,15 +139,12 @@ def induce(
     except CallFailed as exc:
         return None, str(exc)
     text = description_of(reply.text)
-    current = library.get(skill).description
     if not text:
         return None, "the optimizer's answer holds no description"
-    if text == current:
-        return None, "changes nothing"
-    try:
-        library.with_description(skill, text)
-    except DescriptionRefused as exc:
-        return None, str(exc)
+    refused = refusal(library, skill, text)
+    if refused:
+        return None, refused
+    current = library.get(skill).description
     why = (
         f"induced by the optimizer from {min(own, OWN)} of {skill}'s train requests against "
         "its neighbours' (skillvc's prompt)"

@@ -177,12 +177,21 @@ def _edit(library: Library, entry: Any) -> tuple[DescriptionEdit | None, str]:
     new = " ".join(new.split())
     if new.startswith("description:"):
         new = new[len("description:") :].strip()
-    current = library.get(skill).description
-    if new == current:
-        return None, "changes nothing"
-    try:
-        library.with_description(skill, new)
-    except DescriptionRefused as exc:
-        return None, str(exc)
+    refused = refusal(library, skill, new)
+    if refused:
+        return None, refused
     rationale = entry.get("rationale")
+    current = library.get(skill).description
     return DescriptionEdit(skill, current, new, str(rationale or "")[:1000]), ""
+
+
+def refusal(library: Library, skill: str, description: str) -> str:
+    """Why ``description`` cannot replace ``skill``'s ('' when it can): it changes nothing or
+    breaks the spec's limits."""
+    if description == library.get(skill).description:
+        return "changes nothing"
+    try:
+        library.with_description(skill, description)
+    except DescriptionRefused as exc:
+        return str(exc)
+    return ""

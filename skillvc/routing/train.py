@@ -474,8 +474,9 @@ class RoutingTrainer:
         )
         induced, not_induced = self.induced_edit(batch, picks)
         derived = missed_prompts_edit(self.library, batch, picks) if self.quote_prompts else None
+        if derived is not None and induced is not None and derived.id == induced.id:
+            derived = None  # the same description twice: the induced one's slot
         own = [e for e in (induced, derived) if e is not None]
-        own = [e for i, e in enumerate(own) if e.id not in {o.id for o in own[:i]}]
         if own:  # slots beyond the optimizer's; an optimizer's copy of one is that one
             ids = {e.id for e in own}
             proposals.edits = [*(e for e in proposals.edits if e.id not in ids), *own]

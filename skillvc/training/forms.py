@@ -75,17 +75,19 @@ def form_edit(cases: Sequence[Mapping[str, Any]], skill: str = "") -> FormEdit |
         lines.append(f"Every expected answer {rule}.")
     if not lines:
         return None
-    anchor = HEAD if skill.count(HEAD) == 1 else None
-    edit = Edit(
-        "add",
-        content="\n".join(lines if anchor else [HEAD, *lines]),
-        anchor=anchor,
-        rationale=(
-            f"{len(form)} of {len(shaped)} failures give the expected content in another "
-            "form (derived by skillvc from their expected answers)"
-        ),
+    why = (
+        f"{len(form)} of {len(shaped)} failures give the expected content in another form "
+        "(derived by skillvc from their expected answers)"
     )
-    return FormEdit(edit, rule, len(form), len(shaped))
+    return FormEdit(_examples_add(HEAD, lines, skill, why), rule, len(form), len(shaped))
+
+
+def _examples_add(head: str, lines: Sequence[str], skill: str, rationale: str) -> Edit:
+    """The add of ``lines`` under ``head``: a new block, or under the skill's own ``head``
+    where it holds one already (never a second block)."""
+    anchor = head if skill.count(head) == 1 else None
+    content = "\n".join(lines if anchor else [head, *lines])
+    return Edit("add", content=content, anchor=anchor, rationale=rationale)
 
 
 LABEL_HEAD = "Worked examples of the expected answers (from training):"
@@ -106,13 +108,14 @@ def label_edit(
     worked examples from train took val from 7/20 to 14/20; the optimizer's best edit reached
     12-13/20. On number answers (arithmetic) worked examples hurt (7/20 -> 2/20): those are
     no label task, and the gate refuses what hurts anyway."""
-    labels = [" ".join(e.split()).lower() for e in expected if e.strip()]
-    if len(labels) < 4 or any(len(x) > MAX_LABEL_CHARS for x in labels):
+    labels = [_label(e) for e in expected if e.strip()]
+    known = set(labels)
+    if len(labels) < 4 or any(len(x) > MAX_LABEL_CHARS for x in known):
         return None
-    if len(set(labels)) * 2 > len(labels):
+    if len(known) * 2 > len(labels):
         return None
     shaped = [(c, *answer_pair(c)) for c in cases]
-    missed = [(c, e, o) for c, e, o in shaped if e and " ".join(e.split()).lower() in labels]
+    missed = [(c, e, o) for c, e, o in shaped if e and _label(e) in known]
     if len(missed) < 2 or len(missed) * 2 < len(shaped):
         return None
     by_label: dict[str, tuple[Mapping[str, Any], str, str]] = {}
@@ -124,20 +127,19 @@ def label_edit(
     lines = list(dict.fromkeys(x for x in examples if x not in skill))[:EXAMPLES]
     if not lines:
         return None
-    anchor = LABEL_HEAD if skill.count(LABEL_HEAD) == 1 else None
-    edit = Edit(
-        "add",
-        content="\n".join(lines if anchor else [LABEL_HEAD, *lines]),
-        anchor=anchor,
-        rationale=(
-            f"{len(missed)} of {len(shaped)} failures missed their label, one of "
-            f"{len(set(labels))} the batch expects (derived by skillvc from train cases)"
-        ),
+    why = (
+        f"{len(missed)} of {len(shaped)} failures missed their label, one of {len(known)} "
+        "the batch expects (derived by skillvc from train cases)"
     )
+    edit = _examples_add(LABEL_HEAD, lines, skill, why)
     return FormEdit(edit, LABELS, len(missed), len(shaped))
 
 
 LABELS = "labels"  # the rule a label edit states: none, one edit while a skill is current
+
+
+def _label(answer: str) -> str:
+    return " ".join(answer.split()).lower()
 
 
 def _example(case: Mapping[str, Any], expected: str, answer: str) -> str:
