@@ -104,6 +104,40 @@ def test_the_rule_states_only_what_the_pairs_share(cases: list[dict[str, Any]], 
     assert ("Every expected answer" in found.edit.content) == bool(rule)
 
 
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        # Numbers compared by value: thousands separators, decimals, a currency.
+        [("$1,234.50", "1234.50 USD"), ("$87", "87.00 USD"), ("$12,000", "12000.00 USD")],
+        # A 12-hour time against its 24-hour form.
+        [("3:30 PM", "15:30"), ("11:45 pm", "23:45"), ("12:10 AM", "00:10")],
+        # A percentage against a fraction.
+        [("25%", "0.25"), ("50 %", "0.5"), ("12.5%", "0.125")],
+        # The answer in a sentence: the letters every expected answer shares are the house's.
+        [
+            ("The order is 788.", "ORD-000788"),
+            ("Order 49", "ORD-000049"),
+            ("It is 143", "ORD-000143"),
+        ],
+        # Letters and digits run together.
+        [("ab12", "AB-12"), ("cd7", "CD-7"), ("x9", "X-9")],
+    ],
+)
+def test_the_same_numbers_in_another_form_get_worked_examples(
+    pairs: list[tuple[str, str]],
+) -> None:
+    found = form_edit([_case(f"q{i}", e, o) for i, (o, e) in enumerate(pairs)])
+    assert found is not None and found.form_failures == len(pairs)
+
+
+def test_the_same_number_with_other_content_is_no_form() -> None:
+    # Another sign, or another number beside the house's text, is other content.
+    signs = [_case(f"q{k}", f"-{k}", str(k)) for k in (6, 12, 20)]
+    other = [_case(f"q{k}", f"ORD-{k:06d}", f"The order is {k + 1}.") for k in (22, 604, 49)]
+    assert form_edit(signs) is None
+    assert form_edit(other) is None
+
+
 def test_no_edit_where_the_answers_differ_in_content() -> None:
     wrong = [_case("Lena met Omar. Who did Lena meet?", "Omar", "Lena")] * 3
     wrong_number = [_case("Order 22; replacement 96771.", "ORD-000022", "96771")] * 3

@@ -23,7 +23,7 @@ from skillvc.tasks.scorers import extract_answer
 
 MAX_LINES = 6
 MAX_ANSWER_CHARS = 400  # longer answers are prose: their shape says little
-PARTS = re.compile(r"[^\W_]+", re.UNICODE)  # a run of letters or digits
+PARTS = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)  # a run of letters, or of digits
 _SEPARATORS = " -_/.,:;|+()[]'\"#@&*=~"
 NAMES = {" ": "a space", "\n": "a line break"}
 

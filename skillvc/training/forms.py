@@ -64,7 +64,8 @@ def form_edit(cases: Sequence[Mapping[str, Any]], skill: str = "") -> FormEdit |
     it would add nothing)."""
     shaped = [(c, *answer_pair(c)) for c in cases]
     shaped = [(c, e, o) for c, e, o in shaped if e and len(e) <= MAX_ANSWER_CHARS]
-    form = [(c, e, o) for c, e, o in shaped if o and e != o and _same_content(o, e)]
+    house = _house([e for _, e, _ in shaped])
+    form = [(c, e, o) for c, e, o in shaped if o and e != o and _same_content(o, e, house)]
     if len(form) < 2 or len(form) * 2 < len(shaped):
         return None
     whole = [(e, o) for _, e, o in form if _content_in(o, e)]
@@ -160,16 +161,54 @@ def _norm(part: str) -> str:
     return part.lstrip("0") or "0" if part.isdigit() else part
 
 
-def _same_content(output: str, expected: str) -> bool:
+def _same_content(output: str, expected: str, house: frozenset[str] = frozenset()) -> bool:
     """Whether ``output`` gives ``expected``'s content in another form: every part of it is
-    a part of ``expected`` ("22" of "ORD-000022"), or at least half of each side's parts are
+    a part of ``expected`` ("22" of "ORD-000022"), at least half of each side's parts are
     the other's ("January 15, 2024" of "2024-01-15": a month name is no part of a date's
-    digits). A wrong name or number shares no part."""
+    digits), or both hold the same numbers by value ("1234.50 USD" of "$1,234.50", "15:30"
+    of "3:30 PM", "25%" of "0.25") and every word of ``expected`` is in ``output`` or is the
+    ``house``'s own text ("ORD-000788" of "The order is 788."). A wrong name or number shares
+    no part, and a number of the other sign is another number ("-6" for "6")."""
+    numbers, given = _values(expected), _values(output)
+    if numbers != given and {abs(v) for v in numbers} == {abs(v) for v in given}:
+        return False
     if _content_in(output, expected):
         return True
     said, have = {_norm(p) for p in parts(output)}, {_norm(p) for p in parts(expected)}
     shared = len(said & have)
-    return bool(shared) and shared * 2 >= len(said) and shared * 2 >= len(have)
+    if shared and shared * 2 >= len(said) and shared * 2 >= len(have):
+        return True
+    if not numbers or numbers != given:
+        return False
+    return all(p in said or p in house for p in have if not p.isdigit())
+
+
+_TIME = re.compile(r"\b(\d{1,2}):(\d{2})\s*([ap])\.?\s?m\b\.?", re.I)
+_NUMBER = re.compile(r"((?<![^\s(])-)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(\s?%)?")
+
+
+def _values(text: str) -> set[float]:
+    """The numbers ``text`` holds, by value: thousands separators dropped, a percentage as a
+    fraction, a 12-hour time as its 24-hour parts."""
+    text = _TIME.sub(lambda m: f"{_hour(m)}:{m.group(2)}", text)
+    out = set()
+    for sign, whole, frac, pct in _NUMBER.findall(text):
+        value = float(f"{sign}{whole.replace(',', '')}{frac}")
+        out.add(round(value / 100 if pct else value, 9))
+    return out
+
+
+def _hour(m: re.Match[str]) -> int:
+    hour, pm = int(m.group(1)) % 12, m.group(3).lower() == "p"
+    return hour + 12 if pm else hour
+
+
+def _house(expected: Sequence[str]) -> frozenset[str]:
+    """The words at least two, and two thirds, of the expected answers share: the house's own
+    text ("ord" of "ORD-000022", a currency, a unit), not an answer's content."""
+    counts = Counter(p for e in expected for p in set(parts(e)) if not p.isdigit())
+    n = len(expected)
+    return frozenset(p for p, k in counts.items() if k >= 2 and k * 3 >= n * 2)
 
 
 def _content_in(output: str, expected: str) -> bool:
