@@ -119,6 +119,10 @@ def test_the_rule_states_only_what_the_pairs_share(cases: list[dict[str, Any]], 
             ("Order 49", "ORD-000049"),
             ("It is 143", "ORD-000143"),
         ],
+        # A word shortened, or given by its initials.
+        [("apples", "apple"), ("oranges", "orange"), ("pears", "pear")],
+        [("NYC", "New York City"), ("LA", "Los Angeles"), ("UK", "United Kingdom")],
+        [("New York City", "NYC"), ("Los Angeles", "LA"), ("United Kingdom", "UK")],
         # Letters and digits run together.
         [("ab12", "AB-12"), ("cd7", "CD-7"), ("x9", "X-9")],
     ],
@@ -135,6 +139,10 @@ def test_the_same_number_with_other_content_is_no_form() -> None:
     signs = [_case(f"q{k}", f"-{k}", str(k)) for k in (6, 12, 20)]
     other = [_case(f"q{k}", f"ORD-{k:06d}", f"The order is {k + 1}.") for k in (22, 604, 49)]
     assert form_edit(signs) is None
+    cities = [
+        _case(f"q{k}", e, o) for k, (o, e) in enumerate([("Paris", "Rome"), ("Lyon", "Oslo")])
+    ]
+    assert form_edit(cities) is None, "another word, however short, is another answer"
     assert form_edit(other) is None
 
 

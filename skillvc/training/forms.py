@@ -167,8 +167,10 @@ def _same_content(output: str, expected: str, house: frozenset[str] = frozenset(
     the other's ("January 15, 2024" of "2024-01-15": a month name is no part of a date's
     digits), or both hold the same numbers by value ("1234.50 USD" of "$1,234.50", "15:30"
     of "3:30 PM", "25%" of "0.25") and every word of ``expected`` is in ``output`` or is the
-    ``house``'s own text ("ORD-000788" of "The order is 788."). A wrong name or number shares
-    no part, and a number of the other sign is another number ("-6" for "6")."""
+    ``house``'s own text ("ORD-000788" of "The order is 788."); a word may be shortened
+    ("Jan 5" of "January 5", "apples" of "apple") or given by its initials ("NYC" of "New York
+    City"). A wrong name or number shares no part, and a number of the other sign is another
+    number ("-6" for "6")."""
     numbers, given = _values(expected), _values(output)
     if numbers != given and {abs(v) for v in numbers} == {abs(v) for v in given}:
         return False
@@ -178,9 +180,34 @@ def _same_content(output: str, expected: str, house: frozenset[str] = frozenset(
     shared = len(said & have)
     if shared and shared * 2 >= len(said) and shared * 2 >= len(have):
         return True
+    if _acronym(said, have) or _acronym(have, said):
+        return True
+    near_said = sum(1 for p in said if any(_akin(p, q) for q in have))
+    near_have = sum(1 for q in have if any(_akin(p, q) for p in said))
+    if near_said and near_said * 2 >= len(said) and near_have * 2 >= len(have):
+        return True
     if not numbers or numbers != given:
         return False
     return all(p in said or p in house for p in have if not p.isdigit())
+
+
+def _akin(a: str, b: str) -> bool:
+    """The same word, or one a shortening of the other ("jan" of "january", "apple" of
+    "apples"), of at least three letters."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return short.isalpha() and long.isalpha() and len(short) >= 3 and long.startswith(short)
+
+
+def _acronym(one: set[str], many: set[str]) -> bool:
+    """Whether ``one`` is a single word of the initials of ``many``'s words ("nyc" of "new
+    york city"), in some order."""
+    words = [w for w in many if w.isalpha()]
+    if len(one) != 1 or len(words) < 2 or len(words) != len(many):
+        return False
+    (word,) = one
+    return word.isalpha() and sorted(word) == sorted(w[0] for w in words)
 
 
 _TIME = re.compile(r"\b(\d{1,2}):(\d{2})\s*([ap])\.?\s?m\b\.?", re.I)
