@@ -146,6 +146,33 @@ def test_the_same_number_with_other_content_is_no_form() -> None:
     assert form_edit(other) is None
 
 
+def test_the_targets_own_names_for_the_house_labels_are_a_form() -> None:
+    said = {"APPROVED": "Yes", "DENIED": "No"}
+    batch = ["APPROVED", "DENIED", "APPROVED", "DENIED", "APPROVED", "DENIED"]
+    cases = [_case(f"Claim {k}: approve it?", e, said[e]) for k, e in enumerate(batch[:4])]
+
+    found = form_edit(cases, expected=batch)
+
+    assert found is not None and found.form_failures == 4
+    assert found.rule == 'uses the house\'s labels, such as "APPROVED" and "DENIED"'
+    assert '<answer>APPROVED</answer> (not "Yes")' in found.edit.content
+    # Without the batch's labels there is no telling a name from a wrong answer.
+    assert form_edit(cases) is None
+
+
+def test_a_wrong_label_or_a_name_for_two_labels_is_no_form() -> None:
+    batch = ["billing", "account", "shipping", "billing", "account", "shipping"]
+    # A wrong queue of the batch's own labels is a wrong answer.
+    wrong = [_case("q", e, o) for e, o in [("account", "billing"), ("shipping", "billing")]]
+    assert form_edit(wrong, expected=batch) is None
+    # "other" stands for two labels: the target's answers, not the house's names.
+    vague = [_case("q", e, "other") for e in ("account", "shipping", "billing")]
+    assert form_edit(vague, expected=batch) is None
+    # One name for one label is one case of a pattern, not yet a vocabulary.
+    one = [_case("q", "account", "profile"), _case("q", "account", "profile")]
+    assert form_edit(one, expected=batch) is None
+
+
 def test_no_edit_where_the_answers_differ_in_content() -> None:
     wrong = [_case("Lena met Omar. Who did Lena meet?", "Omar", "Lena")] * 3
     wrong_number = [_case("Order 22; replacement 96771.", "ORD-000022", "96771")] * 3

@@ -23,6 +23,7 @@ from skillvc.core.errors import (
     TaskSetError,
 )
 from skillvc.core.store import open_store
+from skillvc.models import prompts
 from skillvc.models.backends.base import CallRequest, CallResult
 from skillvc.models.backends.sim import SimBackend
 from skillvc.models.calls import ModelClient, Reply, RoleStats
@@ -92,6 +93,19 @@ def test_changed_task_set_is_refused_on_resume(seed_repo: Path, tmp_path: Path) 
     git(repo, "commit", "-qam", "drop a val item")
     calls = model_calls(repo)
     with pytest.raises(TaskSetError, match="task set changed since run"):
+        train(open_workspace(repo), budget_usd=100.0)
+    assert model_calls(repo) == calls
+
+
+def test_a_run_started_under_another_derivation_is_refused_on_resume(
+    seed_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The evidence and worked examples skillvc derives from the same cases changed since the
+    # run started (an upgrade): its replay would send other prompts, so it is not resumed.
+    repo = stopped_run(seed_repo, tmp_path / "r")
+    monkeypatch.setattr(prompts, "DERIVED", "a later derivation")
+    calls = model_calls(repo)
+    with pytest.raises(ConfigError, match="prompt templates changed since run"):
         train(open_workspace(repo), budget_usd=100.0)
     assert model_calls(repo) == calls
 

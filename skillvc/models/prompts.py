@@ -95,8 +95,17 @@ OPTIONAL = {
 }
 
 
+# What skillvc derives from a step's cases into the prompts and edits (the reflection's
+# <evidence>, training/evidence.py; its own worked-examples edits, training/forms.py). The same
+# cases derived another way send other prompts and gate other edits, so a run started before a
+# change is not resumed by replay; change this whenever either derives other text.
+DERIVED = "2026-11-28"
+
+
 def template_hashes() -> dict[str, str]:
-    return {name: sha256_hex(template(name))[:16] for name in TEMPLATE_NAMES}
+    """The prompt templates' hashes and ``DERIVED``: what a resumed run must find unchanged."""
+    hashes = {name: sha256_hex(template(name))[:16] for name in TEMPLATE_NAMES}
+    return {**hashes, "derived": DERIVED}
 
 
 def render(name: str, *, fit: int | None = None, **values: Any) -> list[dict[str, str]]:

@@ -56,20 +56,32 @@ class FormEdit:
         return {"rule": self.rule, "form_failures": self.form_failures, "failures": self.failures}
 
 
-def form_edit(cases: Sequence[Mapping[str, Any]], skill: str = "") -> FormEdit | None:
+def form_edit(
+    cases: Sequence[Mapping[str, Any]], skill: str = "", expected: Sequence[str] = ()
+) -> FormEdit | None:
     """The worked-examples edit for a step's failure ``cases`` (``optimize._case`` dicts), or
     None when fewer than two, or fewer than half, of them give the expected content in
-    another form. Where ``skill`` (the current SKILL.md text) holds examples already, the edit
-    adds new ones under the same heading, and the rule only if it is not there yet (None when
-    it would add nothing)."""
+    another form. Where ``expected`` (every expected answer of the step's batch) is a few
+    labels, an answer outside them that stands for one of them each time ("Yes" for
+    "APPROVED") is a form too. Where ``skill`` (the current SKILL.md text) holds examples
+    already, the edit adds new ones under the same heading, and the rule only if it is not
+    there yet (None when it would add nothing)."""
     shaped = [(c, *answer_pair(c)) for c in cases]
     shaped = [(c, e, o) for c, e, o in shaped if e and len(e) <= MAX_ANSWER_CHARS]
     house = _house([e for _, e, _ in shaped])
-    form = [(c, e, o) for c, e, o in shaped if o and e != o and _same_content(o, e, house)]
+    renamed = _renamed(shaped, _labels(expected))
+    form = [
+        (c, e, o)
+        for c, e, o in shaped
+        if o and e != o and (_same_content(o, e, house) or (c, e, o) in renamed)
+    ]
     if len(form) < 2 or len(form) * 2 < len(shaped):
         return None
     whole = [(e, o) for _, e, o in form if _content_in(o, e)]
     rule = _rule(whole) if len(whole) >= 2 and len(whole) * 2 >= len(form) else ""
+    if not rule and len(renamed) * 2 >= len(form):
+        names = " and ".join(f'"{e}"' for e in dict.fromkeys(e for _, e, _ in renamed))
+        rule = f"uses the house's labels, such as {names}"
     examples = [_example(c, e, o) for c, e, o in form]
     lines = list(dict.fromkeys(x for x in examples if x not in skill))[:EXAMPLES]
     if rule and f"Every expected answer {rule}." not in skill:
@@ -109,11 +121,8 @@ def label_edit(
     worked examples from train took val from 7/20 to 14/20; the optimizer's best edit reached
     12-13/20. On number answers (arithmetic) worked examples hurt (7/20 -> 2/20): those are
     no label task, and the gate refuses what hurts anyway."""
-    labels = [_label(e) for e in expected if e.strip()]
-    known = set(labels)
-    if len(labels) < 4 or any(len(x) > MAX_LABEL_CHARS for x in known):
-        return None
-    if len(known) * 2 > len(labels):
+    known = _labels(expected)
+    if not known:
         return None
     shaped = [(c, *answer_pair(c)) for c in cases]
     missed = [(c, e, o) for c, e, o in shaped if e and _label(e) in known]
@@ -141,6 +150,38 @@ LABELS = "labels"  # the rule a label edit states: none, one edit while a skill 
 
 def _label(answer: str) -> str:
     return " ".join(answer.split()).lower()
+
+
+def _labels(expected: Sequence[str]) -> frozenset[str]:
+    """The labels of a batch's ``expected`` answers when they are a few short labels: at
+    least four answers, each at most ``MAX_LABEL_CHARS`` long, at most one distinct label for
+    every two (empty otherwise)."""
+    labels = [_label(e) for e in expected if e.strip()]
+    known = frozenset(labels)
+    if len(labels) < 4 or any(len(x) > MAX_LABEL_CHARS for x in known):
+        return frozenset()
+    return known if len(known) * 2 <= len(labels) else frozenset()
+
+
+def _renamed(
+    shaped: Sequence[tuple[Mapping[str, Any], str, str]], known: frozenset[str]
+) -> list[tuple[Mapping[str, Any], str, str]]:
+    """The failures whose answer is no label of the batch but stands for one label every time
+    it is given ("Yes" for "APPROVED", "No" for "DENIED"): the house's names for the target's
+    own, a form. At least two such names for two labels; a wrong label of the batch (a wrong
+    queue) is content."""
+    outside = [
+        (c, e, o)
+        for c, e, o in shaped
+        if o and _label(e) in known and _label(o) not in known and len(o) <= MAX_LABEL_CHARS
+    ]
+    means: dict[str, set[str]] = {}
+    for _, e, o in outside:
+        means.setdefault(_label(o), set()).add(_label(e))
+    steady = [(c, e, o) for c, e, o in outside if len(means[_label(o)]) == 1]
+    if len({_label(o) for _, _, o in steady}) < 2 or len({_label(e) for _, e, _ in steady}) < 2:
+        return []
+    return steady
 
 
 def _example(case: Mapping[str, Any], expected: str, answer: str) -> str:

@@ -335,9 +335,12 @@ class Trainer(Updates):
             for case in cases
         ]
         text = skill_file_text(self.state.skill)
-        found, kind = (form_edit(failures, text) if self.t.form_examples else None), "form"
+        expected = [item.targets[0] for item in batch if len(item.targets) == 1]
+        found, kind = (
+            (form_edit(failures, text, expected) if self.t.form_examples else None),
+            "form",
+        )
         if found is None and self.t.label_examples:
-            expected = [item.targets[0] for item in batch if len(item.targets) == 1]
             found, kind = label_edit(failures, expected, text), "label"
         if found is None:
             return []
