@@ -148,14 +148,16 @@ def test_the_same_number_with_other_content_is_no_form() -> None:
 
 def test_the_targets_own_names_for_the_house_labels_are_a_form() -> None:
     said = {"APPROVED": "Yes", "DENIED": "No"}
-    batch = ["APPROVED", "DENIED", "APPROVED", "DENIED", "APPROVED", "DENIED"]
-    cases = [_case(f"Claim {k}: approve it?", e, said[e]) for k, e in enumerate(batch[:4])]
+    batch = ["APPROVED", "APPROVED", "APPROVED", "DENIED", "DENIED", "DENIED"]
+    cases = [_case(f"Claim {k}: approve it?", e, said[e]) for k, e in enumerate(batch[1:5])]
 
     found = form_edit(cases, expected=batch)
 
     assert found is not None and found.form_failures == 4
     assert found.rule == 'uses the house\'s labels, such as "APPROVED" and "DENIED"'
+    # The two worked examples show two of the target's answers, not the first two cases.
     assert '<answer>APPROVED</answer> (not "Yes")' in found.edit.content
+    assert '<answer>DENIED</answer> (not "No")' in found.edit.content
     # Without the batch's labels there is no telling a name from a wrong answer.
     assert form_edit(cases) is None
 

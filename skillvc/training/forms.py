@@ -82,7 +82,10 @@ def form_edit(
     if not rule and len(renamed) * 2 >= len(form):
         names = " and ".join(f'"{e}"' for e in dict.fromkeys(e for _, e, _ in renamed))
         rule = f"uses the house's labels, such as {names}"
-    examples = [_example(c, e, o) for c, e, o in form]
+    said: dict[str, tuple[Mapping[str, Any], str, str]] = {}
+    for c, e, o in form:
+        said.setdefault(_label(o), (c, e, o))
+    examples = [_example(c, e, o) for c, e, o in [*said.values(), *form]]  # unlike answers first
     lines = list(dict.fromkeys(x for x in examples if x not in skill))[:EXAMPLES]
     if rule and f"Every expected answer {rule}." not in skill:
         lines.append(f"Every expected answer {rule}.")
