@@ -22,6 +22,7 @@ from loopback import Behaviour, LoopbackServer
 from skillvc.cli import cli as main
 from skillvc.models import simrouting
 from skillvc.routing.example import write_example
+from skillvc.routing.train import power_note
 
 
 def _library(
@@ -524,3 +525,12 @@ def test_the_induce_prompt_shows_the_confused_neighbours_first_in_a_large_librar
         if line.startswith("- a request") and "goes" not in line
     ]
     assert own[0] == "- a request 0 for s0" and len(own) == 3
+
+
+def test_the_run_says_what_gain_its_val_prompts_can_show() -> None:
+    assert power_note(21, 0.2) == (
+        "gate: an edit is kept when at least 3 of the 21 val prompts route better and none "
+        "worse (+0.143 library score; more when some route worse), sign test at alpha 0.2"
+    )
+    assert "at least 4 of the 21" in power_note(21, 0.1)
+    assert power_note(2, 0.2).startswith("gate: no edit can be kept on 2 val prompts")

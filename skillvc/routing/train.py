@@ -363,6 +363,7 @@ class RoutingTrainer:
             f"({len(library)} skills, {len(self.triggers.train)} train / "
             f"{len(self.triggers.val)} val prompts, {epochs} epochs)"
         )
+        self.progress.note(power_note(len(self.triggers.val), self.alpha))
         with ThreadPoolExecutor(max_workers=self.config.train.workers) as self.pool:
             self.library = library
             self.current = self.evaluate(library, self.triggers.val, "val", "baseline")
@@ -763,6 +764,22 @@ class RoutingTrainer:
                 self.library = library
                 self.current = self.evaluate(library, self.triggers.val, "val", "bodies")
             self.library = library
+
+
+def power_note(n: int, alpha: float) -> str:
+    """What the gate can see on ``n`` val prompts: the fewest net wins an accepted edit needs
+    (the sign test at ``alpha`` with no prompt lost), as prompts and as library score."""
+    wins = significance.wins_needed(alpha)
+    test = f"sign test at alpha {significance.shown_alpha(alpha):g}"
+    if n < wins:
+        return (
+            f"gate: no edit can be kept on {n} val prompts ({test}: {wins} prompts routed "
+            "better and none worse at the least); add val prompts"
+        )
+    return (
+        f"gate: an edit is kept when at least {wins} of the {n} val prompts route better and "
+        f"none worse (+{wins / n:.3f} library score; more when some route worse), {test}"
+    )
 
 
 def _within(
