@@ -9,7 +9,8 @@ another case, with other separators or in another order.
 
 Only what tells the two sides apart is said, at most ``MAX_LINES`` lines, so a minibatch whose
 answers differ in content alone (a wrong fact, a wrong choice) costs no token. A pure function
-of the cases: the same minibatch gives the same text, which resume by replay relies on.
+of the cases: the same minibatch gives the same text, which resume by replay relies on
+(``prompts.DERIVED`` changes whenever it would give other text).
 """
 
 from __future__ import annotations
