@@ -330,3 +330,34 @@ def test_shape_evidence_says_only_what_tells_the_answers_apart() -> None:
     # Two dates: the shared "202" of the years is no prefix; the shared "2024-" is.
     years = [{"expected": "2023-01-05", "output": "x"}, {"expected": "2024-02-06", "output": "y"}]
     assert "starts with" not in shape_evidence(years)
+
+
+def _reading(n: int, answer: str, expected: str) -> dict[str, str]:
+    message = f"The oven thermometer shows {n} degrees Fahrenheit. Report it in the house format."
+    return {"input": message, "expected": expected, "output": f"<answer>{answer}</answer>"}
+
+
+def test_shape_evidence_states_a_conversion_the_expected_answers_follow() -> None:
+    celsius = [_reading(f, f"{f}°F", str(round((f - 32) * 5 / 9))) for f in (133, 162, 21, 196)]
+    assert (
+        "every expected answer is (the number in the message - 32) x 5/9, rounded to a whole "
+        "number (4 of 4 cases)"
+    ) in shape_evidence(celsius)
+    # A rate on the message's second number, exact: no rounding said.
+    vat = [
+        {"input": f"Order {k}: net price {p}.", "expected": str(p * 6 / 5), "output": str(p)}
+        for k, p in ((11, 10), (12, 25), (13, 40.5))
+    ]
+    assert "every expected answer is the message's number 2 x 6/5 (3 of 3" in shape_evidence(vat)
+
+
+def test_no_conversion_is_stated_where_none_holds() -> None:
+    # The number itself (a form), a sum of two numbers, two cases: no rule.
+    same = [_reading(f, f"{f} F", str(f)) for f in (133, 162, 21)]
+    sums = [
+        {"input": f"{a} apples and {b} pears. How many?", "expected": str(a + b), "output": "x"}
+        for a, b in ((3, 4), (10, 2), (7, 7), (1, 9))
+    ]
+    two = [_reading(f, "x", str(round((f - 32) * 5 / 9))) for f in (133, 162)]
+    for cases in (same, sums, two):
+        assert "every expected answer is" not in shape_evidence(cases)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from skillvc.tasks.scorers import extract_answer
@@ -36,7 +38,7 @@ def shape_evidence(cases: Sequence[Mapping[str, Any]]) -> str:
     pairs = [(e, o) for e, o in pairs if e and len(e) <= MAX_ANSWER_CHARS]
     if len(pairs) < 2:
         return ""
-    lines = [*_per_case(pairs), *_shared(pairs)]
+    lines = [*_relation(cases), *_per_case(pairs), *_shared(pairs)]
     if not lines:
         return ""
     n = len(pairs)
@@ -54,6 +56,60 @@ def answer_pair(case: Mapping[str, Any]) -> tuple[str, str]:
 
 def parts(text: str) -> list[str]:
     return [p.lower() for p in PARTS.findall(text)]
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+MAX_NUMBERS = 5  # a message with more numbers is searched for no relation
+
+
+def _relation(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A line where every expected answer is one number that a simple linear rule computes
+    from one number of the case's message, the same one each time ("(the number in the
+    message - 32) x 5/9, rounded to a whole number"): a conversion a small optimizer does not
+    infer from the cases alone. At least three such cases, and half of the minibatch; no line
+    for the identity (the answer is the number itself: a form, not a rule)."""
+    rows = []
+    for case in cases:
+        expected, _ = answer_pair(case)
+        numbers = [float(x) for x in _NUMBER.findall(str(case.get("input") or ""))]
+        if numbers and re.fullmatch(r"-?\d+(?:\.\d+)?", expected):
+            rows.append((numbers, float(expected), "." not in expected))
+    if len(rows) < 3 or len(rows) * 2 < len(cases):
+        return []
+    count = Counter(len(xs) for xs, _, _ in rows).most_common(1)[0][0]
+    rows = [row for row in rows if len(row[0]) == count]
+    if len(rows) < 3 or count > MAX_NUMBERS:
+        return []
+    for j in range(count):
+        found = _linear([(xs[j], y) for xs, y, _ in rows], whole=all(w for *_, w in rows))
+        if found:
+            which = "the number in the message" if count == 1 else f"the message's number {j + 1}"
+            rule = found.replace("x0", which)
+            return [f"every expected answer is {rule} ({len(rows)} of {len(cases)} cases)"]
+    return []
+
+
+def _linear(points: Sequence[tuple[float, float]], *, whole: bool) -> str:
+    """The rule ``y = a * (x - c)``, with ``a`` a simple fraction and ``c`` a whole number,
+    that gives every point's ``y`` (rounded to a whole number when ``whole``), in words with
+    ``x0`` standing for ``x``; '' when none does, or for the identity."""
+    xs = [x for x, _ in points]
+    if len(set(xs)) < 2:
+        return ""
+    mx, my = statistics.fmean(xs), statistics.fmean(y for _, y in points)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
+    if abs(slope) < 1e-9:
+        return ""
+    a = Fraction(slope).limit_denominator(12)
+    c = round(mx - my / float(a))
+    tolerance = 0.5 if whole else 1e-6
+    if any(abs(float(a) * (x - c) - y) > tolerance for x, y in points) or (a == 1 and c == 0):
+        return ""
+    rounded = whole and any(float(a) * (x - c) != round(float(a) * (x - c)) for x, _ in points)
+    base = "x0" if c == 0 else f"(x0 - {c})" if c > 0 else f"(x0 + {-c})"
+    rule = base if a == 1 else f"{base} x {a}"
+    return rule + (", rounded to a whole number" if rounded else "")
 
 
 def _per_case(pairs: Sequence[tuple[str, str]]) -> list[str]:
