@@ -359,5 +359,7 @@ def test_no_conversion_is_stated_where_none_holds() -> None:
         for a, b in ((3, 4), (10, 2), (7, 7), (1, 9))
     ]
     two = [_reading(f, "x", str(round((f - 32) * 5 / 9))) for f in (133, 162)]
-    for cases in (same, sums, two):
+    # A slope no simple fraction states (a hundredth) is no rule either, and no error.
+    cents = [_reading(f, "x", str(f / 100)) for f in (1250, 3300, 990)]
+    for cases in (same, sums, two, cents):
         assert "every expected answer is" not in shape_evidence(cases)

@@ -102,6 +102,8 @@ def _linear(points: Sequence[tuple[float, float]], *, whole: bool) -> str:
     if abs(slope) < 1e-9:
         return ""
     a = Fraction(slope).limit_denominator(12)
+    if a == 0:  # a slope no simple fraction states (a percentage of a large number)
+        return ""
     c = round(mx - my / float(a))
     tolerance = 0.5 if whole else 1e-6
     if any(abs(float(a) * (x - c) - y) > tolerance for x, y in points) or (a == 1 and c == 0):
