@@ -17,8 +17,9 @@ can help: money and a label vocabulary went 0/20 -> 20/20 on the real target's v
 
 Invariants:
 - A pure function of the cases: the same failures give the same edit, which resume by replay
-  relies on (``prompts.DERIVED`` changes with what it derives); the loop keeps one edit per rule while a skill is current, so a refuted one is
-  held back like any refuted edit (``repeats.edit_key``).
+  relies on (``prompts.DERIVED`` changes with what it derives); the loop keeps one edit per
+  rule while a skill is current, so a refuted one is held back like any refuted edit
+  (``repeats.edit_key``).
 - Nothing is derived from failures whose answers differ in content (a wrong fact or choice):
   worked examples would teach train answers, not a form.
 """
