@@ -127,7 +127,7 @@ def test_the_rule_states_only_what_the_pairs_share(cases: list[dict[str, Any]], 
         [("ab12", "AB-12"), ("cd7", "CD-7"), ("x9", "X-9")],
     ],
 )
-def test_the_same_numbers_in_another_form_get_worked_examples(
+def test_the_same_content_in_another_form_gets_worked_examples(
     pairs: list[tuple[str, str]],
 ) -> None:
     found = form_edit([_case(f"q{i}", e, o) for i, (o, e) in enumerate(pairs)])

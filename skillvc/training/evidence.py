@@ -58,8 +58,26 @@ def parts(text: str) -> list[str]:
     return [p.lower() for p in PARTS.findall(text)]
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+_TIME = re.compile(r"\b(\d{1,2}):(\d{2})\s*([ap])\.?\s?m\b\.?", re.I)
+_NUMBER = re.compile(r"((?<![^\s(])-)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(\s?%)?")
 MAX_NUMBERS = 5  # a message with more numbers is searched for no relation
+
+
+def numbers(text: str) -> list[float]:
+    """The numbers ``text`` holds, in order, by value: thousands separators dropped, a
+    percentage as a fraction, a 12-hour time as its 24-hour parts, a minus sign only where it
+    starts a word (the "-" of "ORD-0022" or "2024-01-05" is a joiner)."""
+    text = _TIME.sub(lambda m: f"{_hour(m)}:{m.group(2)}", text)
+    out = []
+    for sign, whole, frac, pct in _NUMBER.findall(text):
+        value = float(f"{sign}{whole.replace(',', '')}{frac}")
+        out.append(round(value / 100 if pct else value, 9))
+    return out
+
+
+def _hour(m: re.Match[str]) -> int:
+    hour, pm = int(m.group(1)) % 12, m.group(3).lower() == "p"
+    return hour + 12 if pm else hour
 
 
 def _relation(cases: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -71,9 +89,9 @@ def _relation(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     rows = []
     for case in cases:
         expected, _ = answer_pair(case)
-        numbers = [float(x) for x in _NUMBER.findall(str(case.get("input") or ""))]
-        if numbers and re.fullmatch(r"-?\d+(?:\.\d+)?", expected):
-            rows.append((numbers, float(expected), "." not in expected))
+        given = numbers(str(case.get("input") or ""))
+        if given and re.fullmatch(r"-?\d+(?:\.\d+)?", expected):
+            rows.append((given, float(expected), "." not in expected))
     if len(rows) < 3 or len(rows) * 2 < len(cases):
         return []
     count = Counter(len(xs) for xs, _, _ in rows).most_common(1)[0][0]
@@ -105,10 +123,13 @@ def _linear(points: Sequence[tuple[float, float]], *, whole: bool) -> str:
     if a == 0:  # a slope no simple fraction states (a percentage of a large number)
         return ""
     c = round(mx - my / float(a))
+    predicted = [float(a) * (x - c) for x in xs]
     tolerance = 0.5 if whole else 1e-6
-    if any(abs(float(a) * (x - c) - y) > tolerance for x, y in points) or (a == 1 and c == 0):
+    if any(abs(p - y) > tolerance for p, (_, y) in zip(predicted, points, strict=True)):
         return ""
-    rounded = whole and any(float(a) * (x - c) != round(float(a) * (x - c)) for x, _ in points)
+    if a == 1 and c == 0:
+        return ""
+    rounded = whole and any(p != round(p) for p in predicted)
     base = "x0" if c == 0 else f"(x0 - {c})" if c > 0 else f"(x0 + {-c})"
     rule = base if a == 1 else f"{base} x {a}"
     return rule + (", rounded to a whole number" if rounded else "")

@@ -39,6 +39,7 @@ from skillvc.training.evidence import (
     answer_pair,
     common_prefix,
     common_suffix,
+    numbers,
     parts,
 )
 
@@ -219,22 +220,20 @@ def _same_content(output: str, expected: str, house: frozenset[str] = frozenset(
     ("Jan 5" of "January 5", "apples" of "apple") or given by its initials ("NYC" of "New York
     City"). A wrong name or number shares no part, and a number of the other sign is another
     number ("-6" for "6")."""
-    numbers, given = _values(expected), _values(output)
-    if numbers != given and {abs(v) for v in numbers} == {abs(v) for v in given}:
+    wanted, given = _values(expected), _values(output)
+    if wanted != given and {abs(v) for v in wanted} == {abs(v) for v in given}:
         return False
     if _content_in(output, expected):
         return True
     said, have = {_norm(p) for p in parts(output)}, {_norm(p) for p in parts(expected)}
-    shared = len(said & have)
-    if shared and shared * 2 >= len(said) and shared * 2 >= len(have):
-        return True
     if _acronym(said, have) or _acronym(have, said):
         return True
+    # Half of each side's parts in the other, the same or shortened.
     near_said = sum(1 for p in said if any(_akin(p, q) for q in have))
     near_have = sum(1 for q in have if any(_akin(p, q) for p in said))
     if near_said and near_said * 2 >= len(said) and near_have * 2 >= len(have):
         return True
-    if not numbers or numbers != given:
+    if not wanted or wanted != given:
         return False
     return all(p in said or p in house for p in have if not p.isdigit())
 
@@ -258,24 +257,9 @@ def _acronym(one: set[str], many: set[str]) -> bool:
     return word.isalpha() and sorted(word) == sorted(w[0] for w in words)
 
 
-_TIME = re.compile(r"\b(\d{1,2}):(\d{2})\s*([ap])\.?\s?m\b\.?", re.I)
-_NUMBER = re.compile(r"((?<![^\s(])-)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(\s?%)?")
-
-
 def _values(text: str) -> set[float]:
-    """The numbers ``text`` holds, by value: thousands separators dropped, a percentage as a
-    fraction, a 12-hour time as its 24-hour parts."""
-    text = _TIME.sub(lambda m: f"{_hour(m)}:{m.group(2)}", text)
-    out = set()
-    for sign, whole, frac, pct in _NUMBER.findall(text):
-        value = float(f"{sign}{whole.replace(',', '')}{frac}")
-        out.add(round(value / 100 if pct else value, 9))
-    return out
-
-
-def _hour(m: re.Match[str]) -> int:
-    hour, pm = int(m.group(1)) % 12, m.group(3).lower() == "p"
-    return hour + 12 if pm else hour
+    """The numbers ``text`` holds, by value (``evidence.numbers``)."""
+    return set(numbers(text))
 
 
 def _house(expected: Sequence[str]) -> frozenset[str]:
@@ -387,13 +371,13 @@ def _width(pairs: Sequence[tuple[str, str]]) -> int:
     pair with one number agrees and at least one is padded (0 otherwise)."""
     widths, padded = set(), False
     for e, o in pairs:
-        numbers = re.findall(r"\d+", o)
-        if len(numbers) != 1:
+        digits = re.findall(r"\d+", o)
+        if len(digits) != 1:
             continue
-        value = _norm(numbers[0])
+        value = _norm(digits[0])
         runs = [r for r in re.findall(r"\d+", e) if _norm(r) == value]
         if not runs:
             return 0
         widths.add(len(runs[0]))
-        padded = padded or (runs[0].startswith("0") and len(runs[0]) > len(numbers[0]))
+        padded = padded or (runs[0].startswith("0") and len(runs[0]) > len(digits[0]))
     return widths.pop() if len(widths) == 1 and padded else 0

@@ -336,10 +336,8 @@ class Trainer(Updates):
         ]
         text = skill_file_text(self.state.skill)
         expected = [item.targets[0] for item in batch if len(item.targets) == 1]
-        found, kind = (
-            (form_edit(failures, text, expected) if self.t.form_examples else None),
-            "form",
-        )
+        found = form_edit(failures, text, expected) if self.t.form_examples else None
+        kind = "form"
         if found is None and self.t.label_examples:
             found, kind = label_edit(failures, expected, text), "label"
         if found is None:
